@@ -1,0 +1,153 @@
+//! Task ids.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use uuid::Uuid;
+
+/// A task id: a string on the wire.
+///
+/// Ids this crate generates are random UUID v4 (122 bits from the operating system's
+/// cryptographically secure generator) in their canonical lowercase hyphenated form, held
+/// in 16 bytes. Any other string (an id from a peer that is not such a UUID) is kept
+/// verbatim, so every id round-trips exactly.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(Repr);
+
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Repr {
+    Uuid(Uuid),
+    Text(Box<str>),
+}
+
+impl TaskId {
+    /// A new random id (UUID v4).
+    #[must_use]
+    pub fn random() -> Self {
+        TaskId(Repr::Uuid(Uuid::new_v4()))
+    }
+
+    /// The id of a UUID, shown in canonical form.
+    #[must_use]
+    pub const fn from_uuid(uuid: Uuid) -> Self {
+        TaskId(Repr::Uuid(uuid))
+    }
+
+    /// The UUID, if this id is one in canonical form.
+    #[must_use]
+    pub fn as_uuid(&self) -> Option<Uuid> {
+        match &self.0 {
+            Repr::Uuid(uuid) => Some(*uuid),
+            Repr::Text(_) => None,
+        }
+    }
+
+    /// Parses the canonical lowercase hyphenated form of a UUID and nothing else, so that
+    /// `parse_uuid(s).map(|u| u.to_string()) == Some(s)` for every accepted `s`.
+    pub(crate) fn parse_canonical_uuid(s: &str) -> Option<Uuid> {
+        if s.len() != 36 || s.bytes().any(|b| b.is_ascii_uppercase()) {
+            return None;
+        }
+        // With length 36 and no uppercase, `try_parse` accepts exactly the hyphenated form.
+        Uuid::try_parse(s).ok()
+    }
+}
+
+impl From<&str> for TaskId {
+    fn from(s: &str) -> Self {
+        match TaskId::parse_canonical_uuid(s) {
+            Some(uuid) => TaskId(Repr::Uuid(uuid)),
+            None => TaskId(Repr::Text(s.into())),
+        }
+    }
+}
+
+impl From<String> for TaskId {
+    fn from(s: String) -> Self {
+        match TaskId::parse_canonical_uuid(&s) {
+            Some(uuid) => TaskId(Repr::Uuid(uuid)),
+            None => TaskId(Repr::Text(s.into_boxed_str())),
+        }
+    }
+}
+
+impl From<Uuid> for TaskId {
+    fn from(uuid: Uuid) -> Self {
+        TaskId::from_uuid(uuid)
+    }
+}
+
+impl FromStr for TaskId {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(TaskId::from(s))
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Repr::Uuid(uuid) => fmt::Display::fmt(&uuid.hyphenated(), f),
+            Repr::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+impl fmt::Debug for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TaskId({self})")
+    }
+}
+
+impl Serialize for TaskId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Repr::Uuid(uuid) => {
+                let mut buf = Uuid::encode_buffer();
+                serializer.serialize_str(uuid.hyphenated().encode_lower(&mut buf))
+            }
+            Repr::Text(text) => serializer.serialize_str(text),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(TaskId::from(text.as_ref()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_uuids_are_compact_and_everything_round_trips() {
+        let id = TaskId::random();
+        let text = id.to_string();
+        assert_eq!(TaskId::from(text.as_str()), id);
+        assert!(TaskId::from(text.as_str()).as_uuid().is_some());
+        for other in [
+            "786512E2-9E0D-44BD-8F29-789F320FE840",
+            "{786512e2-9e0d-44bd-8f29-789f320fe840}",
+            "786512e29e0d44bd8f29789f320fe840",
+            "task-1",
+            "",
+        ] {
+            let id = TaskId::from(other);
+            assert_eq!(id.to_string(), other);
+            assert_eq!(id.as_uuid(), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn random_ids_are_v4_and_distinct() {
+        let a = TaskId::random().as_uuid().unwrap();
+        let b = TaskId::random().as_uuid().unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.get_version_num(), 4);
+    }
+}

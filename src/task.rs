@@ -1,0 +1,448 @@
+//! [`Task<S>`]: a task whose status is its type.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::any::AnyTask;
+use crate::clock::Timestamp;
+use crate::id::TaskId;
+use crate::input::InputRequests;
+use crate::jsonrpc::JsonObject;
+use crate::outcome::Outcome;
+use crate::status::{
+    CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
+    TaskState, TaskStatus, Working,
+};
+
+/// When a change happens, and the status message the task shows afterwards.
+///
+/// Every transition takes one. A bare [`Timestamp`] converts into a change without a
+/// message: `task.complete(result, now)`. With a message:
+/// `task.cancel(Change::at(now).with_message("stopped by the user"))`.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub struct Change {
+    at: Timestamp,
+    message: Option<String>,
+}
+
+impl Change {
+    /// A change at `at`, without a status message.
+    pub fn at(at: Timestamp) -> Self {
+        Self { at, message: None }
+    }
+
+    /// The same change, leaving the task with this status message.
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+
+    /// The same change with an optional status message.
+    pub fn with_optional_message(mut self, message: Option<String>) -> Self {
+        self.message = message;
+        self
+    }
+}
+
+impl From<Timestamp> for Change {
+    fn from(at: Timestamp) -> Self {
+        Change::at(at)
+    }
+}
+
+/// A task in status `S`: the protocol `Task` object, typed by its status.
+///
+/// A new task is a `Task<Working>` ([`Task::new`]). Transitions consume the task and exist
+/// only where the spec allows them:
+///
+/// | from | methods |
+/// |---|---|
+/// | `Working` | [`require_input`](Task::require_input), [`complete`](Task::complete), [`fail`](Task::fail), [`cancel`](Task::cancel) |
+/// | `InputRequired` | [`resume`](Task::resume), [`complete`](Task::complete), [`fail`](Task::fail), [`cancel`](Task::cancel) |
+/// | `Completed`, `Failed`, `Cancelled` | none |
+///
+/// Every change moves `lastUpdatedAt` (never backwards). A transition replaces the status
+/// message with the one in its [`Change`] (or none); a failure without one gets a
+/// diagnostic from its outcome.
+///
+/// There is no `Default` and no constructor for a later status: the only ways into a
+/// status are a transition or a checked conversion from [`AnyTask`].
+#[must_use = "a task is a value: a transition returns the task in its new status"]
+pub struct Task<S: TaskState> {
+    pub(crate) id: TaskId,
+    pub(crate) status_message: Option<Arc<str>>,
+    pub(crate) created_at: Timestamp,
+    pub(crate) last_updated_at: Timestamp,
+    pub(crate) ttl: Option<u64>,
+    pub(crate) poll_interval: Option<u64>,
+    pub(crate) data: S::Data,
+    pub(crate) state: PhantomData<fn() -> S>,
+}
+
+impl Task<Working> {
+    /// A new task in `working`, created at `created_at`, with unlimited retention and no
+    /// suggested poll interval.
+    pub fn new(id: TaskId, created_at: Timestamp) -> Self {
+        Task {
+            id,
+            status_message: None,
+            created_at,
+            last_updated_at: created_at,
+            ttl: None,
+            poll_interval: None,
+            data: (),
+            state: PhantomData,
+        }
+    }
+
+    /// The same task with a retention time in milliseconds from creation (`None` keeps it
+    /// forever).
+    pub fn with_ttl(mut self, ttl: Option<u64>) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The same task with a suggested polling interval in milliseconds.
+    pub fn with_poll_interval(mut self, poll_interval: Option<u64>) -> Self {
+        self.poll_interval = poll_interval;
+        self
+    }
+}
+
+impl<S: TaskState> Task<S> {
+    /// The task id.
+    #[must_use]
+    pub fn id(&self) -> &TaskId {
+        &self.id
+    }
+
+    /// The status, `S::STATUS`.
+    #[must_use]
+    pub fn status(&self) -> TaskStatus {
+        S::STATUS
+    }
+
+    /// The human-readable status message, if any.
+    #[must_use]
+    pub fn status_message(&self) -> Option<&str> {
+        self.status_message.as_deref()
+    }
+
+    /// When the task was created.
+    #[must_use]
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    /// When the task last changed.
+    #[must_use]
+    pub fn last_updated_at(&self) -> Timestamp {
+        self.last_updated_at
+    }
+
+    /// The retention time in milliseconds from creation; `None` is unlimited.
+    #[must_use]
+    pub fn ttl(&self) -> Option<u64> {
+        self.ttl
+    }
+
+    /// The suggested polling interval in milliseconds, if any.
+    #[must_use]
+    pub fn poll_interval(&self) -> Option<u64> {
+        self.poll_interval
+    }
+
+    /// When the retention time ends (`created_at + ttl`); `None` if unlimited.
+    #[must_use]
+    pub fn expires_at(&self) -> Option<Timestamp> {
+        self.ttl.map(|ttl| self.created_at.plus_millis(ttl))
+    }
+
+    /// Whether the retention time has ended at `now`.
+    #[must_use]
+    pub fn is_expired(&self, now: Timestamp) -> bool {
+        self.expires_at().is_some_and(|end| now >= end)
+    }
+
+    /// Erases the status: the same task as an [`AnyTask`].
+    pub fn into_any(self) -> AnyTask {
+        S::wrap(self)
+    }
+
+    /// Moves this task's common fields into status `T` with `data`, applying `change`.
+    fn into_state<T: TaskState>(self, data: T::Data, change: Change) -> Task<T> {
+        Task {
+            id: self.id,
+            status_message: change.message.map(Arc::from),
+            created_at: self.created_at,
+            last_updated_at: self.last_updated_at.max(change.at),
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+            data,
+            state: PhantomData,
+        }
+    }
+
+    /// Replaces the status message without changing the status.
+    pub fn set_status_message(&mut self, message: Option<String>, at: Timestamp)
+    where
+        S: NonTerminal,
+    {
+        self.status_message = message.map(Arc::from);
+        self.last_updated_at = self.last_updated_at.max(at);
+    }
+
+    /// `working` → `input_required`: the task waits for the requestor to answer `requests`.
+    pub fn require_input(
+        self,
+        requests: InputRequests,
+        change: impl Into<Change>,
+    ) -> Task<InputRequired>
+    where
+        S: CanRequireInput,
+    {
+        self.into_state(requests, change.into())
+    }
+
+    /// `input_required` → `working`: the input arrived and the work goes on.
+    pub fn resume(self, change: impl Into<Change>) -> Task<Working>
+    where
+        S: CanResume,
+    {
+        self.into_state((), change.into())
+    }
+
+    /// → `completed`, with the result of the underlying request (for `tools/call`, a
+    /// `CallToolResult`).
+    ///
+    /// A tool result whose `isError` is `true` is a failure in 2025-11-25: pass it to
+    /// [`fail`](Task::fail) as [`Outcome::Result`], or let [`finish`](Task::finish) choose.
+    pub fn complete(self, result: JsonObject, change: impl Into<Change>) -> Task<Completed>
+    where
+        S: NonTerminal,
+    {
+        self.into_state(Some(Arc::new(Outcome::Result(result))), change.into())
+    }
+
+    /// → `failed`, with what the underlying request produced: a JSON-RPC error, or a result
+    /// that reports an error (a `CallToolResult` with `isError: true`).
+    ///
+    /// Without a message in `change`, the status message is a diagnostic taken from the
+    /// outcome (the error message, or the result's first text).
+    pub fn fail(self, outcome: Outcome, change: impl Into<Change>) -> Task<Failed>
+    where
+        S: NonTerminal,
+    {
+        let mut change = change.into();
+        if change.message.is_none() {
+            change.message = outcome.diagnostic();
+        }
+        self.into_state(Some(Arc::new(outcome)), change)
+    }
+
+    /// → `completed` or `failed`, whichever `result` means: a result whose `isError` is
+    /// `true` fails the task (as 2025-11-25 requires for tool calls), any other completes it.
+    pub fn finish(self, result: JsonObject, change: impl Into<Change>) -> Finished
+    where
+        S: NonTerminal,
+    {
+        if crate::outcome::is_error_result(&result) {
+            Finished::Failed(self.fail(Outcome::Result(result), change))
+        } else {
+            Finished::Completed(self.complete(result, change))
+        }
+    }
+
+    /// → `cancelled`. A cancelled task carries no result.
+    pub fn cancel(self, change: impl Into<Change>) -> Task<Cancelled>
+    where
+        S: NonTerminal,
+    {
+        self.into_state((), change.into())
+    }
+}
+
+impl Task<InputRequired> {
+    /// The input requests the task waits for.
+    #[must_use]
+    pub fn input_requests(&self) -> &InputRequests {
+        &self.data
+    }
+}
+
+impl Task<Completed> {
+    /// The result of the underlying request.
+    ///
+    /// `None` only for a task read from a peer's `Task` object, which never carries the
+    /// result (fetch it with `tasks/result`).
+    #[must_use]
+    pub fn result(&self) -> Option<&JsonObject> {
+        self.data.as_deref().and_then(Outcome::as_result)
+    }
+}
+
+impl Task<Failed> {
+    /// What the underlying request failed with: a JSON-RPC error or a failing result.
+    ///
+    /// `None` only for a task read from a peer's `Task` object.
+    #[must_use]
+    pub fn outcome(&self) -> Option<&Outcome> {
+        self.data.as_deref()
+    }
+}
+
+/// The task [`Task::finish`] produced: completed, or failed by a result with `isError`.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub enum Finished {
+    /// The result did not report an error.
+    Completed(Task<Completed>),
+    /// The result reported an error (`isError: true`).
+    Failed(Task<Failed>),
+}
+
+impl From<Finished> for AnyTask {
+    fn from(finished: Finished) -> Self {
+        match finished {
+            Finished::Completed(task) => task.into_any(),
+            Finished::Failed(task) => task.into_any(),
+        }
+    }
+}
+
+// Written by hand: derives would demand the same traits of the uninhabited markers.
+impl<S: TaskState> Clone for Task<S> {
+    fn clone(&self) -> Self {
+        Task {
+            id: self.id.clone(),
+            status_message: self.status_message.clone(),
+            created_at: self.created_at,
+            last_updated_at: self.last_updated_at,
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+            data: self.data.clone(),
+            state: PhantomData,
+        }
+    }
+}
+
+impl<S: TaskState> PartialEq for Task<S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.status_message == other.status_message
+            && self.created_at == other.created_at
+            && self.last_updated_at == other.last_updated_at
+            && self.ttl == other.ttl
+            && self.poll_interval == other.poll_interval
+            && self.data == other.data
+    }
+}
+
+impl<S: TaskState> fmt::Debug for Task<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("id", &self.id)
+            .field("status", &S::STATUS)
+            .field("status_message", &self.status_message)
+            .field("created_at", &self.created_at)
+            .field("last_updated_at", &self.last_updated_at)
+            .field("ttl", &self.ttl)
+            .field("poll_interval", &self.poll_interval)
+            .field("data", &self.data)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn at(millis: i64) -> Timestamp {
+        Timestamp::from_unix_millis(millis)
+    }
+
+    fn object(value: serde_json::Value) -> JsonObject {
+        match value {
+            serde_json::Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn every_legal_path_of_the_spec_table_compiles_and_moves_time() {
+        let id = TaskId::from("t");
+        let working = Task::new(id.clone(), at(0)).with_ttl(Some(60_000));
+        let waiting = working.clone().require_input(InputRequests::new(), at(1));
+        assert_eq!(waiting.status(), TaskStatus::InputRequired);
+        let resumed = waiting.clone().resume(at(2));
+        assert_eq!(resumed.last_updated_at(), at(2));
+        assert_eq!(resumed.created_at(), at(0));
+
+        let result = object(json!({"content": []}));
+        assert_eq!(working.clone().complete(result.clone(), at(3)).status(), TaskStatus::Completed);
+        assert_eq!(waiting.clone().complete(result.clone(), at(3)).status(), TaskStatus::Completed);
+        assert_eq!(working.clone().fail(Outcome::error(-32603, "boom"), at(3)).status(), TaskStatus::Failed);
+        assert_eq!(waiting.clone().fail(Outcome::error(-32603, "boom"), at(3)).status(), TaskStatus::Failed);
+        assert_eq!(working.clone().cancel(at(3)).status(), TaskStatus::Cancelled);
+        assert_eq!(waiting.cancel(at(3)).status(), TaskStatus::Cancelled);
+    }
+
+    #[test]
+    fn last_updated_never_moves_backwards() {
+        let task = Task::new(TaskId::from("t"), at(10));
+        let done = task.cancel(at(5));
+        assert_eq!(done.last_updated_at(), at(10));
+    }
+
+    #[test]
+    fn transitions_replace_the_status_message() {
+        let mut task = Task::new(TaskId::from("t"), at(0));
+        task.set_status_message(Some("halfway".into()), at(1));
+        assert_eq!(task.status_message(), Some("halfway"));
+        assert_eq!(task.last_updated_at(), at(1));
+        let waiting = task.require_input(InputRequests::new(), Change::at(at(2)).with_message("need a yes"));
+        assert_eq!(waiting.status_message(), Some("need a yes"));
+        let working = waiting.resume(at(3));
+        assert_eq!(working.status_message(), None);
+    }
+
+    #[test]
+    fn fail_without_message_uses_a_diagnostic() {
+        let task = Task::new(TaskId::from("t"), at(0));
+        let failed = task.clone().fail(Outcome::error(-32603, "disk full"), at(1));
+        assert_eq!(failed.status_message(), Some("disk full"));
+        let tool_error = object(json!({"content": [{"type": "text", "text": "no such file"}], "isError": true}));
+        let failed = task.fail(Outcome::Result(tool_error.clone()), at(1));
+        assert_eq!(failed.status_message(), Some("no such file"));
+        assert_eq!(failed.outcome(), Some(&Outcome::Result(tool_error)));
+    }
+
+    #[test]
+    fn finish_routes_is_error_results_to_failed() {
+        let task = Task::new(TaskId::from("t"), at(0));
+        let ok = object(json!({"content": [], "isError": false}));
+        let bad = object(json!({"content": [], "isError": true}));
+        match task.clone().finish(ok.clone(), at(1)) {
+            Finished::Completed(done) => assert_eq!(done.result(), Some(&ok)),
+            Finished::Failed(_) => panic!("isError false must complete"),
+        }
+        match task.finish(bad.clone(), at(1)) {
+            Finished::Failed(failed) => assert_eq!(failed.outcome(), Some(&Outcome::Result(bad))),
+            Finished::Completed(_) => panic!("isError true must fail"),
+        }
+    }
+
+    #[test]
+    fn expiry_runs_from_creation() {
+        let task = Task::new(TaskId::from("t"), at(1_000)).with_ttl(Some(500));
+        assert_eq!(task.expires_at(), Some(at(1_500)));
+        assert!(!task.is_expired(at(1_499)));
+        assert!(task.is_expired(at(1_500)));
+        let forever = Task::new(TaskId::from("u"), at(0));
+        assert!(!forever.is_expired(Timestamp::from_unix_millis(i64::MAX / 2_000_000)));
+    }
+}
