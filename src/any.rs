@@ -331,7 +331,10 @@ mod tests {
         let any = working();
         let err = Task::<Completed>::try_from(any.clone()).unwrap_err();
         assert_eq!(err.expected, TaskStatus::Completed);
-        assert_eq!(err.to_string(), "expected a `completed` task, but task `t` is `working`");
+        assert_eq!(
+            err.to_string(),
+            "expected a `completed` task, but task `t` is `working`"
+        );
         assert_eq!(err.into_inner(), any);
         let typed = Task::<Working>::try_from(any.clone()).unwrap();
         assert_eq!(typed.into_any(), any);
@@ -349,13 +352,20 @@ mod tests {
             ]
         };
         let w = working();
-        let ir = w.clone().apply(Transition::RequireInput(InputRequests::new()), at(1)).unwrap();
+        let ir = w
+            .clone()
+            .apply(Transition::RequireInput(InputRequests::new()), at(1))
+            .unwrap();
         let starts = [
             w.clone(),
             ir.clone(),
             w.clone().apply(Transition::Cancel, at(1)).unwrap(),
-            w.clone().apply(Transition::Complete(JsonObject::new()), at(1)).unwrap(),
-            w.clone().apply(Transition::Fail(Outcome::error(-1, "x")), at(1)).unwrap(),
+            w.clone()
+                .apply(Transition::Complete(JsonObject::new()), at(1))
+                .unwrap(),
+            w.clone()
+                .apply(Transition::Fail(Outcome::error(-1, "x")), at(1))
+                .unwrap(),
         ];
         for start in starts {
             for transition in transitions() {
@@ -381,7 +391,9 @@ mod tests {
     #[test]
     fn illegal_move_names_both_statuses() {
         let done = working().apply(Transition::Cancel, at(1)).unwrap();
-        let err = done.apply(Transition::Complete(JsonObject::new()), at(2)).unwrap_err();
+        let err = done
+            .apply(Transition::Complete(JsonObject::new()), at(2))
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "cannot move task `t` from `cancelled` to `completed`: terminal tasks never change"

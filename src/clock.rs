@@ -190,7 +190,13 @@ mod tests {
 
     #[test]
     fn rejects_what_is_not_rfc3339() {
-        for bad in ["", "yesterday", "2025-11-25", "2025-13-01T00:00:00Z", "9999-01-01T00:00:00Z"] {
+        for bad in [
+            "",
+            "yesterday",
+            "2025-11-25",
+            "2025-13-01T00:00:00Z",
+            "9999-01-01T00:00:00Z",
+        ] {
             assert!(Timestamp::parse(bad).is_err(), "{bad}");
         }
     }
@@ -202,7 +208,9 @@ mod tests {
         shared.advance(Duration::from_millis(500));
         assert_eq!(clock.now().unix_millis(), 1_500);
         assert_eq!(
-            clock.now().saturating_since(Timestamp::from_unix_millis(1_000)),
+            clock
+                .now()
+                .saturating_since(Timestamp::from_unix_millis(1_000)),
             Duration::from_millis(500)
         );
     }

@@ -5,7 +5,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::any::{AnyTask, TransitionError, describe_illegal_move};
-use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcError, METHOD_NOT_FOUND};
+use crate::jsonrpc::{
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcError, METHOD_NOT_FOUND,
+};
 use crate::status::TaskStatus;
 
 /// Longest task id or value echoed back in an error message.
@@ -31,7 +33,10 @@ pub(crate) fn shorten(text: &str) -> String {
 pub enum Error {
     /// No task with this id is visible to the caller: it never existed, expired, was
     /// removed, or belongs to another requestor (all four answer the same). `-32602`.
-    #[error("task not found: no task `{}` exists for this requestor (it may have expired)", shorten(task_id))]
+    #[error(
+        "task not found: no task `{}` exists for this requestor (it may have expired)",
+        shorten(task_id)
+    )]
     TaskNotFound {
         /// The id that was asked for.
         task_id: String,
@@ -65,14 +70,20 @@ pub enum Error {
 
     /// The task was cancelled: a late result is not stored, and `tasks/result` has no
     /// result to return. `-32602`.
-    #[error("task `{}` was cancelled: it has no result, and nothing more can be stored in it", shorten(task_id))]
+    #[error(
+        "task `{}` was cancelled: it has no result, and nothing more can be stored in it",
+        shorten(task_id)
+    )]
     TaskCancelled {
         /// The task id.
         task_id: String,
     },
 
     /// The result of a task that has not finished was asked for without waiting. `-32602`.
-    #[error("task `{}` is still `{status}`: its result is not ready yet; wait for it instead", shorten(task_id))]
+    #[error(
+        "task `{}` is still `{status}`: its result is not ready yet; wait for it instead",
+        shorten(task_id)
+    )]
     NotFinished {
         /// The task id.
         task_id: String,
@@ -81,7 +92,9 @@ pub enum Error {
     },
 
     /// A `tasks/list` cursor this receiver did not issue to this requestor. `-32602`.
-    #[error("invalid cursor: {reason}; pass back a nextCursor from an earlier tasks/list unchanged, or omit it to start over")]
+    #[error(
+        "invalid cursor: {reason}; pass back a nextCursor from an earlier tasks/list unchanged, or omit it to start over"
+    )]
     InvalidCursor {
         /// Why it was refused.
         reason: &'static str,
@@ -96,14 +109,20 @@ pub enum Error {
 
     /// A tool whose `execution.taskSupport` is `required` was called without `task`.
     /// `-32601`, as the spec requires.
-    #[error("tool `{}` must be called as a task: add a `task` object to the tools/call params", shorten(tool))]
+    #[error(
+        "tool `{}` must be called as a task: add a `task` object to the tools/call params",
+        shorten(tool)
+    )]
     TaskRequired {
         /// The tool name.
         tool: String,
     },
 
     /// A tool without task support was called with `task`. `-32601`, as the spec advises.
-    #[error("tool `{}` does not support tasks: call it without the `task` param", shorten(tool))]
+    #[error(
+        "tool `{}` does not support tasks: call it without the `task` param",
+        shorten(tool)
+    )]
     TaskNotSupported {
         /// The tool name.
         tool: String,
@@ -111,7 +130,10 @@ pub enum Error {
 
     /// A request type that the receiver only accepts as a task came without `task`.
     /// `-32600`.
-    #[error("task augmentation required for {} requests: add a `task` object to the params", shorten(method))]
+    #[error(
+        "task augmentation required for {} requests: add a `task` object to the params",
+        shorten(method)
+    )]
     TaskAugmentationRequired {
         /// The request method.
         method: String,
@@ -126,7 +148,9 @@ pub enum Error {
 
     /// Creating the task would exceed a limit on stored tasks. `-32603` (the receiver
     /// cannot take more work now; the request itself is valid).
-    #[error("too many tasks: the limit of {limit} stored tasks {scope} is reached; wait for tasks to expire, or cancel some")]
+    #[error(
+        "too many tasks: the limit of {limit} stored tasks {scope} is reached; wait for tasks to expire, or cancel some"
+    )]
     LimitExceeded {
         /// The limit.
         limit: usize,
@@ -223,6 +247,12 @@ impl Error {
 
 impl From<TransitionError> for Error {
     fn from(err: TransitionError) -> Self {
+        Error::from(&err)
+    }
+}
+
+impl From<&TransitionError> for Error {
+    fn from(err: &TransitionError) -> Self {
         if err.from() == TaskStatus::Cancelled {
             return Error::TaskCancelled {
                 task_id: err.task.id().to_string(),
@@ -254,12 +284,17 @@ mod tests {
 
     #[test]
     fn codes_follow_the_spec() {
-        let not_found = Error::TaskNotFound { task_id: "x".into() };
+        let not_found = Error::TaskNotFound {
+            task_id: "x".into(),
+        };
         assert_eq!(not_found.code(), -32602);
         assert_eq!(Error::InvalidCursor { reason: "r" }.code(), -32602);
         assert_eq!(Error::TaskRequired { tool: "t".into() }.code(), -32601);
         assert_eq!(Error::TaskNotSupported { tool: "t".into() }.code(), -32601);
-        assert_eq!(Error::TaskAugmentationRequired { method: "m".into() }.code(), -32600);
+        assert_eq!(
+            Error::TaskAugmentationRequired { method: "m".into() }.code(),
+            -32600
+        );
         assert_eq!(Error::Internal("x".into()).code(), -32603);
         let rpc = not_found.to_jsonrpc();
         assert_eq!(rpc.code, -32602);

@@ -9,6 +9,7 @@ mod input;
 pub mod jsonrpc;
 mod outcome;
 pub mod protocol;
+mod registry;
 mod status;
 mod task;
 
@@ -19,6 +20,10 @@ pub use id::TaskId;
 pub use input::{InputRequest, InputRequests};
 pub use jsonrpc::{JsonObject, JsonRpcError, RequestId};
 pub use outcome::Outcome;
+pub use registry::{
+    Limits, MAX_PAGE_SIZE, Owner, RegistryBuilder, StatusChange, SubscriptionId, TaskHandle,
+    TaskOrigin, TaskPage, TaskRegistry, TaskRequest, TtlPolicy,
+};
 pub use status::{
     CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
     TaskState, TaskStatus, UnknownStatus, Working,

@@ -383,11 +383,32 @@ mod tests {
         assert_eq!(resumed.created_at(), at(0));
 
         let result = object(json!({"content": []}));
-        assert_eq!(working.clone().complete(result.clone(), at(3)).status(), TaskStatus::Completed);
-        assert_eq!(waiting.clone().complete(result.clone(), at(3)).status(), TaskStatus::Completed);
-        assert_eq!(working.clone().fail(Outcome::error(-32603, "boom"), at(3)).status(), TaskStatus::Failed);
-        assert_eq!(waiting.clone().fail(Outcome::error(-32603, "boom"), at(3)).status(), TaskStatus::Failed);
-        assert_eq!(working.clone().cancel(at(3)).status(), TaskStatus::Cancelled);
+        assert_eq!(
+            working.clone().complete(result.clone(), at(3)).status(),
+            TaskStatus::Completed
+        );
+        assert_eq!(
+            waiting.clone().complete(result.clone(), at(3)).status(),
+            TaskStatus::Completed
+        );
+        assert_eq!(
+            working
+                .clone()
+                .fail(Outcome::error(-32603, "boom"), at(3))
+                .status(),
+            TaskStatus::Failed
+        );
+        assert_eq!(
+            waiting
+                .clone()
+                .fail(Outcome::error(-32603, "boom"), at(3))
+                .status(),
+            TaskStatus::Failed
+        );
+        assert_eq!(
+            working.clone().cancel(at(3)).status(),
+            TaskStatus::Cancelled
+        );
         assert_eq!(waiting.cancel(at(3)).status(), TaskStatus::Cancelled);
     }
 
@@ -404,7 +425,10 @@ mod tests {
         task.set_status_message(Some("halfway".into()), at(1));
         assert_eq!(task.status_message(), Some("halfway"));
         assert_eq!(task.last_updated_at(), at(1));
-        let waiting = task.require_input(InputRequests::new(), Change::at(at(2)).with_message("need a yes"));
+        let waiting = task.require_input(
+            InputRequests::new(),
+            Change::at(at(2)).with_message("need a yes"),
+        );
         assert_eq!(waiting.status_message(), Some("need a yes"));
         let working = waiting.resume(at(3));
         assert_eq!(working.status_message(), None);
@@ -413,9 +437,12 @@ mod tests {
     #[test]
     fn fail_without_message_uses_a_diagnostic() {
         let task = Task::new(TaskId::from("t"), at(0));
-        let failed = task.clone().fail(Outcome::error(-32603, "disk full"), at(1));
+        let failed = task
+            .clone()
+            .fail(Outcome::error(-32603, "disk full"), at(1));
         assert_eq!(failed.status_message(), Some("disk full"));
-        let tool_error = object(json!({"content": [{"type": "text", "text": "no such file"}], "isError": true}));
+        let tool_error =
+            object(json!({"content": [{"type": "text", "text": "no such file"}], "isError": true}));
         let failed = task.fail(Outcome::Result(tool_error.clone()), at(1));
         assert_eq!(failed.status_message(), Some("no such file"));
         assert_eq!(failed.outcome(), Some(&Outcome::Result(tool_error)));

@@ -122,7 +122,11 @@ pub struct ClientTaskRequests {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SamplingTaskRequests {
     /// Task-augmented `sampling/createMessage`.
-    #[serde(default, rename = "createMessage", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "createMessage",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub create_message: Option<Supported>,
 }
 

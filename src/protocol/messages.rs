@@ -180,7 +180,10 @@ impl GetTaskPayloadResult {
         match result.get_mut("_meta") {
             Some(Value::Object(meta)) => insert_related_task(meta, task_id),
             _ => {
-                result.insert("_meta".to_owned(), Value::Object(related_task_meta(task_id)));
+                result.insert(
+                    "_meta".to_owned(),
+                    Value::Object(related_task_meta(task_id)),
+                );
             }
         }
         Self(result)

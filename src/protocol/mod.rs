@@ -32,9 +32,9 @@ pub use capabilities::{
 pub use messages::{
     CancelTaskParams, CancelTaskResult, CreateTaskResult, GetTaskParams, GetTaskPayloadParams,
     GetTaskPayloadResult, GetTaskResult, ListTasksParams, ListTasksResult,
-    MODEL_IMMEDIATE_RESPONSE_META_KEY, RELATED_TASK_META_KEY, RelatedTaskMetadata,
-    TaskIdParams, TaskMetadata, TaskResult, TaskStatusNotification,
-    TaskStatusNotificationParams, insert_related_task, related_task, related_task_meta,
+    MODEL_IMMEDIATE_RESPONSE_META_KEY, RELATED_TASK_META_KEY, RelatedTaskMetadata, TaskIdParams,
+    TaskMetadata, TaskResult, TaskStatusNotification, TaskStatusNotificationParams,
+    insert_related_task, related_task, related_task_meta,
 };
 
 /// The protocol revision this dialect implements.

@@ -1,0 +1,111 @@
+//! Status-change subscribers, called outside the registry's lock, in order.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, TryLockError};
+
+use crate::any::AnyTask;
+use crate::registry::owner::Owner;
+
+/// A task changed status or status message: the task as it is now and whose it is (to
+/// route a `notifications/tasks/status` to the right requestor).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusChange {
+    /// The owner of the task.
+    pub owner: Owner,
+    /// The task after the change.
+    pub task: AnyTask,
+}
+
+/// Identifies a subscription, for [`TaskRegistry::unsubscribe`](crate::TaskRegistry::unsubscribe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SubscriptionId(u64);
+
+type Subscriber = Arc<dyn Fn(&StatusChange) + Send + Sync>;
+
+/// Changes are queued in the registry's critical section (so the queue order is the order
+/// of the changes) and delivered after it by whichever thread holds the delivery lock.
+#[derive(Default)]
+pub(crate) struct Notifier {
+    subscribers: RwLock<Vec<(SubscriptionId, Subscriber)>>,
+    count: AtomicUsize,
+    next_id: AtomicU64,
+    queue: Mutex<VecDeque<StatusChange>>,
+    pending: AtomicUsize,
+    delivering: Mutex<()>,
+}
+
+impl Notifier {
+    pub(crate) fn subscribe(&self, subscriber: Subscriber) -> SubscriptionId {
+        let id = SubscriptionId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let mut subscribers = self
+            .subscribers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        subscribers.push((id, subscriber));
+        self.count.store(subscribers.len(), Ordering::SeqCst);
+        id
+    }
+
+    pub(crate) fn unsubscribe(&self, id: SubscriptionId) -> bool {
+        let mut subscribers = self
+            .subscribers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = subscribers.len();
+        subscribers.retain(|(known, _)| *known != id);
+        self.count.store(subscribers.len(), Ordering::SeqCst);
+        subscribers.len() != before
+    }
+
+    /// Queues a change. Called inside the registry's critical section; costs nothing
+    /// without subscribers.
+    pub(crate) fn queue(&self, owner: &Owner, task: &AnyTask) {
+        if self.count.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let change = StatusChange {
+            owner: owner.clone(),
+            task: task.clone(),
+        };
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(change);
+        self.pending.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Delivers queued changes. Called after the registry's lock is released. If another
+    /// thread is delivering, it will also deliver what this thread queued.
+    pub(crate) fn deliver(&self) {
+        while self.pending.load(Ordering::SeqCst) > 0 {
+            let _delivering = match self.delivering.try_lock() {
+                Ok(guard) => guard,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                // The holder re-checks `pending` after it lets go of the delivery lock.
+                Err(TryLockError::WouldBlock) => return,
+            };
+            loop {
+                let next = self
+                    .queue
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .pop_front();
+                let Some(change) = next else { break };
+                self.pending.fetch_sub(1, Ordering::SeqCst);
+                let subscribers: Vec<Subscriber> = self
+                    .subscribers
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .iter()
+                    .map(|(_, subscriber)| Arc::clone(subscriber))
+                    .collect();
+                for subscriber in subscribers {
+                    // A panicking subscriber must not stop the others or the registry.
+                    let _ = catch_unwind(AssertUnwindSafe(|| subscriber(&change)));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Retention ([`TtlPolicy`]) and flood limits ([`Limits`]).
+
+use crate::error::Error;
+
+/// How long tasks are kept, in milliseconds from creation.
+///
+/// The effective TTL of a task is what every `Task` object shows:
+/// - a requested TTL above [`max`](TtlPolicy::with_max) is clamped to the maximum;
+/// - no requested TTL means the [`default`](TtlPolicy::new);
+/// - unlimited retention (`"ttl": null`) happens only when the default is unlimited and
+///   [`allow_unlimited`](TtlPolicy::with_unlimited_allowed) is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TtlPolicy {
+    default: Option<u64>,
+    max: Option<u64>,
+    allow_unlimited: bool,
+}
+
+impl Default for TtlPolicy {
+    /// One hour by default, at most one day, never unlimited.
+    fn default() -> Self {
+        Self {
+            default: Some(3_600_000),
+            max: Some(86_400_000),
+            allow_unlimited: false,
+        }
+    }
+}
+
+impl TtlPolicy {
+    /// A policy whose default TTL is `default` (`None`: unlimited, which also needs
+    /// [`with_unlimited_allowed`](Self::with_unlimited_allowed)), with no maximum.
+    #[must_use]
+    pub const fn new(default: Option<u64>) -> Self {
+        Self {
+            default,
+            max: None,
+            allow_unlimited: false,
+        }
+    }
+
+    /// The same policy with a maximum TTL.
+    #[must_use]
+    pub const fn with_max(mut self, max: u64) -> Self {
+        self.max = Some(max);
+        self
+    }
+
+    /// The same policy, allowing (or not) unlimited retention.
+    #[must_use]
+    pub const fn with_unlimited_allowed(mut self, allow: bool) -> Self {
+        self.allow_unlimited = allow;
+        self
+    }
+
+    /// The default TTL.
+    #[must_use]
+    pub const fn default_ttl(&self) -> Option<u64> {
+        self.default
+    }
+
+    /// The maximum TTL.
+    #[must_use]
+    pub const fn max_ttl(&self) -> Option<u64> {
+        self.max
+    }
+
+    /// The TTL a task gets when `requested` was asked for.
+    #[must_use]
+    pub fn effective(&self, requested: Option<u64>) -> Option<u64> {
+        match requested.or(self.default) {
+            Some(ttl) => Some(self.max.map_or(ttl, |max| ttl.min(max))),
+            None if self.allow_unlimited => None,
+            None => self.max,
+        }
+    }
+
+    /// Checks that the policy can work.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if the default exceeds the maximum, or if no finite TTL is
+    /// set while unlimited retention is not allowed.
+    pub fn validate(&self) -> Result<(), Error> {
+        if let (Some(default), Some(max)) = (self.default, self.max)
+            && default > max
+        {
+            return Err(Error::InvalidConfig(format!(
+                "the default TTL ({default} ms) exceeds the maximum TTL ({max} ms)"
+            )));
+        }
+        if self.default.is_none() && self.max.is_none() && !self.allow_unlimited {
+            return Err(Error::InvalidConfig(
+                "the TTL policy has no default and no maximum but does not allow unlimited \
+                 retention: set a default TTL, or allow unlimited retention"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Limits on stored tasks (of any status, until they expire or are removed), checked
+/// atomically with each insert. Exceeding one is [`Error::LimitExceeded`] (`-32603`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most tasks one owner may have stored; `None` for no limit.
+    pub per_owner: Option<usize>,
+    /// Most tasks stored over all owners; `None` for no limit.
+    pub total: Option<usize>,
+}
+
+impl Default for Limits {
+    /// 1,000 per owner and 100,000 in total.
+    fn default() -> Self {
+        Self {
+            per_owner: Some(1_000),
+            total: Some(100_000),
+        }
+    }
+}
+
+impl Limits {
+    /// No limits at all (for benchmarks and trusted single-user servers).
+    #[must_use]
+    pub const fn none() -> Self {
+        Self {
+            per_owner: None,
+            total: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requested_ttls_are_clamped_and_defaulted() {
+        let policy = TtlPolicy::new(Some(1_000)).with_max(10_000);
+        assert_eq!(policy.effective(None), Some(1_000));
+        assert_eq!(policy.effective(Some(5_000)), Some(5_000));
+        assert_eq!(policy.effective(Some(50_000)), Some(10_000));
+        assert_eq!(policy.effective(Some(0)), Some(0));
+        policy.validate().unwrap();
+    }
+
+    #[test]
+    fn unlimited_only_when_allowed() {
+        let open = TtlPolicy::new(None).with_unlimited_allowed(true);
+        assert_eq!(open.effective(None), None);
+        assert_eq!(open.effective(Some(7)), Some(7));
+        open.validate().unwrap();
+        let capped = TtlPolicy::new(None).with_max(500);
+        assert_eq!(capped.effective(None), Some(500));
+        assert!(TtlPolicy::new(None).validate().is_err());
+        assert!(TtlPolicy::new(Some(10)).with_max(5).validate().is_err());
+    }
+}
