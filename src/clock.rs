@@ -24,10 +24,12 @@ impl Timestamp {
     /// The Unix epoch, 1970-01-01T00:00:00Z.
     pub const UNIX_EPOCH: Timestamp = Timestamp(0);
 
-    /// The current system time.
+    /// The current system time, to the millisecond (the precision JavaScript and most
+    /// clients keep).
     #[must_use]
     pub fn now() -> Self {
-        Self::from(OffsetDateTime::now_utc())
+        let Timestamp(nanos) = Self::from(OffsetDateTime::now_utc());
+        Timestamp(nanos - nanos.rem_euclid(NANOS_PER_MILLI))
     }
 
     /// The time `millis` milliseconds after the Unix epoch.

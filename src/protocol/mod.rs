@@ -21,6 +21,7 @@
 //!   a task method as "no usable task".
 
 mod capabilities;
+mod dispatch;
 mod messages;
 mod task;
 
@@ -28,6 +29,9 @@ pub use capabilities::{
     ClientTaskRequests, ClientTasksCapability, ElicitationTaskRequests, SamplingTaskRequests,
     ServerTaskRequests, ServerTasksCapability, Supported, TaskSupport, ToolExecution,
     ToolsTaskRequests,
+};
+pub use dispatch::{
+    Augmentation, CANCELLED_BY_REQUEST, DEFAULT_PAGE_SIZE, Dispatcher, augmentation,
 };
 pub use messages::{
     CancelTaskParams, CancelTaskResult, CreateTaskResult, GetTaskParams, GetTaskPayloadParams,

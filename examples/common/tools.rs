@@ -1,0 +1,225 @@
+//! The example tools and their handlers, written once for every transport.
+//!
+//! A handler gets a typed [`TaskHandle<Working>`] and may only do what the spec allows from
+//! `working`; asking for input moves it to `input_required` and hands back a
+//! `TaskHandle<InputRequired>`, whose only ways on are `resume`, `complete`, `fail` or
+//! `cancel`.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_tasks::protocol::TaskSupport;
+use mcp_tasks::{
+    Error, InputRequest, InputRequests, InputRequired, JsonObject, JsonRpcError, Outcome,
+    TaskHandle, TaskStatus, Working, jsonrpc,
+};
+use serde_json::{Value, json};
+
+/// Asks the requestor for the input a task waits for, and returns the answer.
+pub trait InputChannel: Send + Sync {
+    /// Sends `request` (keyed `key`) for `task` and blocks until the requestor answers it.
+    ///
+    /// # Errors
+    /// The JSON-RPC error the requestor answered with, or a transport failure.
+    fn ask(
+        &self,
+        task: &TaskHandle<InputRequired>,
+        key: &str,
+        request: &InputRequest,
+    ) -> Result<JsonObject, JsonRpcError>;
+}
+
+/// The tools, as `tools/list` shows them.
+pub fn list() -> Value {
+    json!([
+        {
+            "name": "sleep",
+            "description": "Sleeps for `ms` milliseconds, then answers.",
+            "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0}}, "required": ["ms"]},
+            "execution": {"taskSupport": "optional"}
+        },
+        {
+            "name": "fail",
+            "description": "Always ends with a tool error (isError: true).",
+            "inputSchema": {"type": "object", "properties": {}},
+            "execution": {"taskSupport": "optional"}
+        },
+        {
+            "name": "confirm",
+            "description": "Asks the user a question (elicitation) and reports the answer. Runs only as a task.",
+            "inputSchema": {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]},
+            "execution": {"taskSupport": "required"}
+        },
+        {
+            "name": "echo",
+            "description": "Answers with its text at once. Never a task.",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+        }
+    ])
+}
+
+/// The task support of a known tool.
+pub fn task_support(name: &str) -> Option<TaskSupport> {
+    match name {
+        "sleep" | "fail" => Some(TaskSupport::Optional),
+        "confirm" => Some(TaskSupport::Required),
+        "echo" => Some(TaskSupport::Forbidden),
+        _ => None,
+    }
+}
+
+/// A `CallToolResult` with one text block.
+pub fn text_result(text: impl Into<String>, is_error: bool) -> JsonObject {
+    let mut result = JsonObject::new();
+    result.insert(
+        "content".into(),
+        json!([{"type": "text", "text": text.into()}]),
+    );
+    result.insert("isError".into(), Value::Bool(is_error));
+    result
+}
+
+fn invalid(message: &str) -> JsonRpcError {
+    JsonRpcError::new(
+        jsonrpc::INVALID_PARAMS,
+        format!("invalid params: {message}"),
+    )
+}
+
+/// The arguments a tool needs, checked before any work starts.
+pub enum Call {
+    Sleep(u64),
+    Fail,
+    Confirm(String),
+    Echo(String),
+}
+
+impl Call {
+    /// Reads a call of `name` with `arguments`.
+    ///
+    /// # Errors
+    /// `-32602` for an unknown tool or missing or mistyped arguments.
+    pub fn parse(name: &str, arguments: &JsonObject) -> Result<Call, JsonRpcError> {
+        match name {
+            "sleep" => arguments
+                .get("ms")
+                .and_then(Value::as_u64)
+                .map(Call::Sleep)
+                .ok_or_else(|| invalid("`sleep` needs a non-negative integer `ms`")),
+            "fail" => Ok(Call::Fail),
+            "confirm" => arguments
+                .get("question")
+                .and_then(Value::as_str)
+                .map(|q| Call::Confirm(q.to_owned()))
+                .ok_or_else(|| invalid("`confirm` needs a string `question`")),
+            "echo" => arguments
+                .get("text")
+                .and_then(Value::as_str)
+                .map(|t| Call::Echo(t.to_owned()))
+                .ok_or_else(|| invalid("`echo` needs a string `text`")),
+            other => Err(invalid(&format!("unknown tool `{other}`"))),
+        }
+    }
+
+    /// Runs the call as a normal request and returns its `CallToolResult`.
+    pub fn run(self) -> Result<JsonObject, JsonRpcError> {
+        match self {
+            Call::Sleep(ms) => {
+                thread::sleep(Duration::from_millis(ms));
+                Ok(text_result(format!("slept {ms} ms"), false))
+            }
+            Call::Fail => Ok(text_result("the fail tool always fails", true)),
+            Call::Echo(text) => Ok(text_result(text, false)),
+            Call::Confirm(_) => Err(Error::TaskRequired {
+                tool: "confirm".into(),
+            }
+            .to_jsonrpc()),
+        }
+    }
+
+    /// Runs the call as the task behind `handle`, to its end. Errors are logged: the task
+    /// records the outcome, and a refused transition means the task was cancelled or
+    /// expired meanwhile.
+    pub fn run_task(self, handle: TaskHandle<Working>, input: &dyn InputChannel) {
+        let id = handle.id().clone();
+        let outcome = match self {
+            Call::Sleep(ms) => sleep_task(handle, ms),
+            Call::Fail => handle
+                .finish(text_result("the fail tool always fails", true))
+                .map(drop),
+            Call::Echo(text) => handle.complete(text_result(text, false)).map(drop),
+            Call::Confirm(question) => confirm_task(handle, &question, input),
+        };
+        if let Err(err) = outcome {
+            eprintln!("task {id}: {err}");
+        }
+    }
+}
+
+/// Sleeps in small steps so a cancelled task stops early.
+fn sleep_task(handle: TaskHandle<Working>, ms: u64) -> Result<(), Error> {
+    let end = Instant::now() + Duration::from_millis(ms);
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        if left.is_zero() {
+            break;
+        }
+        thread::sleep(left.min(Duration::from_millis(50)));
+        if handle.current_status() != Some(TaskStatus::Working) {
+            // Cancelled, expired or removed: nothing more to do.
+            handle.detach();
+            return Ok(());
+        }
+    }
+    let _done = handle.complete(text_result(format!("slept {ms} ms"), false))?;
+    Ok(())
+}
+
+/// `working` → `input_required` (one elicitation) → `working` → `completed`.
+fn confirm_task(
+    handle: TaskHandle<Working>,
+    question: &str,
+    input: &dyn InputChannel,
+) -> Result<(), Error> {
+    let mut params = JsonObject::new();
+    params.insert("mode".into(), json!("form"));
+    params.insert("message".into(), json!(question));
+    params.insert(
+        "requestedSchema".into(),
+        json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}),
+    );
+    let request = InputRequest::elicitation(params);
+    let waiting = handle
+        .with_message("waiting for the user's answer")
+        .require_input(InputRequests::new().with("confirm-1", request.clone()))?;
+    let answer = match input.ask(&waiting, "confirm-1", &request) {
+        Ok(answer) => answer,
+        Err(error) => {
+            let _failed = waiting.fail(Outcome::Error(error))?;
+            return Ok(());
+        }
+    };
+    let working = waiting.resume()?;
+    let text = match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => {
+            let said = answer
+                .get("content")
+                .and_then(|c| c.get("answer"))
+                .map_or_else(
+                    || "(nothing)".to_owned(),
+                    |a| a.as_str().map_or_else(|| a.to_string(), str::to_owned),
+                );
+            format!("the user answered: {said}")
+        }
+        Some("decline") => "the user declined".to_owned(),
+        Some("cancel") => "the user cancelled".to_owned(),
+        _ => {
+            let _failed = working.fail(Outcome::error(
+                jsonrpc::INTERNAL_ERROR,
+                "the elicitation answer had no valid `action`",
+            ))?;
+            return Ok(());
+        }
+    };
+    let _done = working.complete(text_result(text, false))?;
+    Ok(())
+}

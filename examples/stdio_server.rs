@@ -1,0 +1,273 @@
+//! A real MCP server over stdio (newline-delimited JSON-RPC 2.0) that runs tools as tasks.
+//!
+//! ```text
+//! cargo run --example stdio_server
+//! ```
+//!
+//! Tools: `sleep` {ms} and `fail` {} (task optional), `confirm` {question} (task required;
+//! asks the user through `elicitation/create`), `echo` {text} (never a task). It answers
+//! `initialize` (protocol 2025-11-25), `ping`, `tools/list`, `tools/call` and `tasks/*`, and
+//! sends `notifications/tasks/status` on every change. Logs go to stderr.
+//!
+//! Environment: `MCP_TASKS_PAGE_SIZE` (tasks per `tasks/list` page, default 50);
+//! `MCP_TASKS_TRACE=<file>` appends every message read and written, one JSON line each,
+//! `{"dir": "in" | "out", "msg": ...}`.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use common::server::{Reply, Server};
+use common::tools::InputChannel;
+use mcp_tasks::protocol::{TaskStatusNotification, insert_related_task};
+use mcp_tasks::{
+    InputRequest, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, TaskHandle, jsonrpc,
+};
+use serde_json::{Value, json};
+
+/// How long a task waits for the client to answer an elicitation.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The client end: writes whole lines, and matches the client's answers to the requests
+/// the server sent.
+struct Connection {
+    stdout: Mutex<io::Stdout>,
+    trace: Option<Mutex<File>>,
+    pending: Mutex<HashMap<String, Sender<Result<Value, JsonRpcError>>>>,
+    next_id: AtomicU64,
+}
+
+impl Connection {
+    fn new() -> io::Result<Self> {
+        let trace = match std::env::var_os("MCP_TASKS_TRACE") {
+            Some(path) => Some(Mutex::new(
+                OpenOptions::new().create(true).append(true).open(path)?,
+            )),
+            None => None,
+        };
+        Ok(Self {
+            stdout: Mutex::new(io::stdout()),
+            trace,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    fn trace(&self, entry: Value) {
+        if let Some(trace) = &self.trace {
+            let mut file = trace.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Err(err) = writeln!(file, "{entry}") {
+                eprintln!("stdio_server: cannot write the trace: {err}");
+            }
+        }
+    }
+
+    /// Writes one message as one line.
+    fn send(&self, message: &Value) {
+        let line = message.to_string();
+        {
+            let mut out = self.stdout.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Err(err) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+                eprintln!("stdio_server: cannot write to stdout: {err}");
+            }
+        }
+        self.trace(json!({"dir": "out", "msg": message}));
+    }
+
+    fn respond(&self, id: &RequestId, answer: Result<Value, JsonRpcError>) {
+        let message = match answer {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+        };
+        self.send(&message);
+    }
+
+    /// An error that answers no request we could identify (the `id` is omitted).
+    fn refuse(&self, code: i64, message: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "error": JsonRpcError::new(code, message)}));
+    }
+
+    /// Sends a request to the client and blocks until it answers.
+    fn request(&self, method: &str, params: JsonObject) -> Result<Value, JsonRpcError> {
+        let id = format!("server-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (answer, answered) = mpsc::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone(), answer);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let answer = answered.recv_timeout(ANSWER_TIMEOUT).unwrap_or_else(|_| {
+            Err(JsonRpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!("the client did not answer `{method}`"),
+            ))
+        });
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        answer
+    }
+
+    /// Hands the client's answer to the thread waiting for it.
+    fn resolve(&self, message: &JsonObject) {
+        let id = match message.get("id") {
+            Some(Value::String(id)) => id.clone(),
+            Some(other) => other.to_string(),
+            None => return,
+        };
+        let waiting = self
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        let Some(waiting) = waiting else {
+            eprintln!("stdio_server: an answer to unknown request {id} was ignored");
+            return;
+        };
+        let answer = match (message.get("result"), message.get("error")) {
+            (Some(result), _) => Ok(result.clone()),
+            (None, Some(error)) => serde_json::from_value(error.clone()).map_err(|_| {
+                JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the client sent a malformed error")
+            }),
+            (None, None) => Err(JsonRpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                "the client's answer had neither result nor error",
+            )),
+        };
+        // The waiting thread may have timed out and gone; nothing to do then.
+        let _ = waiting.send(answer);
+    }
+}
+
+/// In 2025-11-25 a task's input requests travel as ordinary server→client requests tagged
+/// with the related-task `_meta`.
+impl InputChannel for Connection {
+    fn ask(
+        &self,
+        task: &TaskHandle<InputRequired>,
+        _key: &str,
+        request: &InputRequest,
+    ) -> Result<JsonObject, JsonRpcError> {
+        let mut params = request.params.clone();
+        match params.get_mut("_meta") {
+            Some(Value::Object(meta)) => insert_related_task(meta, task.id()),
+            _ => {
+                let mut meta = JsonObject::new();
+                insert_related_task(&mut meta, task.id());
+                params.insert("_meta".into(), Value::Object(meta));
+            }
+        }
+        match self.request(&request.method, params)? {
+            Value::Object(answer) => Ok(answer),
+            _ => Err(JsonRpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                "the client's answer was not an object",
+            )),
+        }
+    }
+}
+
+/// Reads one request, notification or response and acts on it.
+fn handle_line(server: &Server, connection: &Arc<Connection>, owner: &Owner, line: &[u8]) {
+    let message: Value = match std::str::from_utf8(line)
+        .map_err(|err| err.to_string())
+        .and_then(|text| serde_json::from_str(text).map_err(|err| err.to_string()))
+    {
+        Ok(message) => message,
+        Err(err) => {
+            connection.trace(json!({"dir": "in", "raw": String::from_utf8_lossy(line)}));
+            connection.refuse(jsonrpc::PARSE_ERROR, &format!("parse error: {err}"));
+            return;
+        }
+    };
+    connection.trace(json!({"dir": "in", "msg": message}));
+    let Value::Object(mut message) = message else {
+        connection.refuse(
+            jsonrpc::INVALID_REQUEST,
+            "invalid request: send one JSON-RPC object per line (batches are not supported)",
+        );
+        return;
+    };
+    let method = match message.get("method") {
+        Some(Value::String(method)) => method.clone(),
+        Some(_) => {
+            connection.refuse(
+                jsonrpc::INVALID_REQUEST,
+                "invalid request: `method` must be a string",
+            );
+            return;
+        }
+        None if message.contains_key("id") => return connection.resolve(&message),
+        None => {
+            connection.refuse(jsonrpc::INVALID_REQUEST, "invalid request: no `method`");
+            return;
+        }
+    };
+    let id = match message.remove("id") {
+        // Notifications (`notifications/initialized`, `notifications/cancelled`) need no
+        // answer.
+        None => return,
+        Some(id) => match serde_json::from_value::<RequestId>(id) {
+            Ok(id) => id,
+            Err(_) => {
+                connection.refuse(
+                    jsonrpc::INVALID_REQUEST,
+                    "invalid request: `id` must be a string or an integer",
+                );
+                return;
+            }
+        },
+    };
+    let params = message.remove("params");
+    let input: Arc<dyn InputChannel> = connection.clone();
+    match server.request(owner, &id, &method, params, input) {
+        Reply::Now(answer) => connection.respond(&id, answer),
+        Reply::Later(work) => {
+            let connection = Arc::clone(connection);
+            std::thread::spawn(move || connection.respond(&id, work()));
+        }
+        Reply::ThenRun(answer, work) => {
+            connection.respond(&id, Ok(answer));
+            std::thread::spawn(work);
+        }
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let server = Server::from_env()?;
+    let connection = Arc::new(Connection::new()?);
+    // Over stdio there is one requestor: the process that started this server.
+    let owner = Owner::new("stdio");
+
+    let notifier = Arc::clone(&connection);
+    server.registry().subscribe(move |change| {
+        match serde_json::to_value(TaskStatusNotification::new(change.task.clone())) {
+            Ok(notification) => notifier.send(&notification),
+            Err(err) => eprintln!("stdio_server: cannot serialize a notification: {err}"),
+        }
+    });
+
+    eprintln!("stdio_server: ready (MCP 2025-11-25 over stdio)");
+    let mut stdin = io::stdin().lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if stdin.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let trimmed = line.trim_ascii();
+        if !trimmed.is_empty() {
+            handle_line(&server, &connection, &owner, trimmed);
+        }
+    }
+    eprintln!("stdio_server: stdin closed, shutting down");
+    Ok(())
+}
