@@ -1,4 +1,98 @@
-//! placeholder
+//! # mcp-tasks
+//!
+//! The *tasks* utility of the [Model Context Protocol](https://modelcontextprotocol.io)
+//! (revision 2025-11-25) as a typestate API: an illegal task transition is a compile
+//! error, not a runtime surprise.
+//!
+//! A task's status is its type. [`Task<Working>`](Task) has exactly the transitions the
+//! spec allows from `working`; a terminal [`Task<Completed>`](Task) has none:
+//!
+//! | from \ to | working | input_required | completed | failed | cancelled |
+//! |---|---|---|---|---|---|
+//! | (created) | ✓ | | | | |
+//! | working | | [`require_input`](Task::require_input) | [`complete`](Task::complete) | [`fail`](Task::fail) | [`cancel`](Task::cancel) |
+//! | input_required | [`resume`](Task::resume) | | [`complete`](Task::complete) | [`fail`](Task::fail) | [`cancel`](Task::cancel) |
+//! | completed, failed, cancelled | | | | | |
+//!
+//! ```
+//! use mcp_tasks::{AnyTask, InputRequests, Outcome, Task, TaskId, TaskStatus, Timestamp};
+//! use serde_json::json;
+//!
+//! let t0 = Timestamp::parse("2025-11-25T10:30:00Z")?;
+//! let task = Task::new(TaskId::random(), t0).with_ttl(Some(60_000));
+//! let waiting = task.require_input(InputRequests::new(), t0.plus_millis(10));
+//! let working = waiting.resume(t0.plus_millis(20));
+//! let result = json!({"content": [{"type": "text", "text": "done"}]});
+//! let done = working.complete(result.as_object().cloned().unwrap_or_default(), t0.plus_millis(30));
+//! assert_eq!(done.status(), TaskStatus::Completed);
+//!
+//! // Erase to store or send it; its serde form is the protocol `Task` object.
+//! let any = AnyTask::from(done);
+//! let wire = serde_json::to_value(&any)?;
+//! assert_eq!(wire["status"], "completed");
+//! assert_eq!(wire["ttl"], 60_000);
+//! // Getting the typed task back is checked.
+//! assert!(Task::<mcp_tasks::Working>::try_from(any).is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Finishing twice, or cancelling a finished task, does not compile:
+//!
+//! ```compile_fail,E0277
+//! # use mcp_tasks::{Task, TaskId, Timestamp, JsonObject};
+//! let done = Task::new(TaskId::random(), Timestamp::now()).complete(JsonObject::new(), Timestamp::now());
+//! let again = done.complete(JsonObject::new(), Timestamp::now()); // the task is already `Completed`
+//! ```
+//!
+//! ```compile_fail,E0277
+//! # use mcp_tasks::{Task, TaskId, Timestamp, Outcome};
+//! let failed = Task::new(TaskId::random(), Timestamp::now()).fail(Outcome::error(-32603, "x"), Timestamp::now());
+//! let cancelled = failed.cancel(Timestamp::now()); // cannot cancel a `Failed` task
+//! ```
+//!
+//! The `ui-tests/` folder holds one such misuse per file, with the compiler's message.
+//!
+//! # The parts
+//! - [`Task<S>`](Task), the five status markers ([`Working`], [`InputRequired`],
+//!   [`Completed`], [`Failed`], [`Cancelled`]) and their runtime twin [`TaskStatus`].
+//! - [`AnyTask`]: the erased form, stored and serialized; [`AnyTask::apply`] moves tasks
+//!   whose id came from the wire, checked at run time.
+//! - [`Outcome`]: what a finished request produced, stored neutrally (a result, or a
+//!   JSON-RPC error); each wire dialect decides how it looks.
+//! - [`protocol`]: the 2025-11-25 wire dialect: messages, capabilities, and the
+//!   [`Dispatcher`](protocol::Dispatcher) that answers `tasks/*`.
+//! - [`TaskRegistry`]: the store, with owners, TTLs, cursors, typed [`TaskHandle`]s and
+//!   blocking waits.
+//! - [`Error`]: every refusal, with its JSON-RPC code.
+//!
+//! # Task ids
+//! The registry's ids are random UUID v4 strings (122 random bits from the operating
+//! system's secure generator, through the `uuid` crate): unguessable, so an id can serve as
+//! a capability when requestors cannot be identified, and unique among all tasks. The
+//! registry never accepts an id from a caller.
+//!
+//! # Time
+//! Nothing reads a hidden clock. A bare [`Task`] takes the time of each change from its
+//! caller (a [`Timestamp`] or a [`Change`]); the registry takes it from its [`Clock`]
+//! ([`SystemClock`] by default, [`ManualClock`] in tests). Timestamps are RFC 3339 UTC on
+//! the wire; `lastUpdatedAt` never moves backwards.
+//!
+//! # TTL
+//! A task's TTL runs from its creation, in milliseconds; `null` (`None`) is unlimited. The
+//! registry's [`TtlPolicy`] sets the default, clamps requests to a maximum, and decides
+//! whether unlimited retention is allowed; the effective TTL is what every `Task` object
+//! shows. An expired task is gone: lookups answer as for an unknown id, lists skip it, and
+//! its memory is released, lazily on access and by [`TaskRegistry::purge_expired`], whose
+//! cost is proportional to what expired.
+//!
+//! # Concurrency
+//! [`TaskRegistry`] is `Send + Sync` and cloning it shares the store. One mutex guards all
+//! state; each operation is one critical section, so a cancellation and a completion
+//! racing on one task cannot both win: the first terminal status stays, and a cancelled
+//! task never gains a result. [`TaskRegistry::wait`] sleeps on a per-task condition
+//! variable (no polling, no lost wakeup). Status subscribers run outside the lock, in the
+//! order of the changes; a panicking subscriber is contained. See the registry's module
+//! docs for the poison policy.
 #![deny(missing_docs)]
 
 mod any;
@@ -29,3 +123,8 @@ pub use status::{
     TaskState, TaskStatus, UnknownStatus, Working,
 };
 pub use task::{Change, Finished, Task};
+
+/// The README's code samples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
