@@ -1,0 +1,5 @@
+use mcp_tasks::Completed;
+
+fn main() {
+    let _marker = Completed;
+}

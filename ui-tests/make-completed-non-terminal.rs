@@ -1,0 +1,5 @@
+use mcp_tasks::{Completed, NonTerminal};
+
+impl NonTerminal for Completed {}
+
+fn main() {}
