@@ -101,6 +101,7 @@ mod error;
 mod id;
 mod input;
 pub mod jsonrpc;
+mod millis;
 mod outcome;
 pub mod protocol;
 mod registry;

@@ -123,6 +123,11 @@ mod sealed {
 }
 
 /// A task status at the type level. Sealed: implemented only by the five markers.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a task status",
+    label = "`Task` is parameterized by a task status",
+    note = "the task statuses are `Working`, `InputRequired`, `Completed`, `Failed` and `Cancelled`"
+)]
 ///
 /// `STATUS` is the runtime twin, and `Data` is what a task carries in that status: the
 /// outstanding input requests of `InputRequired`, the stored outcome of `Completed` and
@@ -218,7 +223,7 @@ marker!(
     /// The status `input_required`: the receiver waits for input from the requestor.
     InputRequired,
     InputRequired,
-    InputRequests
+    std::sync::Arc<InputRequests>
 );
 marker!(
     /// The status `completed`: terminal; the task carries its result.

@@ -9,6 +9,7 @@ use crate::clock::Timestamp;
 use crate::id::TaskId;
 use crate::input::InputRequests;
 use crate::jsonrpc::JsonObject;
+use crate::millis::OptMillis;
 use crate::outcome::Outcome;
 use crate::status::{
     CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
@@ -75,8 +76,8 @@ pub struct Task<S: TaskState> {
     pub(crate) status_message: Option<Arc<str>>,
     pub(crate) created_at: Timestamp,
     pub(crate) last_updated_at: Timestamp,
-    pub(crate) ttl: Option<u64>,
-    pub(crate) poll_interval: Option<u64>,
+    pub(crate) ttl: OptMillis,
+    pub(crate) poll_interval: OptMillis,
     pub(crate) data: S::Data,
     pub(crate) state: PhantomData<fn() -> S>,
 }
@@ -90,8 +91,8 @@ impl Task<Working> {
             status_message: None,
             created_at,
             last_updated_at: created_at,
-            ttl: None,
-            poll_interval: None,
+            ttl: OptMillis::NONE,
+            poll_interval: OptMillis::NONE,
             data: (),
             state: PhantomData,
         }
@@ -100,13 +101,13 @@ impl Task<Working> {
     /// The same task with a retention time in milliseconds from creation (`None` keeps it
     /// forever).
     pub fn with_ttl(mut self, ttl: Option<u64>) -> Self {
-        self.ttl = ttl;
+        self.ttl = OptMillis::new(ttl);
         self
     }
 
     /// The same task with a suggested polling interval in milliseconds.
     pub fn with_poll_interval(mut self, poll_interval: Option<u64>) -> Self {
-        self.poll_interval = poll_interval;
+        self.poll_interval = OptMillis::new(poll_interval);
         self
     }
 }
@@ -145,19 +146,19 @@ impl<S: TaskState> Task<S> {
     /// The retention time in milliseconds from creation; `None` is unlimited.
     #[must_use]
     pub fn ttl(&self) -> Option<u64> {
-        self.ttl
+        self.ttl.get()
     }
 
     /// The suggested polling interval in milliseconds, if any.
     #[must_use]
     pub fn poll_interval(&self) -> Option<u64> {
-        self.poll_interval
+        self.poll_interval.get()
     }
 
     /// When the retention time ends (`created_at + ttl`); `None` if unlimited.
     #[must_use]
     pub fn expires_at(&self) -> Option<Timestamp> {
-        self.ttl.map(|ttl| self.created_at.plus_millis(ttl))
+        self.ttl().map(|ttl| self.created_at.plus_millis(ttl))
     }
 
     /// Whether the retention time has ended at `now`.
@@ -203,7 +204,7 @@ impl<S: TaskState> Task<S> {
     where
         S: CanRequireInput,
     {
-        self.into_state(requests, change.into())
+        self.into_state(Arc::new(requests), change.into())
     }
 
     /// `input_required` → `working`: the input arrived and the work goes on.
@@ -348,8 +349,8 @@ impl<S: TaskState> fmt::Debug for Task<S> {
             .field("status_message", &self.status_message)
             .field("created_at", &self.created_at)
             .field("last_updated_at", &self.last_updated_at)
-            .field("ttl", &self.ttl)
-            .field("poll_interval", &self.poll_interval)
+            .field("ttl", &self.ttl())
+            .field("poll_interval", &self.poll_interval())
             .field("data", &self.data)
             .finish()
     }

@@ -469,10 +469,16 @@ fn ttl_must_be_a_non_negative_integer_or_null() {
             r#"{{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{input}}}"#
         ));
     }
-    // The largest representable retention reads, and is kept exactly.
-    let input = with_raw(TASK_WORKING_SPEC_EXAMPLE, "ttl", "18446744073709551615");
+    // u64::MAX is out of range (it marks "unlimited" internally) and is refused, not
+    // silently changed; the largest retention below it reads and is kept exactly.
+    rejected::<AnyTask>(&with_raw(
+        TASK_WORKING_SPEC_EXAMPLE,
+        "ttl",
+        "18446744073709551615",
+    ));
+    let input = with_raw(TASK_WORKING_SPEC_EXAMPLE, "ttl", "18446744073709551614");
     let task: AnyTask = serde_json::from_str(&input).unwrap();
-    assert_eq!(task.ttl(), Some(u64::MAX));
+    assert_eq!(task.ttl(), Some(u64::MAX - 1));
     assert_eq!(serde_json::to_string(&task).unwrap(), input);
 }
 

@@ -7,8 +7,6 @@ fn main() {
         status_message: None,
         created_at: now,
         last_updated_at: now,
-        ttl: None,
-        poll_interval: None,
         data: None,
         state: std::marker::PhantomData,
     };

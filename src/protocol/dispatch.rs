@@ -245,7 +245,7 @@ pub fn augmentation(
         None | Some(Value::Null) => None,
         Some(Value::Object(task)) => match task.get("ttl") {
             None | Some(Value::Null) => Some(None),
-            Some(ttl) => match ttl.as_u64() {
+            Some(ttl) => match crate::millis::from_value(ttl) {
                 Some(ttl) => Some(Some(ttl)),
                 None => {
                     return Augmentation::Refuse(Error::invalid_params(

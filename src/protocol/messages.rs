@@ -6,6 +6,8 @@ use serde_json::Value;
 use crate::any::AnyTask;
 use crate::id::TaskId;
 use crate::jsonrpc::JsonObject;
+use crate::status::Working;
+use crate::task::Task;
 
 /// The `_meta` key that ties a message to a task: `{"taskId": "..."}`.
 pub const RELATED_TASK_META_KEY: &str = "io.modelcontextprotocol/related-task";
@@ -19,7 +21,11 @@ pub const MODEL_IMMEDIATE_RESPONSE_META_KEY: &str =
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskMetadata {
     /// Requested retention in milliseconds from creation; the receiver may override it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::millis::deserialize"
+    )]
     pub ttl: Option<u64>,
 }
 
@@ -66,11 +72,11 @@ pub struct CreateTaskResult {
 }
 
 impl CreateTaskResult {
-    /// The result announcing `task`.
+    /// The result announcing a new task, which the spec requires to be `working`.
     #[must_use]
-    pub fn new(task: impl Into<AnyTask>) -> Self {
+    pub fn new(task: Task<Working>) -> Self {
         Self {
-            task: task.into(),
+            task: task.into_any(),
             meta: None,
         }
     }

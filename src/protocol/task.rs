@@ -38,14 +38,10 @@ struct TaskObject {
     created_at: Timestamp,
     last_updated_at: Timestamp,
     /// Required, but may be `null`: `deserialize_with` turns off serde's "missing is None".
-    #[serde(deserialize_with = "required_nullable")]
+    #[serde(deserialize_with = "crate::millis::deserialize")]
     ttl: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::millis::deserialize")]
     poll_interval: Option<u64>,
-}
-
-fn required_nullable<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
-    Option::<u64>::deserialize(deserializer)
 }
 
 impl<S: TaskState> Task<S> {
@@ -56,8 +52,8 @@ impl<S: TaskState> Task<S> {
             status_message: self.status_message.as_deref(),
             created_at: self.created_at,
             last_updated_at: self.last_updated_at,
-            ttl: self.ttl,
-            poll_interval: self.poll_interval,
+            ttl: self.ttl.get(),
+            poll_interval: self.poll_interval.get(),
         }
     }
 }
@@ -87,8 +83,8 @@ fn build<S: TaskState>(wire: TaskObject, data: S::Data) -> AnyTask {
         status_message: wire.status_message.map(Arc::from),
         created_at: wire.created_at,
         last_updated_at: wire.last_updated_at,
-        ttl: wire.ttl,
-        poll_interval: wire.poll_interval,
+        ttl: crate::millis::OptMillis::new(wire.ttl),
+        poll_interval: crate::millis::OptMillis::new(wire.poll_interval),
         data,
         state: std::marker::PhantomData,
     }
@@ -103,7 +99,9 @@ impl<'de> Deserialize<'de> for AnyTask {
         let wire = TaskObject::deserialize(deserializer)?;
         Ok(match wire.status {
             TaskStatus::Working => build::<Working>(wire, ()),
-            TaskStatus::InputRequired => build::<InputRequired>(wire, InputRequests::new()),
+            TaskStatus::InputRequired => {
+                build::<InputRequired>(wire, Arc::new(InputRequests::new()))
+            }
             TaskStatus::Completed => build::<Completed>(wire, None),
             TaskStatus::Failed => build::<Failed>(wire, None),
             TaskStatus::Cancelled => build::<Cancelled>(wire, ()),
