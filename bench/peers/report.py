@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Markdown report of the peer comparison.
+
+    report.py RESULTS.jsonl   median over runs per (impl, phase), as Markdown tables
+    report.py --meta          print one {"meta": {...}} JSON line: machine and tool versions
+
+Input lines (any other line is ignored):
+    {"impl": "...", "n": 100000, "run": 1, "phase": "create", "ns_per_op": 123.4, ...}
+    {"impl": "...", "n": 2000, "run": 1, "phase": "bytes_per_task", "bytes_per_task": 880.0}
+    {"meta": {...}}
+Optional fields on the list phase: "pages", "listed", "partial": true, "pages_total".
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+PHASES = ["create", "get", "update", "store", "result", "list"]
+PHASE_UNIT = {
+    "update": "ns per single status update",
+    "list": "ns per task listed",
+}
+DASH = "–"
+
+
+# ---------------------------------------------------------------- meta
+
+def _cmd(*argv: str) -> str | None:
+    if not shutil.which(argv[0]) and not Path(argv[0]).exists():
+        return None
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = (p.stdout or p.stderr).strip()
+    return out.splitlines()[0] if p.returncode == 0 and out else None
+
+
+def machine_meta() -> dict:
+    cpu = None
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.lower().startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    venv_py = HERE / "py" / ".venv" / "bin" / "python"
+    return {
+        "nproc": _cmd("nproc") or str(os.cpu_count()),
+        "cpu": cpu,
+        "kernel": _cmd("uname", "-sr"),
+        "node": _cmd("node", "--version"),
+        "python": _cmd(str(venv_py), "--version") if venv_py.exists() else _cmd(sys.executable, "--version"),
+        "rustc": _cmd("rustc", "--version"),
+    }
+
+
+# ---------------------------------------------------------------- report
+
+def fmt(x: float | None) -> str:
+    if x is None:
+        return DASH
+    if x < 10:
+        return f"{x:.2f}"
+    if x < 1000:
+        return f"{x:.1f}"
+    return f"{x:,.0f}"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    if a is None or b is None or b == 0:
+        return DASH
+    r = a / b
+    return f"{r:.2f}×" if r < 100 else f"{r:,.0f}×"
+
+
+def load(path: str) -> tuple[list[dict], dict | None]:
+    rows, meta = [], None
+    with open(path, encoding="utf-8") as f:
+        for ln in f:
+            ln = ln.strip()
+            if not ln.startswith("{"):
+                continue
+            try:
+                obj = json.loads(ln)
+            except json.JSONDecodeError:
+                print(f"report.py: skipping bad line: {ln[:80]}", file=sys.stderr)
+                continue
+            if "meta" in obj:
+                meta = obj["meta"]
+            elif "impl" in obj and "phase" in obj:
+                rows.append(obj)
+    return rows, meta
+
+
+def order_impls(impls: list[str]) -> list[str]:
+    def key(name: str) -> tuple[int, str]:
+        if name == "rust-floor":
+            return (0, name)
+        if name == "mcp-tasks":
+            return (1, name)
+        if name.startswith("ts"):
+            return (2, name)
+        if name.startswith("py"):
+            return (3, name)
+        return (4, name)
+    return sorted(impls, key=key)
+
+
+def find(impls: list[str], prefix: str) -> str | None:
+    return next((i for i in impls if i == prefix or i.startswith(prefix + "-")), None)
+
+
+def value(row: dict) -> float | None:
+    if row["phase"] == "bytes_per_task":
+        # the peers write it as "bytes_per_task", the Rust example as "ns_per_op" + "unit"
+        v = row.get("bytes_per_task", row.get("value", row.get("ns_per_op")))
+    else:
+        v = row.get("ns_per_op")
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def report(path: str) -> str:
+    rows, meta = load(path)
+    meta = meta or machine_meta()
+    out: list[str] = []
+    out.append("# Task store peer comparison\n")
+    out.append(
+        f"Machine: {meta.get('nproc')} CPU(s), {meta.get('cpu') or 'unknown CPU'}"
+        + (f", {meta['kernel']}" if meta.get("kernel") else "")
+    )
+    # python and rustc print their own name with the version; node does not
+    tools = [("node " if k == "node" else "") + meta[k] for k in ("node", "python", "rustc") if meta.get(k)]
+    if tools:
+        out.append("Tools: " + "; ".join(tools))
+    out.append("")
+    if not rows:
+        out.append("No results.")
+        return "\n".join(out) + "\n"
+
+    impls = order_impls(sorted({r["impl"] for r in rows}))
+    # (impl, phase) -> values over runs; extra info from the list rows
+    vals: dict[tuple[str, str], list[float]] = {}
+    ns: dict[tuple[str, str], set[int]] = {}
+    runs: dict[str, set] = {}
+    listinfo: dict[str, dict] = {}
+    for r in rows:
+        v = value(r)
+        if v is None:
+            continue
+        k = (r["impl"], r["phase"])
+        vals.setdefault(k, []).append(v)
+        if r["phase"] == "bytes_per_task" and isinstance(r.get("bytes_per_task_with_result"), (int, float)):
+            vals.setdefault((r["impl"], "with_result"), []).append(float(r["bytes_per_task_with_result"]))
+        ns.setdefault(k, set()).add(int(r.get("n", 0)))
+        if r["phase"] in PHASES:
+            runs.setdefault(r["impl"], set()).add(r.get("run"))
+        if r["phase"] == "list":
+            info = listinfo.setdefault(r["impl"], {"pages": set(), "partial": False, "pages_total": None})
+            if "pages" in r:
+                info["pages"].add(r["pages"])
+            if r.get("partial"):
+                info["partial"] = True
+                info["pages_total"] = r.get("pages_total")
+
+    med = {k: statistics.median(v) for k, v in vals.items()}
+
+    def timing_n(impl: str) -> str:
+        s = set().union(*(ns.get((impl, p), set()) for p in PHASES))
+        return "/".join(str(x) for x in sorted(s)) if s else "?"
+
+    n_of = {i: timing_n(i) for i in impls}
+    same_n = len(set(n_of.values())) == 1
+
+    floor, ours = find(impls, "rust-floor"), find(impls, "mcp-tasks")
+    ts, py = find(impls, "ts"), find(impls, "py")
+    ratio_cols = [
+        ("mcp-tasks / rust-floor", ours, floor),
+        (f"{ts or 'ts'} / mcp-tasks", ts, ours),
+        (f"{py or 'py'} / mcp-tasks", py, ours),
+    ]
+
+    def head(label: str) -> list[str]:
+        cols = [label]
+        for i in impls:
+            cols.append(i if same_n else f"{i} (n={n_of[i]})")
+        cols += [c[0] for c in ratio_cols]
+        return ["| " + " | ".join(cols) + " |", "|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|"]
+
+    if same_n:
+        out.append(f"n = {next(iter(n_of.values()))} tasks per run.")
+    else:
+        out.append("n differs between implementations (see column headers): "
+                   "costs that grow with n are not comparable one to one.")
+    out.append("Runs per implementation: " + ", ".join(f"{i} {len(runs.get(i, ()))}" for i in impls)
+               + "; each cell is the median over runs.\n")
+
+    out.append("## Time (ns per operation, median)\n")
+    out.extend(head("phase"))
+    for p in PHASES:
+        label = p + (f" ({PHASE_UNIT[p]})" if p in PHASE_UNIT else "")
+        cells = [label] + [fmt(med.get((i, p))) for i in impls]
+        cells += [ratio(med.get((a, p)) if a else None, med.get((b, p)) if b else None)
+                  for _, a, b in ratio_cols]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("Ratios: mcp-tasks / rust-floor is the overhead of ours over the floor (1.00× = at the floor, "
+               "lower is better); the peer / mcp-tasks columns are how many times faster mcp-tasks is.")
+
+    notes = []
+    for i in impls:
+        info = listinfo.get(i)
+        if not info:
+            continue
+        pages = "/".join(str(x) for x in sorted(info["pages"]))
+        if not pages and not info["partial"]:
+            continue
+        if info["partial"]:
+            notes.append(f"- {i}: list phase **partial**: {pages} of {info['pages_total']} pages walked "
+                         "(cost per page is O(n) in this store); ns per task listed is over the walked pages.")
+        else:
+            notes.append(f"- {i}: list walked all {pages} pages.")
+    if notes:
+        out.append("")
+        out.append("List phase:")
+        out.extend(notes)
+
+    if any(p == "bytes_per_task" for _, p in med):
+        out.append("")
+        out.append("## Memory (bytes held per task, median)\n")
+        mem_n = {i: "/".join(str(x) for x in sorted(ns.get((i, "bytes_per_task"), set()))) or DASH
+                 for i in impls}
+        cells = ["bytes/task"] + [fmt(med.get((i, "bytes_per_task"))) for i in impls]
+        cells += [ratio(med.get((a, "bytes_per_task")) if a else None,
+                        med.get((b, "bytes_per_task")) if b else None)
+                  for _, a, b in ratio_cols]
+        cols = ["", *impls, *(c[0] for c in ratio_cols)]
+        out.append("| " + " | ".join(cols) + " |")
+        out.append("|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|")
+        out.append("| " + " | ".join(cells) + " |")
+        out.append("| " + " | ".join(["measured at n", *(mem_n[i] for i in impls), *[""] * len(ratio_cols)])
+                   + " |")
+        out.append("")
+        out.append("Memory ratios: peer / mcp-tasks is how many times more memory the peer holds per task.")
+        methods = {}
+        for r in rows:
+            if r["phase"] == "bytes_per_task":
+                m = r.get("method") or ""
+                with_result = vals.get((r["impl"], "with_result"))
+                if with_result:
+                    m += f"; with the result stored: {fmt(statistics.median(with_result))} bytes/task"
+                if m:
+                    methods[r["impl"]] = m
+        for i in impls:
+            if i in methods:
+                out.append(f"- {i}: {methods[i]}")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--meta"]:
+        print(json.dumps({"meta": machine_meta()}))
+        return 0
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    sys.stdout.write(report(argv[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
