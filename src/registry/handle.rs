@@ -259,7 +259,8 @@ impl<S: TaskState> Drop for TaskHandle<S> {
         // left as it is.
         let _ = registry.apply_key(self.key, &self.owner, &id, |task, now| {
             if task.is_terminal() {
-                return Ok(task);
+                // Unchanged: refuse, so that nothing is written, notified or woken.
+                return Err(super::Refused::new(task, Error::Internal(String::new())));
             }
             Ok(task.apply(
                 crate::any::Transition::Fail(Outcome::error(INTERNAL_ERROR, DROPPED)),

@@ -169,7 +169,7 @@ impl RegistryBuilder {
 ///
 /// | TypeScript `TaskStore` | C# `IMcpTaskStore` | `TaskRegistry` |
 /// |---|---|---|
-/// | `createTask(taskParams, requestId, request, sessionId)` | `CreateTaskAsync(taskParams, requestId, request, sessionId)` | [`create(&owner, TaskRequest)`](Self::create) → a typed [`TaskHandle<Working>`] and the new task |
+/// | `createTask(taskParams, requestId, request, sessionId)` | `CreateTaskAsync(taskParams, requestId, request, sessionId)` | [`insert(&owner, TaskRequest)`](Self::insert) (by id), or [`create`](Self::create) for a typed [`TaskHandle<Working>`] |
 /// | `getTask(taskId, sessionId)` (`null` if unknown) | `GetTaskAsync` (`null` if unknown) | [`get`](Self::get) → `Err(TaskNotFound)` if unknown |
 /// | `updateTaskStatus(taskId, status, statusMessage, sessionId)` | `UpdateTaskStatusAsync` | [`update_status`](Self::update_status) (checked against the spec table), or the handle's transitions |
 /// | `storeTaskResult(taskId, status, result, sessionId)` | `StoreTaskResultAsync` | [`store_result`](Self::store_result), or the handle's `complete` / `fail` / `finish` |
@@ -362,7 +362,9 @@ impl TaskRegistry {
     /// new task (for the `CreateTaskResult`).
     ///
     /// The id is a fresh UUID v4, the TTL is the [`TtlPolicy`]'s answer to the requested
-    /// one, and the poll interval the request's or the registry's default.
+    /// one, and the poll interval the request's or the registry's default. Dropping the
+    /// handle before the task finishes fails the task; to drive a task by id only, use
+    /// [`insert`](Self::insert).
     ///
     /// # Errors
     /// [`Error::LimitExceeded`] if `owner` or the whole registry holds the most tasks its
@@ -372,63 +374,81 @@ impl TaskRegistry {
         owner: &Owner,
         request: TaskRequest,
     ) -> Result<(TaskHandle<Working>, Task<Working>), Error> {
+        let (key, owner, task) = self.store_new(owner, request)?;
+        let handle = TaskHandle::new(self.clone(), task.id().clone(), key, owner);
+        Ok((handle, task))
+    }
+
+    /// Creates a task for `owner` to be driven by id ([`update_status`](Self::update_status),
+    /// [`store_result`](Self::store_result), [`cancel`](Self::cancel)), as the SDKs' stores
+    /// do, and returns it.
+    ///
+    /// # Errors
+    /// As for [`create`](Self::create).
+    pub fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error> {
+        self.store_new(owner, request).map(|(_, _, task)| task)
+    }
+
+    /// Stores a new task; returns its key, the interned owner and the task.
+    fn store_new(
+        &self,
+        owner: &Owner,
+        request: TaskRequest,
+    ) -> Result<(u128, Owner, Task<Working>), Error> {
         let uuid = uuid::Uuid::new_v4();
         let key = uuid.as_u128();
-        let id = TaskId::from_uuid(uuid);
         let ttl = self.shared.ttl.effective(request.ttl);
         let poll_interval = request.poll_interval.or(self.shared.poll_interval);
         let now = self.now();
-        let task = Task::new(id.clone(), now)
+        let task = Task::new(TaskId::from_uuid(uuid), now)
             .with_ttl(ttl)
             .with_poll_interval(poll_interval);
+        let mut inner = self.lock();
+        inner.purge_expired(now);
+        let limits = self.shared.limits;
+        if let Some(limit) = limits.total
+            && inner.tasks.len() >= limit
         {
-            let mut inner = self.lock();
-            inner.purge_expired(now);
-            let limits = self.shared.limits;
-            if let Some(limit) = limits.total
-                && inner.tasks.len() >= limit
-            {
-                return Err(Error::LimitExceeded {
-                    limit,
-                    scope: LimitScope::Total,
-                });
-            }
-            let (owner, owned) = match inner.owners.get_key_value(owner) {
-                Some((interned, tasks)) => (interned.clone(), tasks.len()),
-                None => (owner.clone(), 0),
-            };
-            if let Some(limit) = limits.per_owner
-                && owned >= limit
-            {
-                return Err(Error::LimitExceeded {
-                    limit,
-                    scope: LimitScope::PerOwner,
-                });
-            }
-            let method = inner.intern(&request.method);
-            let seq = inner.next_seq;
-            inner.next_seq += 1;
-            if let Some(end) = task.expires_at() {
-                inner.expiry.insert((end, key));
-            }
-            inner
-                .owners
-                .entry(owner.clone())
-                .or_default()
-                .insert(seq, key);
-            inner.tasks.insert(
-                key,
-                Entry {
-                    task: task.clone().into_any(),
-                    owner: owner.clone(),
-                    seq,
-                    request_id: request.request_id,
-                    method,
-                    waiters: None,
-                },
-            );
+            return Err(Error::LimitExceeded {
+                limit,
+                scope: LimitScope::Total,
+            });
         }
-        Ok((TaskHandle::new(self.clone(), id, key, owner.clone()), task))
+        let (owner, owned) = match inner.owners.get_key_value(owner) {
+            Some((interned, tasks)) => (interned.clone(), tasks.len()),
+            None => (owner.clone(), 0),
+        };
+        if let Some(limit) = limits.per_owner
+            && owned >= limit
+        {
+            return Err(Error::LimitExceeded {
+                limit,
+                scope: LimitScope::PerOwner,
+            });
+        }
+        let method = inner.intern(&request.method);
+        let seq = inner.next_seq;
+        inner.next_seq += 1;
+        if let Some(end) = task.expires_at() {
+            inner.expiry.insert((end, key));
+        }
+        inner
+            .owners
+            .entry(owner.clone())
+            .or_default()
+            .insert(seq, key);
+        inner.tasks.insert(
+            key,
+            Entry {
+                task: task.clone().into_any(),
+                owner: owner.clone(),
+                seq,
+                request_id: request.request_id,
+                method,
+                waiters: None,
+            },
+        );
+        Ok((key, owner, task))
     }
 
     /// The task `task_id` as `owner` sees it now (its outcome included, if terminal).
@@ -690,10 +710,11 @@ impl TaskRegistry {
     ) -> Result<AnyTask, Error> {
         let key = key_of(task_id).ok_or_else(|| not_found(task_id))?;
         let started = Instant::now();
+        // The clock is user code: it is read only while the lock is not held.
+        let mut now = self.now();
         let mut inner = self.lock();
         let mut waiting: Option<Arc<Condvar>> = None;
         let outcome = loop {
-            let now = self.now();
             let Some(entry) = inner.visible(key, owner, now) else {
                 break Err(not_found(task_id));
             };
@@ -731,6 +752,10 @@ impl TaskRegistry {
                 None => condvar.wait(inner).unwrap_or_else(PoisonError::into_inner),
             };
             waiting = Some(condvar);
+            // Every state is checked again under the lock, so no wakeup is lost meanwhile.
+            drop(inner);
+            now = self.now();
+            inner = self.lock();
         };
         // The last waiter to leave drops the task's condition variable.
         if let Some(condvar) = waiting
