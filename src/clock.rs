@@ -7,7 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::OffsetDateTime;
@@ -28,8 +28,14 @@ impl Timestamp {
     /// clients keep).
     #[must_use]
     pub fn now() -> Self {
-        let Timestamp(nanos) = Self::from(OffsetDateTime::now_utc());
-        Timestamp(nanos - nanos.rem_euclid(NANOS_PER_MILLI))
+        // Straight from the system clock: no calendar arithmetic on the hot path.
+        let since_epoch = match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(after) => i128::try_from(after.as_millis()).unwrap_or(i128::MAX),
+            Err(before) => -i128::try_from(before.duration().as_millis()).unwrap_or(i128::MAX),
+        };
+        let millis =
+            i64::try_from(since_epoch).unwrap_or(if since_epoch < 0 { i64::MIN } else { i64::MAX });
+        Timestamp::from_unix_millis(millis)
     }
 
     /// The time `millis` milliseconds after the Unix epoch.

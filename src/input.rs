@@ -82,6 +82,13 @@ impl InputRequests {
     }
 }
 
+/// One shared empty set, so that moving to `input_required` without requests (as the
+/// by-id `update_status` does) allocates nothing.
+pub(crate) fn no_requests() -> std::sync::Arc<InputRequests> {
+    static EMPTY: std::sync::OnceLock<std::sync::Arc<InputRequests>> = std::sync::OnceLock::new();
+    std::sync::Arc::clone(EMPTY.get_or_init(Default::default))
+}
+
 impl<K: Into<String>> FromIterator<(K, InputRequest)> for InputRequests {
     fn from_iter<I: IntoIterator<Item = (K, InputRequest)>>(iter: I) -> Self {
         Self(iter.into_iter().map(|(k, v)| (k.into(), v)).collect())

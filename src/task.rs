@@ -204,7 +204,12 @@ impl<S: TaskState> Task<S> {
     where
         S: CanRequireInput,
     {
-        self.into_state(Arc::new(requests), change.into())
+        let requests = if requests.is_empty() {
+            crate::input::no_requests()
+        } else {
+            Arc::new(requests)
+        };
+        self.into_state(requests, change.into())
     }
 
     /// `input_required` → `working`: the input arrived and the work goes on.
