@@ -409,8 +409,8 @@ fn unlimited_retention_only_when_the_policy_allows_it() {
     assert_eq!(task.ttl(), None);
     let wire = serde_json::to_value(open.get(&owner, &task.id().to_string()).unwrap()).unwrap();
     assert_eq!(wire["ttl"], Value::Null, "unlimited shows as null");
-    let (_, short) = open.create(&owner, req(2).with_ttl(Some(7))).unwrap();
-    assert_eq!(short.ttl(), Some(7));
+    let (_, short) = open.create(&owner, req(2).with_ttl(Some(7_000))).unwrap();
+    assert_eq!(short.ttl(), Some(7_000));
     // Unlimited tasks survive any amount of time; the short one does not.
     clock.advance(Duration::from_secs(10 * 365 * 24 * 3600));
     assert!(open.get(&owner, &task.id().to_string()).is_ok());
@@ -2054,4 +2054,116 @@ fn the_clock_is_never_read_under_the_lock() {
         registry.remove(&owner, &id).unwrap();
     });
     join_within(worker);
+}
+
+// ---------------------------------------------------------------------------------------
+// Handles and by-id writers together; policy edges
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_handle_can_finish_a_task_that_another_writer_moved_to_input_required() {
+    let (registry, _) = manual();
+    let owner = Owner::new("alice");
+    let (handle, id) = start(&registry, &owner);
+    registry
+        .update_status(&owner, &id, TaskStatus::InputRequired, None)
+        .unwrap();
+    let done = handle.complete(tool_result("done anyway")).unwrap();
+    assert_eq!(done.result(), Some(&tool_result("done anyway")));
+    assert_eq!(
+        registry.get(&owner, &id).unwrap().status(),
+        TaskStatus::Completed
+    );
+}
+
+#[test]
+fn a_refused_non_finishing_move_fails_the_task_instead_of_stranding_it() {
+    let (registry, _) = manual();
+    let owner = Owner::new("alice");
+    let (handle, id) = start(&registry, &owner);
+    registry
+        .update_status(&owner, &id, TaskStatus::InputRequired, None)
+        .unwrap();
+    let err = handle.require_input(InputRequests::new()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::IllegalTransition {
+                from: TaskStatus::InputRequired,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // Nobody holds a writer any more: the task must not wait for one forever.
+    let task = registry
+        .wait(&owner, &id, Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(task.status(), TaskStatus::Failed);
+    match task.outcome() {
+        Some(Outcome::Error(error)) => assert_eq!(error.code, INTERNAL_ERROR),
+        other => panic!("expected the abandonment error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_failed_result_must_report_the_failure() {
+    let (registry, _) = manual();
+    let owner = Owner::new("alice");
+    let id = start_detached(&registry, &owner);
+    let before = registry.get(&owner, &id).unwrap();
+    let err = registry
+        .store_result(
+            &owner,
+            &id,
+            TaskStatus::Failed,
+            Outcome::Result(tool_result("fine")),
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), -32602);
+    assert!(err.to_string().contains("isError"), "{err}");
+    assert_eq!(registry.get(&owner, &id).unwrap(), before, "nothing stored");
+    let failing = obj(json!({"content": [], "isError": true}));
+    let failed = registry
+        .store_result(&owner, &id, TaskStatus::Failed, Outcome::Result(failing))
+        .unwrap();
+    assert_eq!(failed.status(), TaskStatus::Failed);
+}
+
+#[test]
+fn requested_ttls_below_the_minimum_are_raised_so_a_new_task_can_be_read() {
+    let (registry, clock) = manual_with(TtlPolicy::new(Some(60_000)), Limits::none());
+    let owner = Owner::new("alice");
+    let (_, task) = registry.create(&owner, req(1).with_ttl(Some(0))).unwrap();
+    assert_eq!(task.ttl(), Some(1_000));
+    let id = task.id().to_string();
+    assert!(registry.get(&owner, &id).is_ok());
+    clock.advance(ms(1_000));
+    assert_eq!(registry.get(&owner, &id), Err(not_found(&id)));
+    // A maximum below the minimum wins.
+    let (tight, _) = manual_with(TtlPolicy::new(Some(100)).with_max(200), Limits::none());
+    let (_, task) = tight.create(&owner, req(1).with_ttl(Some(0))).unwrap();
+    assert_eq!(task.ttl(), Some(200));
+}
+
+#[test]
+fn expired_tasks_of_other_owners_free_the_total_limit() {
+    let (registry, clock) = manual_with(
+        TtlPolicy::new(Some(5_000)),
+        Limits {
+            per_owner: None,
+            total: Some(4),
+        },
+    );
+    // Owners spread over different shards fill the registry...
+    for n in 0..4 {
+        start_detached(&registry, &Owner::new(format!("owner-{n}")));
+    }
+    assert!(registry.create(&Owner::new("late"), req(9)).is_err());
+    // ...and once their tasks expire, a newcomer gets a place without an explicit purge.
+    clock.advance(ms(5_000));
+    start_detached(&registry, &Owner::new("late"));
+    // Expired tasks count in `len` until they are swept.
+    registry.purge_expired();
+    assert_eq!(registry.len(), 1);
 }

@@ -61,7 +61,8 @@ impl CursorKey {
         else {
             return Err(malformed);
         };
-        if self.encode(owner, seq) != cursor || self.tag(owner, seq) != tag {
+        // Only the lowercase form this registry writes is accepted, tag included.
+        if cursor.bytes().any(|b| b.is_ascii_uppercase()) || self.tag(owner, seq) != tag {
             // Same message as a malformed cursor: a cursor of another owner is no oracle.
             return Err(Error::InvalidCursor {
                 reason: "it is not a cursor this server issued",

@@ -4,13 +4,15 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::any::AnyTask;
+use crate::any::Transition;
 use crate::error::Error;
 use crate::id::TaskId;
 use crate::input::InputRequests;
-use crate::jsonrpc::{INTERNAL_ERROR, JsonObject};
+use crate::jsonrpc::JsonObject;
 use crate::outcome::Outcome;
 use crate::registry::TaskRegistry;
 use crate::registry::owner::Owner;
+use crate::registry::shard::Key;
 use crate::status::{
     CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
     TaskState, TaskStatus, Working,
@@ -32,14 +34,14 @@ use crate::task::{Change, Finished, Task};
 pub struct TaskHandle<S: TaskState> {
     registry: Option<TaskRegistry>,
     id: TaskId,
-    key: u128,
+    key: Key,
     owner: Owner,
     message: Option<String>,
     state: PhantomData<fn() -> S>,
 }
 
 impl TaskHandle<Working> {
-    pub(crate) fn new(registry: TaskRegistry, id: TaskId, key: u128, owner: Owner) -> Self {
+    pub(crate) fn new(registry: TaskRegistry, id: TaskId, key: Key, owner: Owner) -> Self {
         TaskHandle {
             registry: Some(registry),
             id,
@@ -102,26 +104,44 @@ impl<S: TaskState> TaskHandle<S> {
             .ok_or_else(|| Error::Internal("the task handle was already used".to_owned()))
     }
 
-    /// Applies a typed transition through the registry; the handle is spent either way.
-    fn transition(
+    /// Applies a typed, non-finishing move (`require_input`, `resume`) through the
+    /// registry. If it is refused while the task is still unfinished (another writer moved
+    /// it), the handle stays armed, so dropping it fails the task rather than stranding it.
+    fn step(
         mut self,
         step: impl FnOnce(Task<S>, Change) -> AnyTask,
-    ) -> Result<(AnyTask, TaskHandleParts), Error> {
+    ) -> Result<TaskHandleParts, Error> {
         let registry = self
             .registry
             .take()
             .ok_or_else(|| Error::Internal("the task handle was already used".to_owned()))?;
         let message = self.message.take();
-        let task = registry.transition::<S>(self.key, &self.owner, &self.id, |task, now| {
+        match registry.transition::<S>(self.key, &self.owner, &self.id, |task, now| {
             step(task, Change::at(now).with_optional_message(message))
-        })?;
-        let parts = TaskHandleParts {
-            registry,
-            id: self.id.clone(),
-            key: self.key,
-            owner: self.owner.clone(),
-        };
-        Ok((task, parts))
+        }) {
+            Ok(_) => Ok(TaskHandleParts {
+                registry,
+                id: self.id.clone(),
+                key: self.key,
+                owner: self.owner.clone(),
+            }),
+            Err(error) => {
+                if matches!(error, Error::IllegalTransition { from, .. } if !from.is_terminal()) {
+                    self.registry = Some(registry);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Applies a finishing move (legal from either unfinished status); the handle is spent.
+    fn end(mut self, transition: Transition) -> Result<AnyTask, Error> {
+        let registry = self
+            .registry
+            .take()
+            .ok_or_else(|| Error::Internal("the task handle was already used".to_owned()))?;
+        let change = Change::at(registry.now()).with_optional_message(self.message.take());
+        registry.finish_key(self.key, &self.owner, &self.id, transition, change)
     }
 
     /// Replaces the status message now (a progress note), without a transition.
@@ -150,8 +170,7 @@ impl<S: TaskState> TaskHandle<S> {
     where
         S: CanRequireInput,
     {
-        let (_, parts) =
-            self.transition(|task, change| task.require_input(requests, change).into_any())?;
+        let parts = self.step(|task, change| task.require_input(requests, change).into_any())?;
         Ok(parts.into_handle())
     }
 
@@ -163,7 +182,7 @@ impl<S: TaskState> TaskHandle<S> {
     where
         S: CanResume,
     {
-        let (_, parts) = self.transition(|task, change| task.resume(change).into_any())?;
+        let parts = self.step(|task, change| task.resume(change).into_any())?;
         Ok(parts.into_handle())
     }
 
@@ -175,8 +194,7 @@ impl<S: TaskState> TaskHandle<S> {
     where
         S: NonTerminal,
     {
-        let (task, _) = self.transition(|task, change| task.complete(result, change).into_any())?;
-        typed(task)
+        typed(self.end(Transition::Complete(result))?)
     }
 
     /// → `failed` with `outcome` (a JSON-RPC error, or a result that reports one).
@@ -187,8 +205,7 @@ impl<S: TaskState> TaskHandle<S> {
     where
         S: NonTerminal,
     {
-        let (task, _) = self.transition(|task, change| task.fail(outcome, change).into_any())?;
-        typed(task)
+        typed(self.end(Transition::Fail(outcome))?)
     }
 
     /// → `completed`, or `failed` if `result` has `isError: true` ([`Task::finish`]).
@@ -199,9 +216,12 @@ impl<S: TaskState> TaskHandle<S> {
     where
         S: NonTerminal,
     {
-        let (task, _) =
-            self.transition(|task, change| AnyTask::from(task.finish(result, change)))?;
-        match task {
+        let transition = if crate::outcome::is_error_result(&result) {
+            Transition::Fail(Outcome::Result(result))
+        } else {
+            Transition::Complete(result)
+        };
+        match self.end(transition)? {
             AnyTask::Completed(task) => Ok(Finished::Completed(task)),
             AnyTask::Failed(task) => Ok(Finished::Failed(task)),
             other => Err(Error::Internal(format!(
@@ -219,8 +239,7 @@ impl<S: TaskState> TaskHandle<S> {
     where
         S: NonTerminal,
     {
-        let (task, _) = self.transition(|task, change| task.cancel(change).into_any())?;
-        typed(task)
+        typed(self.end(Transition::Cancel)?)
     }
 }
 
@@ -232,7 +251,7 @@ fn typed<T: TaskState>(task: AnyTask) -> Result<Task<T>, Error> {
 struct TaskHandleParts {
     registry: TaskRegistry,
     id: TaskId,
-    key: u128,
+    key: Key,
     owner: Owner,
 }
 
@@ -251,22 +270,9 @@ impl TaskHandleParts {
 
 impl<S: TaskState> Drop for TaskHandle<S> {
     fn drop(&mut self) {
-        let Some(registry) = self.registry.take() else {
-            return;
-        };
-        let id = self.id.to_string();
-        // Fails the task only if it is still non-terminal; a finished or cancelled task is
-        // left as it is.
-        let _ = registry.apply_key(self.key, &self.owner, &id, |task, now| {
-            if task.is_terminal() {
-                // Unchanged: refuse, so that nothing is written, notified or woken.
-                return Err(super::Refused::new(task, Error::Internal(String::new())));
-            }
-            Ok(task.apply(
-                crate::any::Transition::Fail(Outcome::error(INTERNAL_ERROR, DROPPED)),
-                Change::at(now).with_message(DROPPED),
-            )?)
-        });
+        if let Some(registry) = self.registry.take() {
+            registry.abandon(self.key, &self.owner, &self.id, DROPPED);
+        }
     }
 }
 

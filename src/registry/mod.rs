@@ -1,28 +1,30 @@
 //! [`TaskRegistry`]: the synchronous, owner-isolating task store.
 //!
-//! One `Mutex` guards all state; every read-check-write happens in one critical section
-//! through one private `lock()` helper. No lock guard or reference into the map leaves the
-//! registry, and no user code (subscribers) or serialization runs while the lock is held.
+//! Tasks live in shards chosen by their owner, each behind one `Mutex`: an owner's tasks
+//! (and its `list` keyset) are always in one shard, so every read-check-write of a task is
+//! one critical section of one lock, taken through one private `lock()` helper, while
+//! different requestors rarely contend. No lock guard or reference into a map leaves the
+//! registry, and no user code (clock, subscribers) or serialization runs while a lock is
+//! held.
 //!
 //! # Poison policy
-//! The lock is never held across user code, and each critical section completes its
-//! writes with code that does not panic, so a poisoned lock (a panic on some thread while
-//! it held the guard, which this crate's code cannot cause) leaves consistent data:
-//! `lock()` takes the guard back from the poison error and the registry keeps working.
+//! A lock is never held across user code, and each critical section completes its writes
+//! with code that does not panic, so a poisoned lock (a panic on some thread while it held
+//! the guard, which this crate's code cannot cause) leaves consistent data: `lock()` takes
+//! the guard back from the poison error and the registry keeps working.
 
 mod cursor;
 mod handle;
 mod notify;
 mod owner;
 mod policy;
+mod shard;
 
-use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::any::{AnyTask, Transition, TransitionError};
+use crate::any::{AnyTask, Transition};
 use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::error::{Error, LimitScope};
 use crate::id::TaskId;
@@ -38,6 +40,10 @@ pub use policy::{Limits, TtlPolicy};
 
 use cursor::CursorKey;
 use notify::Notifier;
+use shard::{Entry, Inner, Key, Step, take};
+
+/// The number of shards (a power of two).
+const SHARDS: usize = 16;
 
 /// The most tasks one `list` page holds.
 pub const MAX_PAGE_SIZE: usize = 1_000;
@@ -148,7 +154,8 @@ impl RegistryBuilder {
     fn into_registry(self) -> TaskRegistry {
         TaskRegistry {
             shared: Arc::new(Shared {
-                inner: Mutex::new(Inner::default()),
+                shards: (0..SHARDS).map(|_| Mutex::new(Inner::default())).collect(),
+                stored: AtomicUsize::new(0),
                 clock: self.clock,
                 ttl: self.ttl,
                 limits: self.limits,
@@ -183,7 +190,9 @@ pub struct TaskRegistry {
 }
 
 struct Shared {
-    inner: Mutex<Inner>,
+    shards: Box<[Mutex<Inner>]>,
+    /// Tasks stored over all shards, for the total limit and `len`.
+    stored: AtomicUsize,
     clock: Arc<dyn Clock>,
     ttl: TtlPolicy,
     limits: Limits,
@@ -192,122 +201,9 @@ struct Shared {
     notifier: Notifier,
 }
 
-/// Registry ids are random UUID v4s generated here, never chosen by callers, so their bits
-/// are already uniformly distributed: the map hashes them by folding, not with SipHash.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_u128(&mut self, n: u128) {
-        self.0 = (n as u64) ^ ((n >> 64) as u64);
-    }
-}
-
-type IdMap<V> = HashMap<u128, V, BuildHasherDefault<IdHasher>>;
-
-#[derive(Default)]
-struct Inner {
-    tasks: IdMap<Entry>,
-    /// Each owner's task keys by creation sequence: the keyset for `list`.
-    owners: HashMap<Owner, BTreeMap<u64, u128>>,
-    /// Keys of tasks with a finite TTL, by expiry time.
-    expiry: BTreeSet<(Timestamp, u128)>,
-    /// Interned method names of originating requests.
-    methods: Vec<Arc<str>>,
-    next_seq: u64,
-}
-
-struct Entry {
-    task: AnyTask,
-    owner: Owner,
-    seq: u64,
-    request_id: RequestId,
-    method: Arc<str>,
-    /// Present while some thread waits for this task to finish.
-    waiters: Option<Arc<Condvar>>,
-}
-
-/// The map key of an id, if it is one this registry could have issued.
-fn key_of(task_id: &str) -> Option<u128> {
-    TaskId::parse_canonical_uuid(task_id).map(|uuid| uuid.as_u128())
-}
-
 fn not_found(task_id: &str) -> Error {
     Error::TaskNotFound {
         task_id: task_id.to_owned(),
-    }
-}
-
-impl Inner {
-    /// The entry for `key` if `owner` may see it at `now`; an expired entry is removed.
-    fn visible(&mut self, key: u128, owner: &Owner, now: Timestamp) -> Option<&mut Entry> {
-        let expired = {
-            let entry = self.tasks.get(&key)?;
-            if entry.owner != *owner {
-                return None;
-            }
-            entry.task.is_expired(now)
-        };
-        if expired {
-            self.remove(key);
-            return None;
-        }
-        self.tasks.get_mut(&key)
-    }
-
-    /// Removes a task and every index entry that names it, and wakes its waiters.
-    fn remove(&mut self, key: u128) -> Option<Entry> {
-        let entry = self.tasks.remove(&key)?;
-        if let MapEntry::Occupied(mut tasks) = self.owners.entry(entry.owner.clone()) {
-            tasks.get_mut().remove(&entry.seq);
-            if tasks.get().is_empty() {
-                tasks.remove();
-            }
-        }
-        if let Some(end) = entry.task.expires_at() {
-            self.expiry.remove(&(end, key));
-        }
-        if let Some(waiters) = &entry.waiters {
-            waiters.notify_all();
-        }
-        Some(entry)
-    }
-
-    /// Removes every task expired at `now`; the cost is proportional to what expired.
-    fn purge_expired(&mut self, now: Timestamp) -> usize {
-        let mut purged = 0;
-        while let Some(&(end, key)) = self.expiry.first() {
-            if end > now {
-                break;
-            }
-            self.expiry.pop_first();
-            if self.remove(key).is_some() {
-                purged += 1;
-            }
-        }
-        purged
-    }
-
-    fn intern(&mut self, method: &str) -> Arc<str> {
-        if let Some(known) = self.methods.iter().find(|m| ***m == *method) {
-            return Arc::clone(known);
-        }
-        let method: Arc<str> = Arc::from(method);
-        // A server has a handful of task-augmentable methods; keep the table small anyway.
-        if self.methods.len() < 64 {
-            self.methods.push(Arc::clone(&method));
-        }
-        method
     }
 }
 
@@ -350,12 +246,23 @@ impl TaskRegistry {
         self.shared.clock.now()
     }
 
-    /// The one way to the state: see the module's poison policy.
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.shared
-            .inner
+    /// The one way to the state of `owner`'s shard: see the module's poison policy.
+    fn lock(&self, owner: &Owner) -> MutexGuard<'_, Inner> {
+        let index = owner.shard_hash() as usize % self.shared.shards.len();
+        self.lock_shard(index)
+    }
+
+    fn lock_shard(&self, index: usize) -> MutexGuard<'_, Inner> {
+        self.shared.shards[index]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts removed entries out of the total; the caller drops them after unlocking.
+    fn forget(&self, removed: usize) {
+        if removed > 0 {
+            self.shared.stored.fetch_sub(removed, Ordering::SeqCst);
+        }
     }
 
     /// Creates a task for `owner` and returns the typed handle its handler drives, and the
@@ -374,8 +281,8 @@ impl TaskRegistry {
         owner: &Owner,
         request: TaskRequest,
     ) -> Result<(TaskHandle<Working>, Task<Working>), Error> {
-        let (key, owner, task) = self.store_new(owner, request)?;
-        let handle = TaskHandle::new(self.clone(), task.id().clone(), key, owner);
+        let (key, task) = self.store_new(owner, request)?;
+        let handle = TaskHandle::new(self.clone(), task.id().clone(), key, owner.clone());
         Ok((handle, task))
     }
 
@@ -386,69 +293,77 @@ impl TaskRegistry {
     /// # Errors
     /// As for [`create`](Self::create).
     pub fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error> {
-        self.store_new(owner, request).map(|(_, _, task)| task)
+        self.store_new(owner, request).map(|(_, task)| task)
     }
 
-    /// Stores a new task; returns its key, the interned owner and the task.
+    /// Stores a new task; returns its key and the task.
     fn store_new(
         &self,
         owner: &Owner,
         request: TaskRequest,
-    ) -> Result<(u128, Owner, Task<Working>), Error> {
+    ) -> Result<(Key, Task<Working>), Error> {
         let uuid = uuid::Uuid::new_v4();
-        let key = uuid.as_u128();
+        let key = Key::of_uuid(uuid);
         let ttl = self.shared.ttl.effective(request.ttl);
         let poll_interval = request.poll_interval.or(self.shared.poll_interval);
         let now = self.now();
         let task = Task::new(TaskId::from_uuid(uuid), now)
             .with_ttl(ttl)
             .with_poll_interval(poll_interval);
-        let mut inner = self.lock();
-        inner.purge_expired(now);
         let limits = self.shared.limits;
-        if let Some(limit) = limits.total
-            && inner.tasks.len() >= limit
-        {
-            return Err(Error::LimitExceeded {
-                limit,
-                scope: LimitScope::Total,
-            });
+        let mut request = Some(request);
+        // Expired tasks of other owners still count towards the total until their shards
+        // are swept: when the total looks reached, sweep all shards once and try again.
+        for attempt in 0..2 {
+            let mut dead = Vec::new();
+            let result = {
+                let mut inner = self.lock(owner);
+                let purged = inner.purge_expired(now, &mut dead);
+                self.forget(purged);
+                if let Some(limit) = limits.per_owner
+                    && inner.owned(owner) >= limit
+                {
+                    Err(Error::LimitExceeded {
+                        limit,
+                        scope: LimitScope::PerOwner,
+                    })
+                } else if self
+                    .shared
+                    .stored
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                        limits.total.is_none_or(|limit| n < limit).then_some(n + 1)
+                    })
+                    .is_err()
+                {
+                    Err(Error::LimitExceeded {
+                        limit: limits.total.unwrap_or(usize::MAX),
+                        scope: LimitScope::Total,
+                    })
+                } else if let Some(request) = request.take() {
+                    let stored = task.clone().into_any();
+                    let inserted =
+                        inner.insert(key, owner, stored, request.request_id, &request.method);
+                    if inserted.is_err() {
+                        self.forget(1);
+                    }
+                    inserted
+                } else {
+                    Err(Error::Internal("a task request was used twice".to_owned()))
+                }
+            };
+            drop(dead);
+            match result {
+                Err(Error::LimitExceeded {
+                    scope: LimitScope::Total,
+                    ..
+                }) if attempt == 0 && self.purge_expired() > 0 => continue,
+                result => return result.map(|()| (key, task)),
+            }
         }
-        let (owner, owned) = match inner.owners.get_key_value(owner) {
-            Some((interned, tasks)) => (interned.clone(), tasks.len()),
-            None => (owner.clone(), 0),
-        };
-        if let Some(limit) = limits.per_owner
-            && owned >= limit
-        {
-            return Err(Error::LimitExceeded {
-                limit,
-                scope: LimitScope::PerOwner,
-            });
-        }
-        let method = inner.intern(&request.method);
-        let seq = inner.next_seq;
-        inner.next_seq += 1;
-        if let Some(end) = task.expires_at() {
-            inner.expiry.insert((end, key));
-        }
-        inner
-            .owners
-            .entry(owner.clone())
-            .or_default()
-            .insert(seq, key);
-        inner.tasks.insert(
-            key,
-            Entry {
-                task: task.clone().into_any(),
-                owner: owner.clone(),
-                seq,
-                request_id: request.request_id,
-                method,
-                waiters: None,
-            },
-        );
-        Ok((key, owner, task))
+        Err(Error::LimitExceeded {
+            limit: limits.total.unwrap_or(usize::MAX),
+            scope: LimitScope::Total,
+        })
     }
 
     /// The task `task_id` as `owner` sees it now (its outcome included, if terminal).
@@ -465,10 +380,15 @@ impl TaskRegistry {
     /// # Errors
     /// [`Error::TaskNotFound`] as for [`get`](Self::get).
     pub fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
-        self.read(owner, task_id, |entry| TaskOrigin {
-            request_id: entry.request_id.clone(),
-            method: Arc::clone(&entry.method),
-        })
+        let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
+        let now = self.now();
+        let mut dead = Vec::new();
+        let origin = self.lock(owner).origin(key, owner, now, &mut dead);
+        self.forget(dead.len());
+        drop(dead);
+        origin
+            .map(|(request_id, method)| TaskOrigin { request_id, method })
+            .ok_or_else(|| not_found(task_id))
     }
 
     /// The finished task `task_id`, with its stored outcome, without waiting.
@@ -477,17 +397,15 @@ impl TaskRegistry {
     /// [`Error::TaskNotFound`] as for [`get`](Self::get); [`Error::NotFinished`] if the task
     /// is still `working` or `input_required`.
     pub fn result(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
-        self.read(owner, task_id, |entry| entry.task.clone())
-            .and_then(|task| {
-                if task.is_terminal() {
-                    Ok(task)
-                } else {
-                    Err(Error::NotFinished {
-                        task_id: task_id.to_owned(),
-                        status: task.status(),
-                    })
-                }
+        let task = self.get(owner, task_id)?;
+        if task.is_terminal() {
+            Ok(task)
+        } else {
+            Err(Error::NotFinished {
+                task_id: task_id.to_owned(),
+                status: task.status(),
             })
+        }
     }
 
     fn read<R>(
@@ -496,13 +414,16 @@ impl TaskRegistry {
         task_id: &str,
         read: impl FnOnce(&Entry) -> R,
     ) -> Result<R, Error> {
-        let key = key_of(task_id).ok_or_else(|| not_found(task_id))?;
+        let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut inner = self.lock();
-        let entry = inner
-            .visible(key, owner, now)
-            .ok_or_else(|| not_found(task_id))?;
-        Ok(read(entry))
+        let mut dead = Vec::new();
+        let result = self
+            .lock(owner)
+            .visible(key, owner, now, &mut dead)
+            .map(|entry| read(entry));
+        self.forget(dead.len());
+        drop(dead);
+        result.ok_or_else(|| not_found(task_id))
     }
 
     /// One page of `owner`'s tasks, oldest first, continuing after `cursor`.
@@ -524,26 +445,14 @@ impl TaskRegistry {
             .transpose()?;
         let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
         let now = self.now();
-        let mut inner = self.lock();
-        inner.purge_expired(now);
-        let Some(keys) = inner.owners.get(owner) else {
-            return Ok(TaskPage {
-                tasks: Vec::new(),
-                next_cursor: None,
-            });
+        let mut dead = Vec::new();
+        let (tasks, last, more) = {
+            let mut inner = self.lock(owner);
+            let purged = inner.purge_expired(now, &mut dead);
+            self.forget(purged);
+            inner.page(owner, after, page_size)
         };
-        let start = after.map_or(0, |seq| seq.saturating_add(1));
-        let mut page = keys.range(start..);
-        let mut tasks = Vec::with_capacity(page_size.min(keys.len()));
-        let mut last = None;
-        for (&seq, key) in page.by_ref().take(page_size) {
-            if let Some(entry) = inner.tasks.get(key) {
-                tasks.push(entry.task.clone());
-                last = Some(seq);
-            }
-        }
-        let more = page.next().is_some();
-        drop(inner);
+        drop(dead);
         let next_cursor = match (more, last) {
             (true, Some(seq)) => Some(self.shared.cursors.encode(owner, seq)),
             _ => None,
@@ -569,12 +478,13 @@ impl TaskRegistry {
                 let error = Error::AlreadyTerminal {
                     task: Box::new(task.clone()),
                 };
-                return Err(Refused::new(task, error));
+                return Step::Refused(task, error);
             }
-            Ok(task.apply(
+            task.apply(
                 Transition::Cancel,
                 Change::at(now).with_optional_message(status_message),
-            )?)
+            )
+            .into()
         })?;
         Task::try_from(cancelled).map_err(|err| Error::Internal(err.to_string()))
     }
@@ -609,27 +519,29 @@ impl TaskRegistry {
         self.apply(owner, task_id, |mut task, now| {
             if task.status() == status {
                 return match task.set_status_message(status_message, now) {
-                    Ok(()) => Ok(task),
-                    Err(err) => Err(err.into()),
+                    Ok(()) => Step::Changed(task),
+                    Err(err) => Err(err).into(),
                 };
             }
-            Ok(task.apply(
+            task.apply(
                 transition,
                 Change::at(now).with_optional_message(status_message),
-            )?)
+            )
+            .into()
         })
     }
 
     /// Stores the outcome of `task_id` together with its terminal status, as the SDKs'
     /// `storeTaskResult` does. A stored outcome can never be overwritten.
     ///
-    /// `status` is `completed` (with [`Outcome::Result`]) or `failed` (with a JSON-RPC error
-    /// or a result that reports one).
+    /// `status` is `completed` (with [`Outcome::Result`]) or `failed` (with a JSON-RPC error,
+    /// or a result that reports one with `isError: true`).
     ///
     /// # Errors
     /// [`Error::TaskNotFound`] as for [`get`](Self::get); [`Error::InvalidParams`] for
-    /// another status, or a `completed` error; [`Error::TaskCancelled`] if the task was
-    /// cancelled; [`Error::IllegalTransition`] if it already has an outcome.
+    /// another status, a `completed` error, or a `failed` result without `isError: true`;
+    /// [`Error::TaskCancelled`] if the task was cancelled; [`Error::IllegalTransition`] if
+    /// it already has an outcome.
     pub fn store_result(
         &self,
         owner: &Owner,
@@ -645,6 +557,12 @@ impl TaskRegistry {
                      with status `failed`",
                 ));
             }
+            (TaskStatus::Failed, outcome @ Outcome::Result(_)) if !outcome.is_error_result() => {
+                return Err(Error::invalid_params(
+                    "a failed task's result must report the failure with `isError: true`: \
+                     set it, store a JSON-RPC error instead, or store the result as `completed`",
+                ));
+            }
             (TaskStatus::Failed, outcome) => Transition::Fail(outcome),
             (status, _) => {
                 return Err(Error::invalid_params(format!(
@@ -652,7 +570,9 @@ impl TaskRegistry {
                 )));
             }
         };
-        self.apply(owner, task_id, |task, now| Ok(task.apply(transition, now)?))
+        self.apply(owner, task_id, |task, now| {
+            task.apply(transition, now).into()
+        })
     }
 
     /// Removes `task_id` at once (the spec allows deleting a task at any time after
@@ -661,29 +581,43 @@ impl TaskRegistry {
     /// # Errors
     /// [`Error::TaskNotFound`] as for [`get`](Self::get).
     pub fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
-        let key = key_of(task_id).ok_or_else(|| not_found(task_id))?;
+        let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut inner = self.lock();
-        inner
-            .visible(key, owner, now)
-            .ok_or_else(|| not_found(task_id))?;
-        inner
-            .remove(key)
+        let mut dead = Vec::new();
+        let removed = {
+            let mut inner = self.lock(owner);
+            match inner.visible(key, owner, now, &mut dead) {
+                Some(_) => inner.remove(key),
+                None => None,
+            }
+        };
+        self.forget(dead.len() + usize::from(removed.is_some()));
+        drop(dead);
+        removed
             .map(|entry| entry.task)
             .ok_or_else(|| not_found(task_id))
     }
 
     /// Removes every expired task now and returns how many. Waiters on them wake and see
-    /// them gone. The cost is proportional to the number of expired tasks.
+    /// them gone. The cost is proportional to the number of expired tasks (plus one look
+    /// per shard).
     pub fn purge_expired(&self) -> usize {
         let now = self.now();
-        self.lock().purge_expired(now)
+        let mut purged = 0;
+        for index in 0..self.shared.shards.len() {
+            let mut dead = Vec::new();
+            let count = self.lock_shard(index).purge_expired(now, &mut dead);
+            self.forget(count);
+            purged += count;
+            drop(dead);
+        }
+        purged
     }
 
     /// The number of stored tasks (expired ones count until they are purged or looked up).
     #[must_use]
     pub fn len(&self) -> usize {
-        self.lock().tasks.len()
+        self.shared.stored.load(Ordering::SeqCst)
     }
 
     /// Whether no task is stored.
@@ -708,24 +642,20 @@ impl TaskRegistry {
         task_id: &str,
         timeout: Option<Duration>,
     ) -> Result<AnyTask, Error> {
-        let key = key_of(task_id).ok_or_else(|| not_found(task_id))?;
+        let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let started = Instant::now();
         // The clock is user code: it is read only while the lock is not held.
         let mut now = self.now();
-        let mut inner = self.lock();
+        let mut dead = Vec::new();
+        let mut inner = self.lock(owner);
         let mut waiting: Option<Arc<Condvar>> = None;
         let outcome = loop {
-            let Some(entry) = inner.visible(key, owner, now) else {
+            let Some(entry) = inner.visible(key, owner, now, &mut dead) else {
                 break Err(not_found(task_id));
             };
             if entry.task.is_terminal() {
                 break Ok(entry.task.clone());
             }
-            let condvar = Arc::clone(
-                entry
-                    .waiters
-                    .get_or_insert_with(|| Arc::new(Condvar::new())),
-            );
             let until_expiry = entry
                 .task
                 .expires_at()
@@ -742,6 +672,7 @@ impl TaskRegistry {
                 },
                 None => None,
             };
+            let condvar = inner.waiters(key);
             inner = match until_expiry.into_iter().chain(until_deadline).min() {
                 Some(bound) => {
                     condvar
@@ -755,24 +686,22 @@ impl TaskRegistry {
             // Every state is checked again under the lock, so no wakeup is lost meanwhile.
             drop(inner);
             now = self.now();
-            inner = self.lock();
+            inner = self.lock(owner);
         };
-        // The last waiter to leave drops the task's condition variable.
-        if let Some(condvar) = waiting
-            && let Some(entry) = inner.tasks.get_mut(&key)
-            && let Some(shared) = &entry.waiters
-            && Arc::ptr_eq(shared, &condvar)
-            && Arc::strong_count(shared) == 2
-        {
-            entry.waiters = None;
+        if let Some(condvar) = waiting {
+            inner.leave(key, &condvar);
         }
+        drop(inner);
+        self.forget(dead.len());
+        drop(dead);
         outcome
     }
 
     /// Registers `subscriber` for every status change and status-message change of every
-    /// task. It is called outside the registry's lock, in order per task (and in the order
-    /// the changes happened overall). A panicking subscriber is caught and keeps its
-    /// registration; the registry is unaffected.
+    /// task. It is called outside the registry's locks, in the order of the changes of each
+    /// task (and of each owner), possibly on another thread than the one that made the
+    /// change, after that change's operation returned. A panicking subscriber is caught and
+    /// keeps its registration; the registry is unaffected.
     pub fn subscribe(
         &self,
         subscriber: impl Fn(&StatusChange) + Send + Sync + 'static,
@@ -785,51 +714,56 @@ impl TaskRegistry {
         self.shared.notifier.unsubscribe(id)
     }
 
-    /// Applies `change` to the visible task `task_id` in one critical section. `change`
-    /// gets the task and the time and returns the new task, or the unchanged task and the
-    /// error. A status or message change is queued for subscribers, and a terminal status
-    /// wakes the waiters. Returns the new task.
+    /// Applies `change` to the visible task `task_id` in one critical section; see
+    /// [`apply_key`](Self::apply_key).
     fn apply(
         &self,
         owner: &Owner,
         task_id: &str,
         change: impl FnOnce(AnyTask, Timestamp) -> Step,
     ) -> Result<AnyTask, Error> {
-        let key = key_of(task_id).ok_or_else(|| not_found(task_id))?;
+        let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         self.apply_key(key, owner, task_id, change)
     }
 
+    /// Applies `change` to the visible task under `key` in one critical section. `change`
+    /// gets the task and the time; a changed task is stored, queued for subscribers, and if
+    /// terminal wakes its waiters. Returns the task as it is afterwards.
     fn apply_key(
         &self,
-        key: u128,
+        key: Key,
         owner: &Owner,
         task_id: &str,
         change: impl FnOnce(AnyTask, Timestamp) -> Step,
     ) -> Result<AnyTask, Error> {
         let now = self.now();
-        let mut inner = self.lock();
-        let entry = inner
-            .visible(key, owner, now)
-            .ok_or_else(|| not_found(task_id))?;
-        let current = take(&mut entry.task);
-        let result = match change(current, now) {
-            Ok(next) => {
-                entry.task = next.clone();
-                if next.is_terminal()
-                    && let Some(waiters) = &entry.waiters
-                {
-                    waiters.notify_all();
-                }
-                self.shared.notifier.queue(&entry.owner, &next);
-                Ok(next)
-            }
-            Err(refused) => {
-                let Refused { unchanged, error } = *refused;
-                entry.task = unchanged;
-                Err(error)
+        let mut dead = Vec::new();
+        let result = {
+            let mut inner = self.lock(owner);
+            match inner.visible(key, owner, now, &mut dead) {
+                None => Err(not_found(task_id)),
+                Some(entry) => match change(take(&mut entry.task), now) {
+                    Step::Changed(next) => {
+                        entry.task = next.clone();
+                        self.shared.notifier.queue(&entry.owner, &next);
+                        if next.is_terminal() {
+                            inner.wake(key);
+                        }
+                        Ok(next)
+                    }
+                    Step::Unchanged(task) => {
+                        entry.task = task.clone();
+                        Ok(task)
+                    }
+                    Step::Refused(task, error) => {
+                        entry.task = task;
+                        Err(error)
+                    }
+                },
             }
         };
-        drop(inner);
+        self.forget(dead.len());
+        drop(dead);
         self.shared.notifier.deliver();
         result
     }
@@ -837,7 +771,7 @@ impl TaskRegistry {
     /// Applies a typed transition for a handle: the stored task must have status `S`.
     pub(crate) fn transition<S: TaskState>(
         &self,
-        key: u128,
+        key: Key,
         owner: &Owner,
         task_id: &TaskId,
         change: impl FnOnce(Task<S>, Timestamp) -> AnyTask,
@@ -845,61 +779,70 @@ impl TaskRegistry {
         let id = task_id.to_string();
         self.apply_key(key, owner, &id, |current, now| {
             match Task::<S>::try_from(current) {
-                Ok(task) => Ok(change(task, now)),
+                Ok(task) => Step::Changed(change(task, now)),
                 Err(mismatch) => {
                     let current = mismatch.into_inner();
-                    let err = if current.status() == TaskStatus::Cancelled {
-                        Error::TaskCancelled {
-                            task_id: id.clone(),
-                        }
-                    } else {
-                        Error::IllegalTransition {
-                            task_id: id.clone(),
-                            from: current.status(),
-                            to: S::STATUS,
-                            message: format!(
-                                "task `{}` is `{}`, not `{}` as its handle expected: another \
-                                 writer changed it",
-                                crate::error::shorten(&id),
-                                current.status(),
-                                S::STATUS
-                            ),
-                        }
-                    };
-                    Err(Refused::new(current, err))
+                    let error = handle_conflict(&id, &current, S::STATUS);
+                    Step::Refused(current, error)
                 }
             }
         })
     }
-}
 
-/// A change refused inside the critical section: the task to put back, and why.
-pub(crate) struct Refused {
-    unchanged: AnyTask,
-    error: Error,
-}
+    /// Applies a handle's finishing move (complete, fail, cancel), legal from either
+    /// non-terminal status, so that a status moved by id meanwhile does not strand the task.
+    pub(crate) fn finish_key(
+        &self,
+        key: Key,
+        owner: &Owner,
+        task_id: &TaskId,
+        transition: Transition,
+        change: Change,
+    ) -> Result<AnyTask, Error> {
+        let id = task_id.to_string();
+        self.apply_key(key, owner, &id, |current, _| {
+            if current.is_terminal() {
+                let error = handle_conflict(&id, &current, transition.target());
+                return Step::Refused(current, error);
+            }
+            current.apply(transition, change).into()
+        })
+    }
 
-impl Refused {
-    pub(crate) fn new(unchanged: AnyTask, error: Error) -> Box<Self> {
-        Box::new(Refused { unchanged, error })
+    /// Fails the task of a handle dropped before it finished; a finished task is left as
+    /// it is.
+    pub(crate) fn abandon(&self, key: Key, owner: &Owner, task_id: &TaskId, message: &str) {
+        let id = task_id.to_string();
+        let _ = self.apply_key(key, owner, &id, |task, now| {
+            if task.is_terminal() {
+                return Step::Unchanged(task);
+            }
+            task.apply(
+                Transition::Fail(Outcome::error(crate::jsonrpc::INTERNAL_ERROR, message)),
+                Change::at(now).with_message(message),
+            )
+            .into()
+        });
     }
 }
 
-impl From<TransitionError> for Box<Refused> {
-    fn from(err: TransitionError) -> Self {
-        let error = Error::from(&err);
-        Refused::new(*err.task, error)
+/// Why a handle's move does not fit the stored task.
+fn handle_conflict(task_id: &str, current: &AnyTask, wanted: TaskStatus) -> Error {
+    if current.status() == TaskStatus::Cancelled {
+        return Error::TaskCancelled {
+            task_id: task_id.to_owned(),
+        };
     }
-}
-
-/// What a change applied in the critical section gives: the new task, or a refusal.
-pub(crate) type Step = Result<AnyTask, Box<Refused>>;
-
-/// Moves the task out of `slot`, leaving a cheap placeholder that the caller overwrites
-/// before the critical section ends.
-fn take(slot: &mut AnyTask) -> AnyTask {
-    let placeholder = Task::new(slot.id().clone(), slot.created_at()).into_any();
-    std::mem::replace(slot, placeholder)
+    Error::IllegalTransition {
+        task_id: task_id.to_owned(),
+        from: current.status(),
+        to: wanted,
+        message: format!(
+            "task `{}` is `{}`, which its handle did not expect: another writer changed it",
+            crate::error::shorten(task_id),
+            current.status(),
+        ),
+    }
 }
 
 impl std::fmt::Debug for TaskRegistry {

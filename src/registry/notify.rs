@@ -32,7 +32,6 @@ pub(crate) struct Notifier {
     count: AtomicUsize,
     next_id: AtomicU64,
     queue: Mutex<VecDeque<StatusChange>>,
-    pending: AtomicUsize,
     delivering: Mutex<()>,
 }
 
@@ -69,31 +68,29 @@ impl Notifier {
             owner: owner.clone(),
             task: task.clone(),
         };
-        self.queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push_back(change);
-        self.pending.fetch_add(1, Ordering::SeqCst);
+        self.pending().push_back(change);
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<StatusChange>> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Delivers queued changes. Called after the registry's lock is released. If another
     /// thread is delivering, it will also deliver what this thread queued.
     pub(crate) fn deliver(&self) {
-        while self.pending.load(Ordering::SeqCst) > 0 {
+        if self.count.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        while !self.pending().is_empty() {
             let _delivering = match self.delivering.try_lock() {
                 Ok(guard) => guard,
                 Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                // The holder re-checks `pending` after it lets go of the delivery lock.
+                // The holder looks at the queue again after it lets go of the delivery lock.
                 Err(TryLockError::WouldBlock) => return,
             };
             loop {
-                let next = self
-                    .queue
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .pop_front();
+                let next = self.pending().pop_front();
                 let Some(change) = next else { break };
-                self.pending.fetch_sub(1, Ordering::SeqCst);
                 let subscribers: Vec<Subscriber> = self
                     .subscribers
                     .read()

@@ -38,6 +38,17 @@ impl Owner {
     pub fn key(&self) -> Option<&str> {
         self.0.as_deref()
     }
+
+    /// A stable hash of the key (FNV-1a), to pick the registry shard. An owner who picks a
+    /// key to share a shard with another only shares a lock: isolation is unaffected.
+    pub(crate) fn shard_hash(&self) -> u64 {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for &byte in self.key().unwrap_or("").as_bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        // Anonymous and the empty key differ as owners; their shard may be the same.
+        hash
+    }
 }
 
 impl fmt::Debug for Owner {

@@ -5,22 +5,29 @@ use crate::error::Error;
 /// How long tasks are kept, in milliseconds from creation.
 ///
 /// The effective TTL of a task is what every `Task` object shows:
-/// - a requested TTL above [`max`](TtlPolicy::with_max) is clamped to the maximum;
+/// - a requested TTL above [`max`](TtlPolicy::with_max) is clamped to the maximum, and one
+///   below [`min`](TtlPolicy::with_min) (one second by default) is raised to it, so a task
+///   never expires before its creator could read it;
 /// - no requested TTL means the [`default`](TtlPolicy::new);
-/// - unlimited retention (`"ttl": null`) happens only when the default is unlimited and
-///   [`allow_unlimited`](TtlPolicy::with_unlimited_allowed) is set.
+/// - unlimited retention (`"ttl": null`) happens only when the default is unlimited, there
+///   is no maximum, and [`allow_unlimited`](TtlPolicy::with_unlimited_allowed) is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TtlPolicy {
     default: Option<u64>,
+    min: u64,
     max: Option<u64>,
     allow_unlimited: bool,
 }
 
+/// The default [`TtlPolicy::with_min`]: one second.
+const MIN_TTL: u64 = 1_000;
+
 impl Default for TtlPolicy {
-    /// One hour by default, at most one day, never unlimited.
+    /// One hour by default, at least one second, at most one day, never unlimited.
     fn default() -> Self {
         Self {
             default: Some(3_600_000),
+            min: MIN_TTL,
             max: Some(86_400_000),
             allow_unlimited: false,
         }
@@ -34,9 +41,18 @@ impl TtlPolicy {
     pub const fn new(default: Option<u64>) -> Self {
         Self {
             default,
+            min: MIN_TTL,
             max: None,
             allow_unlimited: false,
         }
+    }
+
+    /// The same policy with a minimum TTL (requests below it are raised to it; the maximum
+    /// still wins over it).
+    #[must_use]
+    pub const fn with_min(mut self, min: u64) -> Self {
+        self.min = min;
+        self
     }
 
     /// The same policy with a maximum TTL.
@@ -69,8 +85,11 @@ impl TtlPolicy {
     #[must_use]
     pub fn effective(&self, requested: Option<u64>) -> Option<u64> {
         match requested.or(self.default) {
-            Some(ttl) => Some(self.max.map_or(ttl, |max| ttl.min(max))),
-            None if self.allow_unlimited => None,
+            Some(ttl) => {
+                let ttl = ttl.max(self.min);
+                Some(self.max.map_or(ttl, |max| ttl.min(max)))
+            }
+            None if self.allow_unlimited && self.max.is_none() => None,
             None => self.max,
         }
     }
@@ -79,7 +98,8 @@ impl TtlPolicy {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] if the default exceeds the maximum, or if no finite TTL is
-    /// set while unlimited retention is not allowed.
+    /// set while unlimited retention is not allowed. (A minimum above the maximum is fine:
+    /// the maximum wins.)
     pub fn validate(&self) -> Result<(), Error> {
         if let (Some(default), Some(max)) = (self.default, self.max)
             && default > max
@@ -140,7 +160,12 @@ mod tests {
         assert_eq!(policy.effective(None), Some(1_000));
         assert_eq!(policy.effective(Some(5_000)), Some(5_000));
         assert_eq!(policy.effective(Some(50_000)), Some(10_000));
-        assert_eq!(policy.effective(Some(0)), Some(0));
+        assert_eq!(
+            policy.effective(Some(0)),
+            Some(1_000),
+            "raised to the minimum"
+        );
+        assert_eq!(policy.with_min(0).effective(Some(0)), Some(0));
         policy.validate().unwrap();
     }
 
@@ -148,10 +173,21 @@ mod tests {
     fn unlimited_only_when_allowed() {
         let open = TtlPolicy::new(None).with_unlimited_allowed(true);
         assert_eq!(open.effective(None), None);
-        assert_eq!(open.effective(Some(7)), Some(7));
+        assert_eq!(open.effective(Some(7_000)), Some(7_000));
+        assert_eq!(
+            open.effective(Some(7)),
+            Some(1_000),
+            "raised to the minimum"
+        );
         open.validate().unwrap();
-        let capped = TtlPolicy::new(None).with_max(500);
-        assert_eq!(capped.effective(None), Some(500));
+        let capped = TtlPolicy::new(None).with_max(5_000);
+        assert_eq!(capped.effective(None), Some(5_000));
+        let capped = capped.with_unlimited_allowed(true);
+        assert_eq!(
+            capped.effective(None),
+            Some(5_000),
+            "unlimited is above any maximum"
+        );
         assert!(TtlPolicy::new(None).validate().is_err());
         assert!(TtlPolicy::new(Some(10)).with_max(5).validate().is_err());
     }
