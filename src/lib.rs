@@ -86,13 +86,16 @@
 //! cost is proportional to what expired.
 //!
 //! # Concurrency
-//! [`TaskRegistry`] is `Send + Sync` and cloning it shares the store. One mutex guards all
-//! state; each operation is one critical section, so a cancellation and a completion
-//! racing on one task cannot both win: the first terminal status stays, and a cancelled
-//! task never gains a result. [`TaskRegistry::wait`] sleeps on a per-task condition
-//! variable (no polling, no lost wakeup). Status subscribers run outside the lock, in the
-//! order of the changes; a panicking subscriber is contained. See the registry's module
-//! docs for the poison policy.
+//! [`TaskRegistry`] is `Send + Sync` and cloning it shares the store. Tasks live in shards
+//! chosen by owner, each behind one mutex; each operation on a task is one critical
+//! section of its shard, so a cancellation and a completion racing on one task cannot both
+//! win: the first terminal status stays, and a cancelled task never gains a result.
+//! Different requestors rarely share a lock. [`TaskRegistry::wait`] sleeps on a per-task
+//! condition variable (no polling, no lost wakeup). No user code (the clock, subscribers)
+//! runs under a lock; subscribers are called in the order of each task's changes, and a
+//! panicking one is contained. A [`TaskHandle`] dropped before its task finished (a handler
+//! that returned early or panicked) fails the task with `-32603`, so nobody waits for it
+//! forever.
 #![deny(missing_docs)]
 
 mod any;
