@@ -20,20 +20,24 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::server::{Reply, Server};
 use common::tools::InputChannel;
 use mcp_tasks::protocol::{TaskStatusNotification, insert_related_task};
 use mcp_tasks::{
-    InputRequest, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, TaskHandle, jsonrpc,
+    InputRequest, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, TaskHandle,
+    TaskStatus, jsonrpc,
 };
 use serde_json::{Value, json};
 
 /// How long a task waits for the client to answer an elicitation.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How often a task waiting for an answer checks whether it was cancelled meanwhile.
+const STATUS_CHECK: Duration = Duration::from_millis(100);
 
 /// The client end: writes whole lines, and matches the client's answers to the requests
 /// the server sent.
@@ -94,8 +98,15 @@ impl Connection {
         self.send(&json!({"jsonrpc": "2.0", "error": JsonRpcError::new(code, message)}));
     }
 
-    /// Sends a request to the client and blocks until it answers.
-    fn request(&self, method: &str, params: JsonObject) -> Result<Value, JsonRpcError> {
+    /// Sends a request to the client for `task` and blocks until the client answers, the
+    /// task stops waiting (cancelled or expired: the request is then withdrawn with
+    /// `notifications/cancelled`), or `ANSWER_TIMEOUT` passes.
+    fn request(
+        &self,
+        method: &str,
+        params: JsonObject,
+        task: &TaskHandle<InputRequired>,
+    ) -> Result<Value, JsonRpcError> {
         let id = format!("server-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let (answer, answered) = mpsc::channel();
         self.pending
@@ -103,12 +114,37 @@ impl Connection {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id.clone(), answer);
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let answer = answered.recv_timeout(ANSWER_TIMEOUT).unwrap_or_else(|_| {
-            Err(JsonRpcError::new(
-                jsonrpc::INTERNAL_ERROR,
-                format!("the client did not answer `{method}`"),
-            ))
-        });
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        let answer = loop {
+            match answered.recv_timeout(STATUS_CHECK) {
+                Ok(answer) => break answer,
+                Err(RecvTimeoutError::Disconnected) => {
+                    break Err(JsonRpcError::new(
+                        jsonrpc::INTERNAL_ERROR,
+                        "the connection to the client closed",
+                    ));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if task.current_status() != Some(TaskStatus::InputRequired) {
+                        self.send(&json!({
+                            "jsonrpc": "2.0",
+                            "method": "notifications/cancelled",
+                            "params": {"requestId": id, "reason": "the task no longer waits for this input"},
+                        }));
+                        break Err(JsonRpcError::new(
+                            jsonrpc::INTERNAL_ERROR,
+                            "the task stopped waiting for the client's answer",
+                        ));
+                    }
+                    if Instant::now() >= deadline {
+                        break Err(JsonRpcError::new(
+                            jsonrpc::INTERNAL_ERROR,
+                            format!("the client did not answer `{method}`"),
+                        ));
+                    }
+                }
+            }
+        };
         self.pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -165,7 +201,7 @@ impl InputChannel for Connection {
                 params.insert("_meta".into(), Value::Object(meta));
             }
         }
-        match self.request(&request.method, params)? {
+        match self.request(&request.method, params, task)? {
             Value::Object(answer) => Ok(answer),
             _ => Err(JsonRpcError::new(
                 jsonrpc::INTERNAL_ERROR,
