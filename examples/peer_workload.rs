@@ -151,39 +151,40 @@ fn phase(name: &str, n: usize, run: usize, ops: usize, imp: &str, work: impl FnO
     );
 }
 
-fn workload<S: Store + Default>(n: usize, run: usize) {
+fn workload<S: Store + Default>(n: usize, run: usize, suffix: &str) {
     let store = S::default();
+    let name = format!("{}{suffix}", S::NAME);
     let result = json!({"content": [{"type": "text", "text": "done"}], "isError": false});
     let result = result.as_object().unwrap().clone();
     let mut ids = Vec::with_capacity(n);
-    phase("create", n, run, n, S::NAME, || {
+    phase("create", n, run, n, &name, || {
         for i in 0..n {
             ids.push(store.create(i as i64));
         }
     });
-    phase("get", n, run, n, S::NAME, || {
+    phase("get", n, run, n, &name, || {
         for id in &ids {
             store.get(id);
         }
     });
-    phase("update", n, run, 2 * n, S::NAME, || {
+    phase("update", n, run, 2 * n, &name, || {
         for id in &ids {
             store.update(id, TaskStatus::InputRequired);
             store.update(id, TaskStatus::Working);
         }
     });
-    phase("store", n, run, n, S::NAME, || {
+    phase("store", n, run, n, &name, || {
         for id in &ids {
             store.store(id, &result);
         }
     });
-    phase("result", n, run, n, S::NAME, || {
+    phase("result", n, run, n, &name, || {
         for id in &ids {
             store.result(id);
         }
     });
     let mut listed = 0;
-    phase("list", n, run, n, S::NAME, || {
+    phase("list", n, run, n, &name, || {
         let mut cursor = None;
         loop {
             let (count, next) = store.list(cursor.as_deref());
@@ -194,11 +195,11 @@ fn workload<S: Store + Default>(n: usize, run: usize) {
             }
         }
     });
-    assert_eq!(listed, n, "{}: every task listed once", S::NAME);
+    assert_eq!(listed, n, "{name}: every task listed once");
 }
 
 /// Heap bytes per live task without its result: build N tasks and count.
-fn bytes_per_task<S: Store + Default>(n: usize) {
+fn bytes_per_task<S: Store + Default>(n: usize, suffix: &str) {
     let store = S::default();
     let mut ids = Vec::with_capacity(n);
     let before = live_bytes();
@@ -212,7 +213,7 @@ fn bytes_per_task<S: Store + Default>(n: usize) {
     let bytes = (after - before - caller) as f64 / n as f64;
     println!(
         "{}",
-        json!({"impl": S::NAME, "n": n, "run": 1, "phase": "bytes_per_task", "ns_per_op": bytes, "unit": "bytes"})
+        json!({"impl": format!("{}{suffix}", S::NAME), "n": n, "run": 1, "phase": "bytes_per_task", "ns_per_op": bytes, "unit": "bytes"})
     );
     drop(black_box(store));
 }
@@ -220,21 +221,37 @@ fn bytes_per_task<S: Store + Default>(n: usize) {
 fn main() {
     let mut n = 100_000;
     let mut runs = 3;
+    let mut only: Option<String> = None;
+    let mut suffix = String::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--n" => n = args.next().and_then(|v| v.parse().ok()).unwrap_or(n),
             "--runs" => runs = args.next().and_then(|v| v.parse().ok()).unwrap_or(runs),
+            "--only" => only = args.next(),
+            "--suffix" => suffix = args.next().unwrap_or_default(),
             other => {
-                eprintln!("usage: peer_workload [--n N] [--runs R] (unknown argument {other})");
+                eprintln!(
+                    "usage: peer_workload [--n N] [--runs R] [--only rust-floor|mcp-tasks] \
+                     [--suffix S] (unknown argument {other})"
+                );
                 std::process::exit(2);
             }
         }
     }
+    let wanted = |name: &str| only.as_deref().is_none_or(|only| only == name);
     for run in 1..=runs {
-        workload::<Floor>(n, run);
-        workload::<Registry>(n, run);
+        if wanted(Floor::NAME) {
+            workload::<Floor>(n, run, &suffix);
+        }
+        if wanted(Registry::NAME) {
+            workload::<Registry>(n, run, &suffix);
+        }
     }
-    bytes_per_task::<Floor>(n);
-    bytes_per_task::<Registry>(n);
+    if wanted(Floor::NAME) {
+        bytes_per_task::<Floor>(n, &suffix);
+    }
+    if wanted(Registry::NAME) {
+        bytes_per_task::<Registry>(n, &suffix);
+    }
 }

@@ -149,7 +149,10 @@ def report(path: str) -> str:
         out.append("No results.")
         return "\n".join(out) + "\n"
 
-    impls = order_impls(sorted({r["impl"] for r in rows}))
+    # "mcp-tasks@N" rows are this crate's registry run at the Python store's n, for a
+    # like-for-like Python ratio; they get no column of their own.
+    all_impls = sorted({r["impl"] for r in rows})
+    impls = order_impls([i for i in all_impls if "@" not in i])
     # (impl, phase) -> values over runs; extra info from the list rows
     vals: dict[tuple[str, str], list[float]] = {}
     ns: dict[tuple[str, str], set[int]] = {}
@@ -185,10 +188,13 @@ def report(path: str) -> str:
 
     floor, ours = find(impls, "rust-floor"), find(impls, "mcp-tasks")
     ts, py = find(impls, "ts"), find(impls, "py")
+    ours_at_py = ours
+    if py and f"mcp-tasks@{n_of[py]}" in all_impls:
+        ours_at_py = f"mcp-tasks@{n_of[py]}"
     ratio_cols = [
         ("mcp-tasks / rust-floor", ours, floor),
         (f"{ts or 'ts'} / mcp-tasks", ts, ours),
-        (f"{py or 'py'} / mcp-tasks", py, ours),
+        (f"{py or 'py'} / {ours_at_py or 'mcp-tasks'}", py, ours_at_py),
     ]
 
     def head(label: str) -> list[str]:

@@ -43,6 +43,10 @@ if skipped rust; then
 elif [[ -f "$ROOT/examples/peer_workload.rs" || -f "$ROOT/examples/peer_workload/main.rs" ]]; then
   log "rust: cargo run --release --example peer_workload -- --n $N --runs $RUNS"
   (cd "$ROOT" && cargo run --quiet --release --example peer_workload -- --n "$N" --runs "$RUNS") | collect
+  # The registry again at the Python store's n, so the Python ratio compares like with like.
+  log "rust: the same at n=$PY_N (for the Python ratio)"
+  (cd "$ROOT" && cargo run --quiet --release --example peer_workload -- --n "$PY_N" --runs "$RUNS" \
+    --only mcp-tasks --suffix "@$PY_N") | collect
 else
   log "rust: examples/peer_workload.rs not found, skipping rust-floor and mcp-tasks"
 fi
