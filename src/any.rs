@@ -158,6 +158,22 @@ impl AnyTask {
         }
     }
 
+    /// Whether the requestor asked to cancel this task ([`Task::cancel_requested`]).
+    #[must_use]
+    pub fn cancel_requested(&self) -> bool {
+        each!(self, task => task.cancel_requested())
+    }
+
+    /// Changes the retention time ([`Task::set_ttl`]).
+    pub fn set_ttl(&mut self, ttl: Option<u64>, at: Timestamp) {
+        each!(self, task => task.set_ttl(ttl, at))
+    }
+
+    /// Changes the suggested polling interval ([`Task::set_poll_interval`]).
+    pub fn set_poll_interval(&mut self, poll_interval: Option<u64>, at: Timestamp) {
+        each!(self, task => task.set_poll_interval(poll_interval, at))
+    }
+
     /// Borrows the typed task if it has status `S`.
     #[must_use]
     pub fn as_task<S: TaskState>(&self) -> Option<&Task<S>> {

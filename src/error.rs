@@ -158,6 +158,15 @@ pub enum Error {
         scope: LimitScope,
     },
 
+    /// The requestor asked to cancel the task while its handler waited for input (the
+    /// tasks extension's cooperative cancel); the handler decides whether to cancel.
+    /// `-32603` (it is meant for the handler, not for the wire).
+    #[error("the requestor asked to cancel task `{}`", shorten(task_id))]
+    CancelRequested {
+        /// The task id.
+        task_id: String,
+    },
+
     /// A wait for a result ended before the task finished. `-32603`.
     #[error("task `{}` did not finish within {waited:?}", shorten(task_id))]
     Timeout {
@@ -213,6 +222,7 @@ impl Error {
             | Error::MethodNotFound { .. } => METHOD_NOT_FOUND,
             Error::TaskAugmentationRequired { .. } => INVALID_REQUEST,
             Error::LimitExceeded { .. }
+            | Error::CancelRequested { .. }
             | Error::Timeout { .. }
             | Error::InvalidConfig(_)
             | Error::Internal(_) => INTERNAL_ERROR,

@@ -1,12 +1,18 @@
-//! Input requests: what an `input_required` task waits for.
+//! Input requests: what an `input_required` task waits for, and the answers to them.
 //!
 //! Each request has a key and the request it stands for (`elicitation/create`,
-//! `sampling/createMessage`, ...). In 2025-11-25 a server sends each one to the requestor as
-//! an ordinary request carrying the related-task `_meta`; the request is data of the
-//! `InputRequired` state so that the same handler can also be served by later dialects,
-//! which show it inside the task.
+//! `sampling/createMessage`, ...). The requests are data of the `InputRequired` state, so
+//! one handler serves every wire dialect: in 2025-11-25 the server sends each request to
+//! the requestor as an ordinary request carrying the related-task `_meta` and hands the
+//! answer back with [`TaskRegistry::respond`](crate::TaskRegistry::respond); in the tasks
+//! extension the requests appear in `tasks/get` and the answers arrive in `tasks/update`.
+//!
+//! Keys are unique over the task's whole life: a handler names its requests, and a name
+//! the task already used gets a suffix (`confirm`, then `confirm-2`) on the wire. The
+//! handler reads the answers under its own names ([`InputResponses`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -82,15 +88,141 @@ impl InputRequests {
     }
 }
 
-/// One shared empty set, so that moving to `input_required` without requests (as the
-/// by-id `update_status` does) allocates nothing.
-pub(crate) fn no_requests() -> std::sync::Arc<InputRequests> {
-    static EMPTY: std::sync::OnceLock<std::sync::Arc<InputRequests>> = std::sync::OnceLock::new();
-    std::sync::Arc::clone(EMPTY.get_or_init(Default::default))
-}
-
 impl<K: Into<String>> FromIterator<(K, InputRequest)> for InputRequests {
     fn from_iter<I: IntoIterator<Item = (K, InputRequest)>>(iter: I) -> Self {
         Self(iter.into_iter().map(|(k, v)| (k.into(), v)).collect())
+    }
+}
+
+/// The answers to a task's input requests, under the names the handler gave them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputResponses(BTreeMap<String, JsonObject>);
+
+impl InputResponses {
+    /// The answer to the request the handler named `name`.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<&JsonObject> {
+        self.0.get(name)
+    }
+
+    /// Takes the answer to the request named `name`.
+    pub fn remove(&mut self, name: &str) -> Option<JsonObject> {
+        self.0.remove(name)
+    }
+
+    /// The number of answers.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no answers.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The answers by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &JsonObject)> {
+        self.0.iter().map(|(name, answer)| (name.as_str(), answer))
+    }
+}
+
+/// What a task keeps across `working` and `input_required`: the wire keys it ever issued
+/// (so none is reused) and whether the requestor asked for cancellation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Progress {
+    issued: BTreeSet<String>,
+    pub(crate) cancel_requested: bool,
+}
+
+/// The data of a `working` task: nothing until it has asked for input or been asked to
+/// cancel (so a fresh task carries one null pointer).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkingData(pub(crate) Option<Arc<Progress>>);
+
+impl WorkingData {
+    pub(crate) fn progress(&self) -> Option<&Progress> {
+        self.0.as_deref()
+    }
+
+    pub(crate) fn progress_mut(&mut self) -> &mut Progress {
+        Arc::make_mut(self.0.get_or_insert_with(Default::default))
+    }
+}
+
+/// The data of an `input_required` task: the requests still outstanding (by wire key),
+/// the names the handler gave them, the answers received and not yet taken, and the
+/// progress carried over from `working`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputState {
+    pub(crate) outstanding: InputRequests,
+    names: BTreeMap<String, String>,
+    answers: BTreeMap<String, JsonObject>,
+    pub(crate) progress: Progress,
+}
+
+impl InputState {
+    /// Issues `requests`, giving each a key never used before by this task. Issuing no
+    /// request on a fresh task (as the by-id `update_status` does) shares one empty state
+    /// instead of allocating.
+    pub(crate) fn issue_shared(requests: InputRequests, progress: Progress) -> Arc<Self> {
+        static EMPTY: std::sync::OnceLock<Arc<InputState>> = std::sync::OnceLock::new();
+        if requests.is_empty() && progress == Progress::default() {
+            return Arc::clone(EMPTY.get_or_init(Default::default));
+        }
+        Arc::new(Self::issue(requests, progress))
+    }
+
+    fn issue(requests: InputRequests, mut progress: Progress) -> Self {
+        let mut state = InputState::default();
+        for (name, request) in requests.0 {
+            let mut key = name.clone();
+            let mut n = 1;
+            while progress.issued.contains(&key) {
+                n += 1;
+                key = format!("{name}-{n}");
+            }
+            progress.issued.insert(key.clone());
+            state.outstanding.0.insert(key.clone(), request);
+            state.names.insert(key, name);
+        }
+        state.progress = progress;
+        state
+    }
+
+    /// Records the answers to outstanding requests; answers to unknown or already
+    /// answered keys are ignored. Returns how many were taken.
+    pub(crate) fn answer(
+        &mut self,
+        responses: impl IntoIterator<Item = (String, JsonObject)>,
+    ) -> usize {
+        let mut taken = 0;
+        for (key, answer) in responses {
+            if self.outstanding.0.remove(&key).is_some() {
+                self.answers.insert(key, answer);
+                taken += 1;
+            }
+        }
+        taken
+    }
+
+    /// Whether every request is answered (and the answers not yet taken).
+    pub(crate) fn all_answered(&self) -> bool {
+        self.outstanding.is_empty() && !self.answers.is_empty()
+    }
+
+    /// Takes the answers, under the handler's names.
+    pub(crate) fn take_answers(&mut self) -> InputResponses {
+        let answers = std::mem::take(&mut self.answers);
+        InputResponses(
+            answers
+                .into_iter()
+                .map(|(key, answer)| {
+                    let name = self.names.get(&key).cloned().unwrap_or(key);
+                    (name, answer)
+                })
+                .collect(),
+        )
     }
 }

@@ -115,7 +115,7 @@ pub use any::{AnyTask, StatusMismatch, Transition, TransitionError};
 pub use clock::{Clock, InvalidTimestamp, ManualClock, SystemClock, Timestamp};
 pub use error::{Error, LimitScope};
 pub use id::TaskId;
-pub use input::{InputRequest, InputRequests};
+pub use input::{InputRequest, InputRequests, InputResponses};
 pub use jsonrpc::{JsonObject, JsonRpcError, RequestId};
 pub use outcome::Outcome;
 pub use registry::{

@@ -12,7 +12,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::any::AnyTask;
-use crate::input::InputRequests;
+use crate::input::{InputState, WorkingData};
 use crate::outcome::Outcome;
 use crate::task::Task;
 
@@ -112,6 +112,8 @@ impl FromStr for TaskStatus {
     }
 }
 
+pub(crate) use sealed::StateData;
+
 mod sealed {
     /// Seals [`TaskState`](super::TaskState): only this crate's five markers implement it.
     #[diagnostic::on_unimplemented(
@@ -120,6 +122,49 @@ mod sealed {
         note = "the task statuses are `Working`, `InputRequired`, `Completed`, `Failed` and `Cancelled`; `TaskState` is sealed"
     )]
     pub trait Sealed {}
+
+    /// What a status's data knows of the progress kept across `working` and
+    /// `input_required`.
+    pub trait StateData {
+        fn progress(&self) -> Option<&crate::input::Progress>;
+        fn progress_mut(&mut self) -> Option<&mut crate::input::Progress>;
+    }
+
+    impl StateData for crate::input::WorkingData {
+        fn progress(&self) -> Option<&crate::input::Progress> {
+            crate::input::WorkingData::progress(self)
+        }
+        fn progress_mut(&mut self) -> Option<&mut crate::input::Progress> {
+            Some(crate::input::WorkingData::progress_mut(self))
+        }
+    }
+
+    impl StateData for std::sync::Arc<crate::input::InputState> {
+        fn progress(&self) -> Option<&crate::input::Progress> {
+            Some(&self.progress)
+        }
+        fn progress_mut(&mut self) -> Option<&mut crate::input::Progress> {
+            Some(&mut std::sync::Arc::make_mut(self).progress)
+        }
+    }
+
+    impl StateData for Option<std::sync::Arc<crate::outcome::Outcome>> {
+        fn progress(&self) -> Option<&crate::input::Progress> {
+            None
+        }
+        fn progress_mut(&mut self) -> Option<&mut crate::input::Progress> {
+            None
+        }
+    }
+
+    impl StateData for () {
+        fn progress(&self) -> Option<&crate::input::Progress> {
+            None
+        }
+        fn progress_mut(&mut self) -> Option<&mut crate::input::Progress> {
+            None
+        }
+    }
 }
 
 /// A task status at the type level. Sealed: implemented only by the five markers.
@@ -137,7 +182,7 @@ pub trait TaskState: sealed::Sealed + Sized + 'static {
     const STATUS: TaskStatus;
     /// What a task in this status carries besides the common fields.
     #[doc(hidden)]
-    type Data: Clone + fmt::Debug + PartialEq + Send + Sync + 'static;
+    type Data: Clone + fmt::Debug + PartialEq + Send + Sync + sealed::StateData + 'static;
 
     /// Erases a task of this status.
     #[doc(hidden)]
@@ -217,13 +262,13 @@ marker!(
     /// The status `working`: the request is being processed. Every task starts here.
     Working,
     Working,
-    ()
+    WorkingData
 );
 marker!(
     /// The status `input_required`: the receiver waits for input from the requestor.
     InputRequired,
     InputRequired,
-    std::sync::Arc<InputRequests>
+    std::sync::Arc<InputState>
 );
 marker!(
     /// The status `completed`: terminal; the task carries its result.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::any::AnyTask;
 use crate::clock::Timestamp;
 use crate::id::TaskId;
-use crate::input::InputRequests;
+use crate::input::{InputRequests, InputResponses, InputState, Progress, WorkingData};
 use crate::jsonrpc::JsonObject;
 use crate::millis::OptMillis;
 use crate::outcome::Outcome;
@@ -93,7 +93,7 @@ impl Task<Working> {
             last_updated_at: created_at,
             ttl: OptMillis::NONE,
             poll_interval: OptMillis::NONE,
-            data: (),
+            data: WorkingData::default(),
             state: PhantomData,
         }
     }
@@ -196,6 +196,10 @@ impl<S: TaskState> Task<S> {
     }
 
     /// `working` → `input_required`: the task waits for the requestor to answer `requests`.
+    ///
+    /// Each request keeps the name the handler gave it, unless this task already issued a
+    /// request under that name: then it gets a suffix on the wire (`confirm-2`), so that no
+    /// key is ever reused. Answers come back under the handler's names.
     pub fn require_input(
         self,
         requests: InputRequests,
@@ -204,20 +208,56 @@ impl<S: TaskState> Task<S> {
     where
         S: CanRequireInput,
     {
-        let requests = if requests.is_empty() {
-            crate::input::no_requests()
-        } else {
-            Arc::new(requests)
-        };
-        self.into_state(requests, change.into())
+        let progress = self.progress().cloned().unwrap_or_default();
+        let state = InputState::issue_shared(requests, progress);
+        self.into_state(state, change.into())
     }
 
-    /// `input_required` → `working`: the input arrived and the work goes on.
+    /// `input_required` → `working`: the input arrived and the work goes on. Requests still
+    /// unanswered are withdrawn; their keys stay used.
     pub fn resume(self, change: impl Into<Change>) -> Task<Working>
     where
         S: CanResume,
     {
-        self.into_state((), change.into())
+        let progress = self.progress().cloned();
+        self.into_state(WorkingData(progress.map(Arc::new)), change.into())
+    }
+
+    /// What this task keeps across `working` and `input_required`.
+    fn progress(&self) -> Option<&Progress> {
+        crate::status::StateData::progress(&self.data)
+    }
+
+    /// Whether the requestor asked to cancel this task (the tasks extension's cooperative
+    /// `tasks/cancel`). The flag is never shown on the wire; a handler that sees it may
+    /// [`cancel`](Task::cancel) the task, or finish it anyway.
+    #[must_use]
+    pub fn cancel_requested(&self) -> bool {
+        self.progress()
+            .is_some_and(|progress| progress.cancel_requested)
+    }
+
+    /// Records that the requestor asked to cancel this task, without changing its status.
+    pub fn request_cancel(&mut self, at: Timestamp)
+    where
+        S: NonTerminal,
+    {
+        if let Some(progress) = crate::status::StateData::progress_mut(&mut self.data) {
+            progress.cancel_requested = true;
+        }
+        self.last_updated_at = self.last_updated_at.max(at);
+    }
+
+    /// Changes the retention time (milliseconds from creation; `None`: unlimited).
+    pub fn set_ttl(&mut self, ttl: Option<u64>, at: Timestamp) {
+        self.ttl = OptMillis::new(ttl);
+        self.last_updated_at = self.last_updated_at.max(at);
+    }
+
+    /// Changes the suggested polling interval.
+    pub fn set_poll_interval(&mut self, poll_interval: Option<u64>, at: Timestamp) {
+        self.poll_interval = OptMillis::new(poll_interval);
+        self.last_updated_at = self.last_updated_at.max(at);
     }
 
     /// → `completed`, with the result of the underlying request (for `tools/call`, a
@@ -271,10 +311,36 @@ impl<S: TaskState> Task<S> {
 }
 
 impl Task<InputRequired> {
-    /// The input requests the task waits for.
+    /// The input requests still unanswered, by wire key.
     #[must_use]
     pub fn input_requests(&self) -> &InputRequests {
-        &self.data
+        &self.data.outstanding
+    }
+
+    /// Records answers to outstanding requests, by wire key (unknown or already answered
+    /// keys are ignored), and returns how many were taken. The status stays
+    /// `input_required` until the handler resumes.
+    pub fn answer(
+        &mut self,
+        responses: impl IntoIterator<Item = (String, JsonObject)>,
+        at: Timestamp,
+    ) -> usize {
+        let taken = Arc::make_mut(&mut self.data).answer(responses);
+        if taken > 0 {
+            self.last_updated_at = self.last_updated_at.max(at);
+        }
+        taken
+    }
+
+    /// Whether every request is answered.
+    #[must_use]
+    pub fn all_answered(&self) -> bool {
+        self.data.all_answered()
+    }
+
+    /// Takes the answers received so far, under the handler's names.
+    pub fn take_answers(&mut self) -> InputResponses {
+        Arc::make_mut(&mut self.data).take_answers()
     }
 }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::any::AnyTask;
 use crate::clock::Timestamp;
 use crate::id::TaskId;
-use crate::input::InputRequests;
+use crate::input::{InputState, WorkingData};
 use crate::status::{TaskState, TaskStatus};
 use crate::task::Task;
 
@@ -98,9 +98,9 @@ impl<'de> Deserialize<'de> for AnyTask {
         use crate::status::{Cancelled, Completed, Failed, InputRequired, Working};
         let wire = TaskObject::deserialize(deserializer)?;
         Ok(match wire.status {
-            TaskStatus::Working => build::<Working>(wire, ()),
+            TaskStatus::Working => build::<Working>(wire, WorkingData::default()),
             TaskStatus::InputRequired => {
-                build::<InputRequired>(wire, Arc::new(InputRequests::new()))
+                build::<InputRequired>(wire, Arc::new(InputState::default()))
             }
             TaskStatus::Completed => build::<Completed>(wire, None),
             TaskStatus::Failed => build::<Failed>(wire, None),

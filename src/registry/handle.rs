@@ -2,12 +2,13 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use crate::any::AnyTask;
 use crate::any::Transition;
 use crate::error::Error;
 use crate::id::TaskId;
-use crate::input::InputRequests;
+use crate::input::{InputRequests, InputResponses};
 use crate::jsonrpc::JsonObject;
 use crate::outcome::Outcome;
 use crate::registry::TaskRegistry;
@@ -83,6 +84,34 @@ impl<S: TaskState> TaskHandle<S> {
     #[must_use]
     pub fn current_status(&self) -> Option<TaskStatus> {
         self.snapshot().ok().map(|task| task.status())
+    }
+
+    /// Whether the requestor asked to cancel the task (the tasks extension's cooperative
+    /// `tasks/cancel`). A handler may honour it with [`cancel`](TaskHandle::cancel), or
+    /// finish anyway. A task that is gone reads as asked to cancel.
+    #[must_use]
+    pub fn cancel_requested(&self) -> bool {
+        self.snapshot().map_or(true, |task| task.cancel_requested())
+    }
+
+    /// Changes the task's retention time in place (within the registry's [`TtlPolicy`](crate::TtlPolicy)).
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] if the task expired or was removed.
+    pub fn set_ttl(&self, ttl: Option<u64>) -> Result<(), Error> {
+        self.registry()?
+            .set_ttl(&self.owner, &self.id.to_string(), ttl)
+            .map(drop)
+    }
+
+    /// Changes the task's suggested poll interval in place.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] if the task expired or was removed.
+    pub fn set_poll_interval(&self, poll_interval: Option<u64>) -> Result<(), Error> {
+        self.registry()?
+            .set_poll_interval(&self.owner, &self.id.to_string(), poll_interval)
+            .map(drop)
     }
 
     /// The same handle; its next transition leaves the task with this status message.
@@ -240,6 +269,22 @@ impl<S: TaskState> TaskHandle<S> {
         S: NonTerminal,
     {
         typed(self.end(Transition::Cancel)?)
+    }
+}
+
+impl TaskHandle<InputRequired> {
+    /// Blocks until every input request is answered, then returns the answers under the
+    /// names given in [`require_input`](TaskHandle::require_input). Follow with
+    /// [`resume`](TaskHandle::resume).
+    ///
+    /// # Errors
+    /// [`Error::CancelRequested`] if the requestor asks to cancel meanwhile (the handle is
+    /// intact: [`cancel`](TaskHandle::cancel) or carry on); [`Error::TaskCancelled`] if the
+    /// task was cancelled; [`Error::TaskNotFound`] if it expired or was removed;
+    /// [`Error::Timeout`] if `timeout` passed.
+    pub fn wait_for_input(&self, timeout: Option<Duration>) -> Result<InputResponses, Error> {
+        self.registry()?
+            .wait_for_input(&self.owner, &self.id.to_string(), timeout)
     }
 }
 

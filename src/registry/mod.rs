@@ -28,10 +28,13 @@ use crate::any::{AnyTask, Transition};
 use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::error::{Error, LimitScope};
 use crate::id::TaskId;
+use crate::input::InputResponses;
+use crate::jsonrpc::JsonObject;
 use crate::jsonrpc::RequestId;
 use crate::outcome::Outcome;
 use crate::status::{Cancelled, TaskState, TaskStatus, Working};
 use crate::task::{Change, Task};
+use serde_json::Value;
 
 pub use handle::TaskHandle;
 pub use notify::{StatusChange, SubscriptionId};
@@ -642,6 +645,51 @@ impl TaskRegistry {
         task_id: &str,
         timeout: Option<Duration>,
     ) -> Result<AnyTask, Error> {
+        self.wait_until(owner, task_id, timeout, |entry| {
+            entry.task.is_terminal().then(|| Ok(entry.task.clone()))
+        })
+    }
+
+    /// Blocks until every input request of the `input_required` task `task_id` is answered,
+    /// then takes the answers (under the names its handler gave the requests). This is how
+    /// a handler receives input, whatever the dialect that delivered it.
+    ///
+    /// # Errors
+    /// [`Error::CancelRequested`] if the requestor asks to cancel meanwhile (the handler
+    /// decides what to do); [`Error::TaskCancelled`] if the task is cancelled;
+    /// [`Error::IllegalTransition`] if it leaves `input_required` some other way;
+    /// [`Error::TaskNotFound`] and [`Error::Timeout`] as for [`wait`](Self::wait).
+    pub fn wait_for_input(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<InputResponses, Error> {
+        self.wait_until(owner, task_id, timeout, |entry| match &mut entry.task {
+            AnyTask::InputRequired(task) if task.cancel_requested() => {
+                Some(Err(Error::CancelRequested {
+                    task_id: task_id.to_owned(),
+                }))
+            }
+            AnyTask::InputRequired(task) if task.all_answered() => Some(Ok(task.take_answers())),
+            AnyTask::InputRequired(_) => None,
+            other => Some(Err(handle_conflict(
+                task_id,
+                other,
+                TaskStatus::InputRequired,
+            ))),
+        })
+    }
+
+    /// Sleeps on the task's condition variable until `check` gives an answer, the task is
+    /// gone, or `timeout` (or the task's expiry) passes. `check` runs under the lock.
+    fn wait_until<R>(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+        mut check: impl FnMut(&mut Entry) -> Option<Result<R, Error>>,
+    ) -> Result<R, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let started = Instant::now();
         // The clock is user code: it is read only while the lock is not held.
@@ -653,8 +701,8 @@ impl TaskRegistry {
             let Some(entry) = inner.visible(key, owner, now, &mut dead) else {
                 break Err(not_found(task_id));
             };
-            if entry.task.is_terminal() {
-                break Ok(entry.task.clone());
+            if let Some(answer) = check(entry) {
+                break answer;
             }
             let until_expiry = entry
                 .task
@@ -695,6 +743,95 @@ impl TaskRegistry {
         self.forget(dead.len());
         drop(dead);
         outcome
+    }
+
+    /// Delivers answers to the input requests of `task_id`, by wire key (`tasks/update`'s
+    /// `inputResponses`, or the answers to 2025-11-25 elicitation requests). Answers to
+    /// unknown or already answered keys, answers that are not objects, and answers to a
+    /// task that no longer waits for input are ignored. The handler waiting in
+    /// [`wait_for_input`](Self::wait_for_input) wakes once every request is answered.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    pub fn respond(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        responses: JsonObject,
+    ) -> Result<AnyTask, Error> {
+        self.apply(owner, task_id, |task, now| match task {
+            AnyTask::InputRequired(mut waiting) => {
+                let answers = responses
+                    .into_iter()
+                    .filter_map(|(key, answer)| match answer {
+                        Value::Object(answer) => Some((key, answer)),
+                        _ => None,
+                    });
+                if waiting.answer(answers, now) > 0 {
+                    Step::Changed(waiting.into_any())
+                } else {
+                    Step::Unchanged(waiting.into_any())
+                }
+            }
+            other => Step::Unchanged(other),
+        })
+    }
+
+    /// Asks the handler of `task_id` to cancel it (the tasks extension's cooperative
+    /// `tasks/cancel`): sets the flag [`TaskHandle::cancel_requested`] reads and wakes a
+    /// handler waiting for input; the status does not change. A terminal task is left as
+    /// it is (the request is acknowledged all the same).
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    pub fn request_cancel(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        self.apply(owner, task_id, |task, now| match task {
+            AnyTask::Working(mut task) => {
+                task.request_cancel(now);
+                Step::Quiet(task.into_any())
+            }
+            AnyTask::InputRequired(mut task) => {
+                task.request_cancel(now);
+                Step::Quiet(task.into_any())
+            }
+            finished => Step::Unchanged(finished),
+        })
+    }
+
+    /// Changes the retention time of `task_id` in place (the tasks extension lets it
+    /// change over a task's life), bounded by the [`TtlPolicy`]: clamped to its minimum and
+    /// maximum, and unlimited only where the policy allows it. The new expiry counts from
+    /// creation, as always.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    pub fn set_ttl(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        ttl: Option<u64>,
+    ) -> Result<AnyTask, Error> {
+        let ttl = self.shared.ttl.bound(ttl);
+        self.apply(owner, task_id, |mut task, now| {
+            task.set_ttl(ttl, now);
+            Step::Changed(task)
+        })
+    }
+
+    /// Changes the suggested poll interval of `task_id` in place.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    pub fn set_poll_interval(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        poll_interval: Option<u64>,
+    ) -> Result<AnyTask, Error> {
+        self.apply(owner, task_id, |mut task, now| {
+            task.set_poll_interval(poll_interval, now);
+            Step::Changed(task)
+        })
     }
 
     /// Registers `subscriber` for every status change and status-message change of every
@@ -740,27 +877,45 @@ impl TaskRegistry {
         let mut dead = Vec::new();
         let result = {
             let mut inner = self.lock(owner);
-            match inner.visible(key, owner, now, &mut dead) {
+            let applied = match inner.visible(key, owner, now, &mut dead) {
                 None => Err(not_found(task_id)),
-                Some(entry) => match change(take(&mut entry.task), now) {
-                    Step::Changed(next) => {
-                        entry.task = next.clone();
-                        self.shared.notifier.queue(&entry.owner, &next);
-                        if next.is_terminal() {
-                            inner.wake(key);
+                Some(entry) => {
+                    let before = entry.task.expires_at();
+                    match change(take(&mut entry.task), now) {
+                        Step::Changed(next) => {
+                            entry.task = next.clone();
+                            Ok((next, before, true, true))
                         }
-                        Ok(next)
+                        Step::Quiet(next) => {
+                            entry.task = next.clone();
+                            Ok((next, before, true, false))
+                        }
+                        Step::Unchanged(task) => {
+                            entry.task = task.clone();
+                            Ok((task, before, false, false))
+                        }
+                        Step::Refused(task, error) => {
+                            entry.task = task;
+                            Err(error)
+                        }
                     }
-                    Step::Unchanged(task) => {
-                        entry.task = task.clone();
-                        Ok(task)
+                }
+            };
+            applied.map(|(task, before, stored, notify)| {
+                if stored {
+                    let after = task.expires_at();
+                    if after != before {
+                        inner.reindex_expiry(key, before, after);
                     }
-                    Step::Refused(task, error) => {
-                        entry.task = task;
-                        Err(error)
-                    }
-                },
-            }
+                    // Waiters check their own condition: a finish, an answer, a request
+                    // to cancel.
+                    inner.wake(key);
+                }
+                if notify {
+                    self.shared.notifier.queue(owner, &task);
+                }
+                task
+            })
         };
         self.forget(dead.len());
         drop(dead);

@@ -94,6 +94,18 @@ impl TtlPolicy {
         }
     }
 
+    /// The TTL a task gets when it is set to `ttl` after creation: a value is clamped to
+    /// the minimum and maximum; unlimited only where [`effective`](Self::effective) could
+    /// give it, and the maximum otherwise.
+    #[must_use]
+    pub fn bound(&self, ttl: Option<u64>) -> Option<u64> {
+        match ttl {
+            Some(ttl) => self.effective(Some(ttl)),
+            None if self.allow_unlimited && self.max.is_none() => None,
+            None => self.max.or(self.default),
+        }
+    }
+
     /// Checks that the policy can work.
     ///
     /// # Errors

@@ -98,8 +98,11 @@ pub(crate) struct Entry {
 
 /// What a change applied in the critical section gives.
 pub(crate) enum Step {
-    /// Store this task: its status or message changed.
+    /// Store this task and tell subscribers: something they can see changed.
     Changed(AnyTask),
+    /// Store this task without telling subscribers (nothing on the wire changed), and
+    /// wake its waiters.
+    Quiet(AnyTask),
     /// Put this task back as it was: nothing to store, notify or wake.
     Unchanged(AnyTask),
     /// Put this task back and answer with the error.
@@ -259,6 +262,21 @@ impl Inner {
         }
         let more = page.next().is_some();
         (tasks, last, more)
+    }
+
+    /// Moves the expiry index entry of `key` after its TTL changed.
+    pub(crate) fn reindex_expiry(
+        &mut self,
+        key: Key,
+        before: Option<Timestamp>,
+        after: Option<Timestamp>,
+    ) {
+        if let Some(before) = before {
+            self.expiry.remove(&(before, key));
+        }
+        if let Some(after) = after {
+            self.expiry.insert((after, key));
+        }
     }
 
     /// Wakes every thread waiting on `key`.
