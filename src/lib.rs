@@ -61,6 +61,8 @@
 //!   JSON-RPC error); each wire dialect decides how it looks.
 //! - [`protocol`]: the 2025-11-25 wire dialect: messages, capabilities, and the
 //!   [`Dispatcher`](protocol::Dispatcher) that answers `tasks/*`.
+//! - [`ext`]: the 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`), the second
+//!   dialect over the same core, with its [`ExtDispatcher`](ext::ExtDispatcher).
 //! - [`TaskRegistry`]: the store, with owners, TTLs, cursors, typed [`TaskHandle`]s and
 //!   blocking waits.
 //! - [`Error`]: every refusal, with its JSON-RPC code.
@@ -101,15 +103,18 @@
 mod any;
 mod clock;
 mod error;
+pub mod ext;
 mod id;
 mod input;
 pub mod jsonrpc;
 mod millis;
 mod outcome;
+mod params;
 pub mod protocol;
 mod registry;
 mod status;
 mod task;
+mod wire;
 
 pub use any::{AnyTask, StatusMismatch, Transition, TransitionError};
 pub use clock::{Clock, InvalidTimestamp, ManualClock, SystemClock, Timestamp};

@@ -173,33 +173,12 @@ fn to_json(value: &impl Serialize) -> Result<Value, JsonRpcError> {
     serde_json::to_value(value).map_err(|err| Error::Internal(err.to_string()).into())
 }
 
-/// The params object, or `-32602` naming what is wrong; absent or `null` params read as
-/// an empty object.
-fn params_object(params: Option<&Value>) -> Result<Option<&JsonObject>, JsonRpcError> {
-    match params {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(object)) => Ok(Some(object)),
-        Some(_) => Err(Error::invalid_params("`params` must be an object").into()),
-    }
-}
-
 fn task_id_param(params: Option<&Value>) -> Result<&str, JsonRpcError> {
-    match params_object(params)?.and_then(|params| params.get("taskId")) {
-        Some(Value::String(task_id)) => Ok(task_id),
-        None => Err(Error::invalid_params(
-            "missing `taskId`: name the task with a string `taskId` param",
-        )
-        .into()),
-        Some(_) => Err(Error::invalid_params("`taskId` must be a string").into()),
-    }
+    crate::params::task_id(params).map_err(JsonRpcError::from)
 }
 
 fn cursor_param(params: Option<&Value>) -> Result<Option<&str>, JsonRpcError> {
-    match params_object(params)?.and_then(|params| params.get("cursor")) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(cursor)) => Ok(Some(cursor)),
-        Some(_) => Err(Error::invalid_params("`cursor` must be a string").into()),
-    }
+    crate::params::optional_string(params, "cursor").map_err(JsonRpcError::from)
 }
 
 /// How to run an incoming `tools/call` ([`augmentation`]).

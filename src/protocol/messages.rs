@@ -224,7 +224,7 @@ pub type TaskStatusNotificationParams = TaskResult;
 /// The notification `notifications/tasks/status`, serialized as a whole JSON-RPC message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskStatusNotification {
-    jsonrpc: JsonRpcVersion,
+    jsonrpc: crate::wire::JsonRpcVersion,
     method: StatusMethod,
     /// The task as it is now.
     pub params: TaskStatusNotificationParams,
@@ -235,46 +235,14 @@ impl TaskStatusNotification {
     #[must_use]
     pub fn new(task: impl Into<AnyTask>) -> Self {
         Self {
-            jsonrpc: JsonRpcVersion,
+            jsonrpc: crate::wire::JsonRpcVersion,
             method: StatusMethod,
             params: TaskResult::new(task),
         }
     }
 }
 
-macro_rules! constant_string {
-    ($(#[$doc:meta])* $name:ident = $value:expr) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        struct $name;
-
-        impl Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str($value)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-                if text == $value {
-                    Ok($name)
-                } else {
-                    Err(serde::de::Error::invalid_value(
-                        serde::de::Unexpected::Str(&text),
-                        &$value,
-                    ))
-                }
-            }
-        }
-    };
-}
-
-constant_string!(
-    /// The string `"2.0"`.
-    JsonRpcVersion = "2.0"
-);
-constant_string!(
+crate::wire::constant_string!(
     /// The string `"notifications/tasks/status"`.
     StatusMethod = super::methods::TASKS_STATUS
 );
