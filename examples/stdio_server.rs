@@ -5,9 +5,18 @@
 //! ```
 //!
 //! Tools: `sleep` {ms} and `fail` {} (task optional), `confirm` {question} (task required;
-//! asks the user through `elicitation/create`), `echo` {text} (never a task). It answers
-//! `initialize` (protocol 2025-11-25), `ping`, `tools/list`, `tools/call` and `tasks/*`, and
-//! sends `notifications/tasks/status` on every change. Logs go to stderr.
+//! asks the user through `elicitation/create`), `echo` {text} (never a task).
+//!
+//! It speaks both generations of MCP tasks from one registry and one set of handlers:
+//! - 2025-11-25 after `initialize`: `ping`, `tools/list`, `tools/call` (with `task`),
+//!   `tasks/get|list|cancel|result`, `notifications/tasks/status` on every change, and a
+//!   task's input requests sent as `elicitation/create` with the related-task `_meta`;
+//! - 2026-07-28 requests (`server/discover`, or a `_meta` naming
+//!   `io.modelcontextprotocol/protocolVersion`): the tasks extension, where the server
+//!   decides which calls run as tasks and `tasks/get` / `tasks/update` / `tasks/cancel`
+//!   carry results, input and cancellation.
+//!
+//! Logs go to stderr.
 //!
 //! Environment: `MCP_TASKS_PAGE_SIZE` (tasks per `tasks/list` page, default 50);
 //! `MCP_TASKS_TRACE=<file>` appends every message read and written, one JSON line each,
@@ -16,19 +25,18 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use common::server::{Reply, Server};
-use common::tools::InputChannel;
-use mcp_tasks::protocol::{TaskStatusNotification, insert_related_task};
+use mcp_tasks::protocol::{TaskStatusNotification, insert_related_task, related_task_meta};
 use mcp_tasks::{
-    InputRequest, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, TaskHandle,
+    AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, Task, TaskId, TaskRegistry,
     TaskStatus, jsonrpc,
 };
 use serde_json::{Value, json};
@@ -46,6 +54,11 @@ struct Connection {
     trace: Option<Mutex<File>>,
     pending: Mutex<HashMap<String, Sender<Result<Value, JsonRpcError>>>>,
     next_id: AtomicU64,
+    /// Input requests already forwarded to the client: (task, key).
+    forwarded: Mutex<HashSet<(TaskId, String)>>,
+    /// Whether the client opened a 2025-11-25 session (`initialize`): only then does it get
+    /// `notifications/tasks/status`.
+    initialized: AtomicBool,
 }
 
 impl Connection {
@@ -61,6 +74,8 @@ impl Connection {
             trace,
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            forwarded: Mutex::new(HashSet::new()),
+            initialized: AtomicBool::new(false),
         })
     }
 
@@ -105,7 +120,9 @@ impl Connection {
         &self,
         method: &str,
         params: JsonObject,
-        task: &TaskHandle<InputRequired>,
+        registry: &TaskRegistry,
+        owner: &Owner,
+        task_id: &str,
     ) -> Result<Value, JsonRpcError> {
         let id = format!("server-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let (answer, answered) = mpsc::channel();
@@ -125,7 +142,10 @@ impl Connection {
                     ));
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    if task.current_status() != Some(TaskStatus::InputRequired) {
+                    let waiting = registry
+                        .get(owner, task_id)
+                        .is_ok_and(|task| task.status() == TaskStatus::InputRequired);
+                    if !waiting {
                         self.send(&json!({
                             "jsonrpc": "2.0",
                             "method": "notifications/cancelled",
@@ -184,30 +204,60 @@ impl Connection {
 }
 
 /// In 2025-11-25 a task's input requests travel as ordinary server→client requests tagged
-/// with the related-task `_meta`.
-impl InputChannel for Connection {
-    fn ask(
-        &self,
-        task: &TaskHandle<InputRequired>,
-        _key: &str,
-        request: &InputRequest,
-    ) -> Result<JsonObject, JsonRpcError> {
+/// with the related-task `_meta`; the answers go back into the registry, where the handler
+/// waits for them. Each outstanding key is forwarded once.
+fn forward_input(
+    connection: &Arc<Connection>,
+    registry: &TaskRegistry,
+    owner: &Owner,
+    task: &Task<InputRequired>,
+) {
+    for (key, request) in task.input_requests().iter() {
+        let forwarded = (task.id().clone(), key.to_owned());
+        let fresh = connection
+            .forwarded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(forwarded.clone());
+        if !fresh {
+            continue;
+        }
         let mut params = request.params.clone();
         match params.get_mut("_meta") {
             Some(Value::Object(meta)) => insert_related_task(meta, task.id()),
             _ => {
-                let mut meta = JsonObject::new();
-                insert_related_task(&mut meta, task.id());
-                params.insert("_meta".into(), Value::Object(meta));
+                params.insert("_meta".into(), Value::Object(related_task_meta(task.id())));
             }
         }
-        match self.request(&request.method, params, task)? {
-            Value::Object(answer) => Ok(answer),
-            _ => Err(JsonRpcError::new(
-                jsonrpc::INTERNAL_ERROR,
-                "the client's answer was not an object",
-            )),
-        }
+        let (connection, registry, owner) =
+            (Arc::clone(connection), registry.clone(), owner.clone());
+        let (method, id, key) = (
+            request.method.clone(),
+            task.id().to_string(),
+            key.to_owned(),
+        );
+        std::thread::spawn(move || {
+            let answer = match connection.request(&method, params, &registry, &owner, &id) {
+                Ok(Value::Object(answer)) => answer,
+                Ok(_) | Err(_) => {
+                    // No usable answer (an error, or the task stopped waiting): to the
+                    // handler this is a dismissed request.
+                    let mut dismissed = JsonObject::new();
+                    dismissed.insert("action".into(), json!("cancel"));
+                    dismissed
+                }
+            };
+            let mut responses = JsonObject::new();
+            responses.insert(key, Value::Object(answer));
+            if let Err(err) = registry.respond(&owner, &id, responses) {
+                eprintln!("stdio_server: task {id}: {err}");
+            }
+            connection
+                .forwarded
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&forwarded);
+        });
     }
 }
 
@@ -263,8 +313,10 @@ fn handle_line(server: &Server, connection: &Arc<Connection>, owner: &Owner, lin
         },
     };
     let params = message.remove("params");
-    let input: Arc<dyn InputChannel> = connection.clone();
-    match server.request(owner, &id, &method, params, input) {
+    if method == "initialize" {
+        connection.initialized.store(true, Ordering::SeqCst);
+    }
+    match server.request(owner, &id, &method, params) {
         Reply::Now(answer) => connection.respond(&id, answer),
         Reply::Later(work) => {
             let connection = Arc::clone(connection);
@@ -278,16 +330,29 @@ fn handle_line(server: &Server, connection: &Arc<Connection>, owner: &Owner, lin
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let server = Server::from_env()?;
+    let server = Arc::new(Server::from_env()?);
     let connection = Arc::new(Connection::new()?);
     // Over stdio there is one requestor: the process that started this server.
     let owner = Owner::new("stdio");
 
     let notifier = Arc::clone(&connection);
+    let watcher = Arc::clone(&server);
+    let registry = server.registry().clone();
+    let session = owner.clone();
     server.registry().subscribe(move |change| {
-        match serde_json::to_value(TaskStatusNotification::new(change.task.clone())) {
-            Ok(notification) => notifier.send(&notification),
-            Err(err) => eprintln!("stdio_server: cannot serialize a notification: {err}"),
+        if let AnyTask::InputRequired(task) = &change.task
+            && watcher.is_v1_task(task.id())
+        {
+            forward_input(&notifier, &registry, &session, task);
+        }
+        if change.task.is_terminal() {
+            watcher.forget_task(change.task.id());
+        }
+        if notifier.initialized.load(Ordering::SeqCst) {
+            match serde_json::to_value(TaskStatusNotification::new(change.task.clone())) {
+                Ok(notification) => notifier.send(&notification),
+                Err(err) => eprintln!("stdio_server: cannot serialize a notification: {err}"),
+            }
         }
     });
 

@@ -1,16 +1,25 @@
-//! The MCP request routing shared by the example servers, over any transport.
+//! The MCP request routing shared by the example servers, over any transport, for both
+//! generations of MCP tasks.
+//!
+//! A request framed for 2026-07-28 (it names `io.modelcontextprotocol/protocolVersion` in
+//! its `_meta`, or is `server/discover`) speaks the tasks extension; anything else speaks
+//! 2025-11-25 (after `initialize`). Both read and write the same registry, so a task made
+//! under one generation is read and cancelled from the other, in the asker's shape.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
 
+use mcp_tasks::ext::{self, ExtDispatcher, TasksExtensionCapability};
 use mcp_tasks::protocol::{
-    self, Augmentation, Dispatcher, PROTOCOL_VERSION, ServerTasksCapability, augmentation,
+    self, Augmentation, Dispatcher, PROTOCOL_VERSION, ServerTasksCapability, TaskSupport,
+    augmentation,
 };
 use mcp_tasks::{
-    Error, JsonObject, JsonRpcError, Owner, RequestId, TaskRegistry, TtlPolicy, jsonrpc,
+    Error, JsonObject, JsonRpcError, Owner, RequestId, TaskId, TaskRegistry, TtlPolicy, jsonrpc,
 };
 use serde_json::{Value, json};
 
-use super::tools::{self, Call, InputChannel};
+use super::tools::{self, Call};
 
 /// A request's answer: now, or from work the transport runs on a thread that may block.
 pub enum Reply {
@@ -23,10 +32,36 @@ pub enum Reply {
     ThenRun(Value, Box<dyn FnOnce() + Send>),
 }
 
-/// The example server: tools, tasks, and the 2025-11-25 handshake.
+/// Which generation of MCP tasks a request speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generation {
+    /// MCP 2025-11-25: the tasks utility.
+    V2025,
+    /// MCP 2026-07-28: the tasks extension.
+    Extension,
+}
+
+impl Generation {
+    /// The generation of a request with `method` and `params`.
+    pub fn of(method: &str, params: Option<&Value>) -> Self {
+        let framed =
+            ext::request_protocol_version(params).is_some_and(|v| v >= ext::PROTOCOL_VERSION);
+        if method == ext::methods::SERVER_DISCOVER || framed {
+            Generation::Extension
+        } else {
+            Generation::V2025
+        }
+    }
+}
+
+/// The example server: tools, tasks in both generations, and their handshakes.
 pub struct Server {
-    dispatcher: Dispatcher,
+    v1: Dispatcher,
+    ext: ExtDispatcher,
     capabilities: ServerTasksCapability,
+    /// Tasks created through 2025-11-25, whose input requests the transport forwards as
+    /// server-to-client requests.
+    v1_tasks: Mutex<HashSet<TaskId>>,
 }
 
 impl Server {
@@ -42,24 +77,55 @@ impl Server {
             .poll_interval(Some(100))
             .build()?;
         Ok(Self {
-            dispatcher: Dispatcher::new(registry).with_page_size(page_size),
+            v1: Dispatcher::new(registry.clone()).with_page_size(page_size),
+            ext: ExtDispatcher::new(registry),
             capabilities: ServerTasksCapability::all(),
+            v1_tasks: Mutex::new(HashSet::new()),
         })
     }
 
     /// The registry behind the server (to subscribe to status changes).
     pub fn registry(&self) -> &TaskRegistry {
-        self.dispatcher.registry()
+        self.v1.registry()
     }
 
-    /// Answers one request from `owner`. `input` reaches the requestor for elicitation.
+    /// Whether `task` was created through 2025-11-25 (its input travels as requests to the
+    /// client).
+    pub fn is_v1_task(&self, task: &TaskId) -> bool {
+        self.v1_tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(task)
+    }
+
+    /// Forgets a finished task's generation.
+    pub fn forget_task(&self, task: &TaskId) {
+        self.v1_tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(task);
+    }
+
+    /// Answers one request from `owner`.
     pub fn request(
         &self,
         owner: &Owner,
         id: &RequestId,
         method: &str,
         params: Option<Value>,
-        input: Arc<dyn InputChannel>,
+    ) -> Reply {
+        match Generation::of(method, params.as_ref()) {
+            Generation::V2025 => self.request_v1(owner, id, method, params),
+            Generation::Extension => self.request_ext(owner, method, params),
+        }
+    }
+
+    fn request_v1(
+        &self,
+        owner: &Owner,
+        id: &RequestId,
+        method: &str,
+        params: Option<Value>,
     ) -> Reply {
         match method {
             "initialize" => Reply::Now(Ok(json!({
@@ -70,10 +136,49 @@ impl Server {
             }))),
             "ping" => Reply::Now(Ok(json!({}))),
             "tools/list" => Reply::Now(Ok(json!({"tools": tools::list()}))),
-            "tools/call" => self.call_tool(owner, id, params, input),
+            "tools/call" => {
+                let call = match parse_call(params.as_ref()) {
+                    Ok(call) => call,
+                    Err(error) => return Reply::Now(Err(error)),
+                };
+                let Some(params) = params.as_ref().and_then(Value::as_object) else {
+                    return Reply::Now(Err(invalid("tools/call needs an object `params`")));
+                };
+                match augmentation(call.1, self.capabilities.tools_call(), params) {
+                    Augmentation::Refuse(error) => Reply::Now(Err(error.to_jsonrpc())),
+                    Augmentation::Normal => {
+                        let call = call.0;
+                        Reply::Later(Box::new(move || call.run().map(Value::Object)))
+                    }
+                    Augmentation::Task { ttl } => {
+                        match self.v1.accept(owner, id.clone(), "tools/call", ttl) {
+                            Ok((handle, created)) => {
+                                self.v1_tasks
+                                    .lock()
+                                    .unwrap_or_else(PoisonError::into_inner)
+                                    .insert(handle.id().clone());
+                                match serde_json::to_value(created) {
+                                    Ok(created) => {
+                                        let call = call.0;
+                                        Reply::ThenRun(
+                                            created,
+                                            Box::new(move || call.run_task(handle)),
+                                        )
+                                    }
+                                    // Dropping the handle fails the task: nobody waits on it forever.
+                                    Err(err) => Reply::Now(Err(
+                                        Error::Internal(err.to_string()).to_jsonrpc()
+                                    )),
+                                }
+                            }
+                            Err(error) => Reply::Now(Err(error.to_jsonrpc())),
+                        }
+                    }
+                }
+            }
             method if Dispatcher::handles(method) => {
                 if method == protocol::methods::TASKS_RESULT {
-                    let dispatcher = self.dispatcher.clone();
+                    let dispatcher = self.v1.clone();
                     let owner = owner.clone();
                     Reply::Later(Box::new(move || {
                         dispatcher.dispatch(
@@ -83,7 +188,7 @@ impl Server {
                         )
                     }))
                 } else {
-                    Reply::Now(self.dispatcher.dispatch(owner, method, params.as_ref()))
+                    Reply::Now(self.v1.dispatch(owner, method, params.as_ref()))
                 }
             }
             other => Reply::Now(Err(Error::MethodNotFound {
@@ -93,50 +198,111 @@ impl Server {
         }
     }
 
-    fn call_tool(
-        &self,
-        owner: &Owner,
-        id: &RequestId,
-        params: Option<Value>,
-        input: Arc<dyn InputChannel>,
-    ) -> Reply {
-        let params = match params {
-            Some(Value::Object(params)) => params,
-            _ => return Reply::Now(Err(invalid("tools/call needs an object `params`"))),
+    /// A 2026-07-28 request: every result carries `resultType`, and tasks follow the
+    /// extension. The legacy `tasks` capability is never advertised here.
+    fn request_ext(&self, owner: &Owner, method: &str, params: Option<Value>) -> Reply {
+        let declared = ext::declares_extension(params.as_ref());
+        let answer = match method {
+            ext::methods::SERVER_DISCOVER => Ok(json!({
+                "supportedVersions": [ext::PROTOCOL_VERSION],
+                "capabilities": {
+                    "tools": {},
+                    "extensions": {ext::EXTENSION_ID: TasksExtensionCapability}
+                },
+                "serverInfo": {"name": "mcp-tasks-example", "version": env!("CARGO_PKG_VERSION")},
+                "instructions": "Tools: sleep, fail, confirm (task only), echo (never a task)."
+            })),
+            "ping" => Ok(json!({})),
+            "tools/list" => {
+                // The 2026-07-28 Tool has no `execution`: running as a task is server policy.
+                let mut tools = tools::list();
+                if let Some(tools) = tools.as_array_mut() {
+                    for tool in tools {
+                        if let Some(tool) = tool.as_object_mut() {
+                            tool.remove("execution");
+                        }
+                    }
+                }
+                Ok(json!({"tools": tools}))
+            }
+            "tools/call" => return self.call_tool_ext(owner, params, declared),
+            method if ExtDispatcher::handles(method) => {
+                self.ext.dispatch(owner, method, params.as_ref(), declared)
+            }
+            other => Err(Error::MethodNotFound {
+                method: other.to_owned(),
+            }
+            .to_jsonrpc()),
         };
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
-            return Reply::Now(Err(invalid("missing string `name`")));
-        };
-        let Some(support) = tools::task_support(name) else {
-            return Reply::Now(Err(invalid(&format!("unknown tool `{name}`"))));
-        };
-        let arguments = match params.get("arguments") {
-            Some(Value::Object(arguments)) => arguments.clone(),
-            None | Some(Value::Null) => JsonObject::new(),
-            Some(_) => return Reply::Now(Err(invalid("`arguments` must be an object"))),
-        };
-        let call = match Call::parse(name, &arguments) {
+        Reply::Now(answer.map(complete))
+    }
+
+    /// The server decides: a tool that can run as a task does so for a client that
+    /// declared the extension on this request; otherwise it runs at once, or, if it only
+    /// runs as a task, is refused with `-32021`. A legacy `params.task` is ignored.
+    fn call_tool_ext(&self, owner: &Owner, params: Option<Value>, declared: bool) -> Reply {
+        let (call, support) = match parse_call(params.as_ref()) {
             Ok(call) => call,
             Err(error) => return Reply::Now(Err(error)),
         };
-        match augmentation(support, self.capabilities.tools_call(), &params) {
-            Augmentation::Refuse(error) => Reply::Now(Err(error.to_jsonrpc())),
-            Augmentation::Normal => Reply::Later(Box::new(move || call.run().map(Value::Object))),
-            Augmentation::Task { ttl } => {
-                match self.dispatcher.accept(owner, id.clone(), "tools/call", ttl) {
-                    Ok((handle, created)) => match serde_json::to_value(created) {
-                        Ok(created) => Reply::ThenRun(
-                            created,
-                            Box::new(move || call.run_task(handle, input.as_ref())),
-                        ),
-                        // Dropping the handle fails the task: nobody can wait on it forever.
-                        Err(err) => Reply::Now(Err(Error::Internal(err.to_string()).to_jsonrpc())),
-                    },
+        match (support, declared) {
+            (TaskSupport::Optional | TaskSupport::Required, true) => {
+                let request_id = RequestId::from("extension");
+                match self
+                    .ext
+                    .registry()
+                    .create(owner, mcp_tasks::TaskRequest::new(request_id, "tools/call"))
+                {
+                    Ok((handle, task)) => {
+                        match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
+                            Ok(created) => {
+                                Reply::ThenRun(created, Box::new(move || call.run_task(handle)))
+                            }
+                            Err(err) => {
+                                Reply::Now(Err(Error::Internal(err.to_string()).to_jsonrpc()))
+                            }
+                        }
+                    }
                     Err(error) => Reply::Now(Err(error.to_jsonrpc())),
                 }
             }
+            (TaskSupport::Required, false) => Reply::Now(Err(ext::missing_capability(
+                "this tool only runs as a task: declare the io.modelcontextprotocol/tasks extension",
+            ))),
+            _ => Reply::Later(Box::new(move || {
+                call.run().map(|result| complete(Value::Object(result)))
+            })),
         }
     }
+}
+
+/// A 2026-07-28 result: `resultType: "complete"` unless it already names its type.
+fn complete(mut result: Value) -> Value {
+    if let Some(object) = result.as_object_mut() {
+        object
+            .entry("resultType")
+            .or_insert_with(|| Value::String("complete".into()));
+    }
+    result
+}
+
+/// The tool call and its task support, checked before any work starts.
+fn parse_call(params: Option<&Value>) -> Result<(Call, TaskSupport), JsonRpcError> {
+    let params = params
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("tools/call needs an object `params`"))?;
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("missing string `name`"))?;
+    let support =
+        tools::task_support(name).ok_or_else(|| invalid(&format!("unknown tool `{name}`")))?;
+    let arguments = match params.get("arguments") {
+        Some(Value::Object(arguments)) => arguments.clone(),
+        None | Some(Value::Null) => JsonObject::new(),
+        Some(_) => return Err(invalid("`arguments` must be an object")),
+    };
+    Ok((Call::parse(name, &arguments)?, support))
 }
 
 fn invalid(message: &str) -> JsonRpcError {

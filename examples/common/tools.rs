@@ -1,33 +1,26 @@
-//! The example tools and their handlers, written once for every transport.
+//! The example tools and their handlers, written once for every transport and for both
+//! generations of MCP tasks.
 //!
 //! A handler gets a typed [`TaskHandle<Working>`] and may only do what the spec allows from
 //! `working`; asking for input moves it to `input_required` and hands back a
 //! `TaskHandle<InputRequired>`, whose only ways on are `resume`, `complete`, `fail` or
-//! `cancel`.
+//! `cancel`. The input itself arrives through the registry, whichever dialect carried it:
+//! a 2025-11-25 transport forwards the requests as `elicitation/create` and hands the
+//! answers back; an extension client reads them in `tasks/get` and answers with
+//! `tasks/update`. A handler also honours the extension's cooperative cancel.
 
 use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_tasks::protocol::TaskSupport;
 use mcp_tasks::{
-    Error, InputRequest, InputRequests, InputRequired, JsonObject, JsonRpcError, Outcome,
-    TaskHandle, TaskStatus, Working, jsonrpc,
+    Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskStatus,
+    Working, jsonrpc,
 };
 use serde_json::{Value, json};
 
-/// Asks the requestor for the input a task waits for, and returns the answer.
-pub trait InputChannel: Send + Sync {
-    /// Sends `request` (keyed `key`) for `task` and blocks until the requestor answers it.
-    ///
-    /// # Errors
-    /// The JSON-RPC error the requestor answered with, or a transport failure.
-    fn ask(
-        &self,
-        task: &TaskHandle<InputRequired>,
-        key: &str,
-        request: &InputRequest,
-    ) -> Result<JsonObject, JsonRpcError>;
-}
+/// How long a handler waits for the requestor's answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The tools, as `tools/list` shows them.
 pub fn list() -> Value {
@@ -140,7 +133,7 @@ impl Call {
     /// Runs the call as the task behind `handle`, to its end. Errors are logged: the task
     /// records the outcome, and a refused transition means the task was cancelled or
     /// expired meanwhile.
-    pub fn run_task(self, handle: TaskHandle<Working>, input: &dyn InputChannel) {
+    pub fn run_task(self, handle: TaskHandle<Working>) {
         let id = handle.id().clone();
         let outcome = match self {
             Call::Sleep(ms) => sleep_task(handle, ms),
@@ -148,7 +141,7 @@ impl Call {
                 .finish(text_result("the fail tool always fails", true))
                 .map(drop),
             Call::Echo(text) => handle.complete(text_result(text, false)).map(drop),
-            Call::Confirm(question) => confirm_task(handle, &question, input),
+            Call::Confirm(question) => confirm_task(handle, &question),
         };
         if let Err(err) = outcome {
             eprintln!("task {id}: {err}");
@@ -169,17 +162,20 @@ fn sleep_task(handle: TaskHandle<Working>, ms: u64) -> Result<(), Error> {
             handle.detach();
             return Ok(());
         }
+        if handle.cancel_requested() {
+            // The extension's cooperative cancel: honour it.
+            let _cancelled = handle
+                .with_message("cancelled at the requestor's request")
+                .cancel()?;
+            return Ok(());
+        }
     }
     let _done = handle.complete(text_result(format!("slept {ms} ms"), false))?;
     Ok(())
 }
 
 /// `working` → `input_required` (one elicitation) → `working` → `completed`.
-fn confirm_task(
-    handle: TaskHandle<Working>,
-    question: &str,
-    input: &dyn InputChannel,
-) -> Result<(), Error> {
+fn confirm_task(handle: TaskHandle<Working>, question: &str) -> Result<(), Error> {
     let mut params = JsonObject::new();
     params.insert("mode".into(), json!("form"));
     params.insert("message".into(), json!(question));
@@ -187,17 +183,28 @@ fn confirm_task(
         "requestedSchema".into(),
         json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}),
     );
-    let request = InputRequest::elicitation(params);
     let waiting = handle
         .with_message("waiting for the user's answer")
-        .require_input(InputRequests::new().with("confirm-1", request.clone()))?;
-    let answer = match input.ask(&waiting, "confirm-1", &request) {
-        Ok(answer) => answer,
-        Err(error) => {
-            let _failed = waiting.fail(Outcome::Error(error))?;
+        .require_input(InputRequests::new().with("confirm", InputRequest::elicitation(params)))?;
+    let mut answers = match waiting.wait_for_input(Some(ANSWER_TIMEOUT)) {
+        Ok(answers) => answers,
+        Err(Error::CancelRequested { .. }) => {
+            let _cancelled = waiting
+                .with_message("cancelled at the requestor's request")
+                .cancel()?;
             return Ok(());
         }
+        Err(Error::Timeout { .. }) => {
+            let _failed = waiting.fail(Outcome::error(
+                jsonrpc::INTERNAL_ERROR,
+                "the user did not answer in time",
+            ))?;
+            return Ok(());
+        }
+        // Cancelled, expired or removed meanwhile: nothing more to do.
+        Err(_) => return Ok(()),
     };
+    let answer = answers.remove("confirm").unwrap_or_default();
     let working = waiting.resume()?;
     let text = match answer.get("action").and_then(Value::as_str) {
         Some("accept") => {
