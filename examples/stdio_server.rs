@@ -4,8 +4,9 @@
 //! cargo run --example stdio_server
 //! ```
 //!
-//! Tools: `sleep` {ms} and `fail` {} (task optional), `confirm` {question} (task required;
-//! asks the user through `elicitation/create`), `echo` {text} (never a task).
+//! Tools: `sleep` {ms}, `fail` {} (a tool error) and `crash` {} (a JSON-RPC error), task
+//! optional; `confirm` {question} (task required; asks the user for input); `echo` {text}
+//! (never a task).
 //!
 //! It speaks both generations of MCP tasks from one registry and one set of handlers:
 //! - 2025-11-25 after `initialize`: `ping`, `tools/list`, `tools/call` (with `task`),

@@ -38,6 +38,12 @@ pub fn list() -> Value {
             "execution": {"taskSupport": "optional"}
         },
         {
+            "name": "crash",
+            "description": "Always fails with a JSON-RPC error (not a tool error).",
+            "inputSchema": {"type": "object", "properties": {}},
+            "execution": {"taskSupport": "optional"}
+        },
+        {
             "name": "confirm",
             "description": "Asks the user a question (elicitation) and reports the answer. Runs only as a task.",
             "inputSchema": {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]},
@@ -54,7 +60,7 @@ pub fn list() -> Value {
 /// The task support of a known tool.
 pub fn task_support(name: &str) -> Option<TaskSupport> {
     match name {
-        "sleep" | "fail" => Some(TaskSupport::Optional),
+        "sleep" | "fail" | "crash" => Some(TaskSupport::Optional),
         "confirm" => Some(TaskSupport::Required),
         "echo" => Some(TaskSupport::Forbidden),
         _ => None,
@@ -83,6 +89,7 @@ fn invalid(message: &str) -> JsonRpcError {
 pub enum Call {
     Sleep(u64),
     Fail,
+    Crash,
     Confirm(String),
     Echo(String),
 }
@@ -100,6 +107,7 @@ impl Call {
                 .map(Call::Sleep)
                 .ok_or_else(|| invalid("`sleep` needs a non-negative integer `ms`")),
             "fail" => Ok(Call::Fail),
+            "crash" => Ok(Call::Crash),
             "confirm" => arguments
                 .get("question")
                 .and_then(Value::as_str)
@@ -122,6 +130,7 @@ impl Call {
                 Ok(text_result(format!("slept {ms} ms"), false))
             }
             Call::Fail => Ok(text_result("the fail tool always fails", true)),
+            Call::Crash => Err(crash()),
             Call::Echo(text) => Ok(text_result(text, false)),
             Call::Confirm(_) => Err(Error::TaskRequired {
                 tool: "confirm".into(),
@@ -140,6 +149,7 @@ impl Call {
             Call::Fail => handle
                 .finish(text_result("the fail tool always fails", true))
                 .map(drop),
+            Call::Crash => handle.fail(Outcome::Error(crash())).map(drop),
             Call::Echo(text) => handle.complete(text_result(text, false)).map(drop),
             Call::Confirm(question) => confirm_task(handle, &question),
         };
@@ -147,6 +157,11 @@ impl Call {
             eprintln!("task {id}: {err}");
         }
     }
+}
+
+/// The JSON-RPC error the `crash` tool fails with.
+fn crash() -> JsonRpcError {
+    JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the crash tool always crashes")
 }
 
 /// Sleeps in small steps so a cancelled task stops early.
