@@ -45,88 +45,73 @@ impl InputRequest {
     }
 }
 
-/// The input requests a task waits for, by key. Keys are chosen by the handler.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Values by string key, in key order: a task's input requests ([`InputRequests`]) and
+/// the answers to them ([`InputResponses`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct InputRequests(BTreeMap<String, InputRequest>);
+pub struct Keyed<T>(BTreeMap<String, T>);
 
-impl InputRequests {
-    /// No requests.
+impl<T> Default for Keyed<T> {
+    fn default() -> Self {
+        Keyed(BTreeMap::new())
+    }
+}
+
+impl<T> Keyed<T> {
+    /// None.
     #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// These requests plus `request` under `key` (replacing a request with the same key).
+    /// These plus `value` under `key` (replacing a value with the same key).
     #[must_use]
-    pub fn with(mut self, key: impl Into<String>, request: InputRequest) -> Self {
-        self.0.insert(key.into(), request);
+    pub fn with(mut self, key: impl Into<String>, value: T) -> Self {
+        self.0.insert(key.into(), value);
         self
     }
 
-    /// The request under `key`.
+    /// The value under `key`.
     #[must_use]
-    pub fn get(&self, key: &str) -> Option<&InputRequest> {
+    pub fn get(&self, key: &str) -> Option<&T> {
         self.0.get(key)
     }
 
-    /// The number of requests.
+    /// Takes the value under `key`.
+    pub fn remove(&mut self, key: &str) -> Option<T> {
+        self.0.remove(key)
+    }
+
+    /// The number of values.
     #[must_use]
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
-    /// Whether there are no requests.
+    /// Whether there are none.
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    /// The requests in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &InputRequest)> {
-        self.0.iter().map(|(key, request)| (key.as_str(), request))
+    /// The values in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &T)> {
+        self.0.iter().map(|(key, value)| (key.as_str(), value))
     }
 }
 
-impl<K: Into<String>> FromIterator<(K, InputRequest)> for InputRequests {
-    fn from_iter<I: IntoIterator<Item = (K, InputRequest)>>(iter: I) -> Self {
+impl<K: Into<String>, T> FromIterator<(K, T)> for Keyed<T> {
+    fn from_iter<I: IntoIterator<Item = (K, T)>>(iter: I) -> Self {
         Self(iter.into_iter().map(|(k, v)| (k.into(), v)).collect())
     }
 }
 
+/// The input requests a task waits for, by key. The handler names them; on the wire a
+/// name the task already used gets a suffix, so keys are unique for the task's life.
+pub type InputRequests = Keyed<InputRequest>;
+
 /// The answers to a task's input requests, under the names the handler gave them.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct InputResponses(BTreeMap<String, JsonObject>);
-
-impl InputResponses {
-    /// The answer to the request the handler named `name`.
-    #[must_use]
-    pub fn get(&self, name: &str) -> Option<&JsonObject> {
-        self.0.get(name)
-    }
-
-    /// Takes the answer to the request named `name`.
-    pub fn remove(&mut self, name: &str) -> Option<JsonObject> {
-        self.0.remove(name)
-    }
-
-    /// The number of answers.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether there are no answers.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The answers by name.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &JsonObject)> {
-        self.0.iter().map(|(name, answer)| (name.as_str(), answer))
-    }
-}
+pub type InputResponses = Keyed<JsonObject>;
 
 /// What a task keeps across `working` and `input_required`: the wire keys it ever issued
 /// (so none is reused) and whether the requestor asked for cancellation.
@@ -215,7 +200,7 @@ impl InputState {
     /// Takes the answers, under the handler's names.
     pub(crate) fn take_answers(&mut self) -> InputResponses {
         let answers = std::mem::take(&mut self.answers);
-        InputResponses(
+        Keyed(
             answers
                 .into_iter()
                 .map(|(key, answer)| {

@@ -120,7 +120,7 @@ pub use any::{AnyTask, StatusMismatch, Transition, TransitionError};
 pub use clock::{Clock, InvalidTimestamp, ManualClock, SystemClock, Timestamp};
 pub use error::{Error, LimitScope};
 pub use id::TaskId;
-pub use input::{InputRequest, InputRequests, InputResponses};
+pub use input::{InputRequest, InputRequests, InputResponses, Keyed};
 pub use jsonrpc::{JsonObject, JsonRpcError, RequestId};
 pub use outcome::Outcome;
 pub use registry::{

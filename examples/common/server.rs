@@ -92,18 +92,16 @@ impl Server {
     /// Whether `task` was created through 2025-11-25 (its input travels as requests to the
     /// client).
     pub fn is_v1_task(&self, task: &TaskId) -> bool {
-        self.v1_tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(task)
+        self.v1_tasks().contains(task)
+    }
+
+    fn v1_tasks(&self) -> std::sync::MutexGuard<'_, HashSet<TaskId>> {
+        self.v1_tasks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Forgets a finished task's generation.
     pub fn forget_task(&self, task: &TaskId) {
-        self.v1_tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(task);
+        self.v1_tasks().remove(task);
     }
 
     /// Answers one request from `owner`.
@@ -153,10 +151,7 @@ impl Server {
                     Augmentation::Task { ttl } => {
                         match self.v1.accept(owner, id.clone(), "tools/call", ttl) {
                             Ok((handle, created)) => {
-                                self.v1_tasks
-                                    .lock()
-                                    .unwrap_or_else(PoisonError::into_inner)
-                                    .insert(handle.id().clone());
+                                self.v1_tasks().insert(handle.id().clone());
                                 match serde_json::to_value(created) {
                                     Ok(created) => {
                                         let call = call.0;
