@@ -147,7 +147,7 @@ fn get_task_result_inlines_the_payload_of_each_status() {
                 .complete(obj(json!({"content": []})), at)
                 .into_any(),
             format!(
-                r#"{{"resultType":"complete",{id},"status":"completed",{BASE},"ttlMs":300000,"pollIntervalMs":1000,"result":{{"content":[]}}}}"#
+                r#"{{"resultType":"complete",{id},"status":"completed",{BASE},"ttlMs":300000,"pollIntervalMs":1000,"result":{{"content":[],"resultType":"complete"}}}}"#
             ),
         ),
         (
@@ -159,7 +159,7 @@ fn get_task_result_inlines_the_payload_of_each_status() {
                 )
                 .into_any(),
             format!(
-                r#"{{"resultType":"complete",{id},"status":"completed","statusMessage":"no",{BASE},"ttlMs":300000,"pollIntervalMs":1000,"result":{{"content":[],"isError":true}}}}"#
+                r#"{{"resultType":"complete",{id},"status":"completed","statusMessage":"no",{BASE},"ttlMs":300000,"pollIntervalMs":1000,"result":{{"content":[],"isError":true,"resultType":"complete"}}}}"#
             ),
         ),
         (

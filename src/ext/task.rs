@@ -2,6 +2,7 @@
 //! payload of the status), and their mapping from and to [`AnyTask`].
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::any::AnyTask;
 use crate::clock::Timestamp;
@@ -10,6 +11,10 @@ use crate::input::InputRequests;
 use crate::jsonrpc::{INTERNAL_ERROR, JsonObject, JsonRpcError};
 use crate::outcome::Outcome;
 use crate::status::TaskStatus;
+
+/// The member every 2026-07-28 result carries, and its value for a finished result.
+const RESULT_TYPE: &str = "resultType";
+const COMPLETE: &str = "complete";
 
 /// The largest integer the extension's schema allows (JavaScript's safe integers).
 const MAX_SAFE: u64 = (1 << 53) - 1;
@@ -123,10 +128,16 @@ impl From<&AnyTask> for DetailedTask {
                 detailed.input_requests = task.input_requests().cloned();
             }
             TaskStatus::Completed => {
-                detailed.result = Some(match task.outcome() {
+                let mut result = match task.outcome() {
                     Some(Outcome::Result(result)) => result.clone(),
                     _ => JsonObject::new(),
-                });
+                };
+                // The inlined result is a 2026-07-28 result of the original request, and
+                // every such result names its type.
+                result
+                    .entry(RESULT_TYPE)
+                    .or_insert_with(|| Value::String(COMPLETE.to_owned()));
+                detailed.result = Some(result);
             }
             TaskStatus::Failed => {
                 detailed.error = Some(match task.outcome() {
@@ -183,7 +194,12 @@ impl TryFrom<DetailedTask> for AnyTask {
                 base.require_input(requests, change).into_any()
             }
             TaskStatus::Completed => {
-                let result = result.ok_or_else(|| missing("result"))?;
+                let mut result = result.ok_or_else(|| missing("result"))?;
+                // The wire's result type is this dialect's; the core keeps the outcome
+                // neutral.
+                if result.get(RESULT_TYPE).and_then(Value::as_str) == Some(COMPLETE) {
+                    result.remove(RESULT_TYPE);
+                }
                 AnyTask::from(base.finish(result, change))
             }
             TaskStatus::Failed => {
