@@ -341,19 +341,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let registry = server.registry().clone();
     let session = owner.clone();
     server.registry().subscribe(move |change| {
-        if let AnyTask::InputRequired(task) = &change.task
-            && watcher.is_v1_task(task.id())
-        {
-            forward_input(&notifier, &registry, &session, task);
+        // Only 2025-11-25 tasks get 2025-11-25 treatment: their input travels as requests
+        // to the client, and their changes as notifications/tasks/status.
+        if !watcher.is_v1_task(change.task.id()) {
+            return;
         }
-        if change.task.is_terminal() {
-            watcher.forget_task(change.task.id());
+        if let AnyTask::InputRequired(task) = &change.task {
+            forward_input(&notifier, &registry, &session, task);
         }
         if notifier.initialized.load(Ordering::SeqCst) {
             match serde_json::to_value(TaskStatusNotification::new(change.task.clone())) {
                 Ok(notification) => notifier.send(&notification),
                 Err(err) => eprintln!("stdio_server: cannot serialize a notification: {err}"),
             }
+        }
+        if change.task.is_terminal() {
+            watcher.forget_task(change.task.id());
         }
     });
 
