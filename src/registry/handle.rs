@@ -138,6 +138,7 @@ impl<S: TaskState> TaskHandle<S> {
     /// it), the handle stays armed, so dropping it fails the task rather than stranding it.
     fn step(
         mut self,
+        target: TaskStatus,
         step: impl FnOnce(Task<S>, Change) -> AnyTask,
     ) -> Result<TaskHandleParts, Error> {
         let registry = self
@@ -145,7 +146,7 @@ impl<S: TaskState> TaskHandle<S> {
             .take()
             .ok_or_else(|| Error::Internal("the task handle was already used".to_owned()))?;
         let message = self.message.take();
-        match registry.transition::<S>(self.key, &self.owner, &self.id, |task, now| {
+        match registry.transition::<S>(self.key, &self.owner, &self.id, target, |task, now| {
             step(task, Change::at(now).with_optional_message(message))
         }) {
             Ok(_) => Ok(TaskHandleParts {
@@ -183,10 +184,16 @@ impl<S: TaskState> TaskHandle<S> {
     {
         let registry = self.registry()?;
         registry
-            .transition::<S>(self.key, &self.owner, &self.id, |mut task, now| {
-                task.set_status_message(message, now);
-                task.into_any()
-            })
+            .transition::<S>(
+                self.key,
+                &self.owner,
+                &self.id,
+                S::STATUS,
+                |mut task, now| {
+                    task.set_status_message(message, now);
+                    task.into_any()
+                },
+            )
             .map(drop)
     }
 
@@ -199,7 +206,9 @@ impl<S: TaskState> TaskHandle<S> {
     where
         S: CanRequireInput,
     {
-        let parts = self.step(|task, change| task.require_input(requests, change).into_any())?;
+        let parts = self.step(TaskStatus::InputRequired, |task, change| {
+            task.require_input(requests, change).into_any()
+        })?;
         Ok(parts.into_handle())
     }
 
@@ -211,7 +220,9 @@ impl<S: TaskState> TaskHandle<S> {
     where
         S: CanResume,
     {
-        let parts = self.step(|task, change| task.resume(change).into_any())?;
+        let parts = self.step(TaskStatus::Working, |task, change| {
+            task.resume(change).into_any()
+        })?;
         Ok(parts.into_handle())
     }
 
@@ -234,6 +245,13 @@ impl<S: TaskState> TaskHandle<S> {
     where
         S: NonTerminal,
     {
+        if matches!(outcome, Outcome::Result(_)) && !outcome.is_error_result() {
+            // The handle stays armed: dropping it fails the task with an internal error.
+            return Err(Error::invalid_params(
+                "a failed task's result must report the failure with `isError: true`: set it, \
+                 fail with a JSON-RPC error, or complete the task",
+            ));
+        }
         typed(self.end(Transition::Fail(outcome))?)
     }
 

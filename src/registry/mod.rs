@@ -537,12 +537,13 @@ impl TaskRegistry {
     /// Stores the outcome of `task_id` together with its terminal status, as the SDKs'
     /// `storeTaskResult` does. A stored outcome can never be overwritten.
     ///
-    /// `status` is `completed` (with [`Outcome::Result`]) or `failed` (with a JSON-RPC error,
-    /// or a result that reports one with `isError: true`).
+    /// `status` is `completed` (with [`Outcome::Result`] that does not report an error) or
+    /// `failed` (with a JSON-RPC error, or a result that reports one with `isError: true`).
     ///
     /// # Errors
     /// [`Error::TaskNotFound`] as for [`get`](Self::get); [`Error::InvalidParams`] for
-    /// another status, a `completed` error, or a `failed` result without `isError: true`;
+    /// another status, a `completed` error or `isError` result, or a `failed` result without
+    /// `isError: true`;
     /// [`Error::TaskCancelled`] if the task was cancelled; [`Error::IllegalTransition`] if
     /// it already has an outcome.
     pub fn store_result(
@@ -553,6 +554,12 @@ impl TaskRegistry {
         outcome: Outcome,
     ) -> Result<AnyTask, Error> {
         let transition = match (status, outcome) {
+            (TaskStatus::Completed, outcome @ Outcome::Result(_)) if outcome.is_error_result() => {
+                return Err(Error::invalid_params(
+                    "a result with `isError: true` means the request failed: store it with \
+                     status `failed`",
+                ));
+            }
             (TaskStatus::Completed, Outcome::Result(result)) => Transition::Complete(result),
             (TaskStatus::Completed, Outcome::Error(_)) => {
                 return Err(Error::invalid_params(
@@ -923,12 +930,14 @@ impl TaskRegistry {
         result
     }
 
-    /// Applies a typed transition for a handle: the stored task must have status `S`.
+    /// Applies a typed change for a handle: the stored task must have status `S`; `target`
+    /// is the status the change leads to (for the error if it is refused).
     pub(crate) fn transition<S: TaskState>(
         &self,
         key: Key,
         owner: &Owner,
         task_id: &TaskId,
+        target: TaskStatus,
         change: impl FnOnce(Task<S>, Timestamp) -> AnyTask,
     ) -> Result<AnyTask, Error> {
         let id = task_id.to_string();
@@ -937,7 +946,7 @@ impl TaskRegistry {
                 Ok(task) => Step::Changed(change(task, now)),
                 Err(mismatch) => {
                     let current = mismatch.into_inner();
-                    let error = handle_conflict(&id, &current, S::STATUS);
+                    let error = handle_conflict(&id, &current, target);
                     Step::Refused(current, error)
                 }
             }

@@ -166,6 +166,7 @@ impl Inner {
                         &entry,
                     );
                     dead.push(entry);
+                    shrink_if_sparse(&mut self.owners);
                     None
                 } else {
                     Some(entry.into_mut())
@@ -210,9 +211,12 @@ impl Inner {
         Ok(())
     }
 
-    /// Removes a task and every index entry that names it, and wakes its waiters.
+    /// Removes a task and every index entry that names it, and wakes its waiters. A map
+    /// left mostly empty gives its memory back.
     pub(crate) fn remove(&mut self, key: Key) -> Option<Entry> {
         let entry = self.tasks.remove(&key)?;
+        shrink_if_sparse(&mut self.tasks);
+        shrink_if_sparse(&mut self.owners);
         unindex(
             &mut self.owners,
             &mut self.expiry,
@@ -302,6 +306,7 @@ impl Inner {
             && Arc::strong_count(condvar) == 2
         {
             shared.remove();
+            shrink_if_sparse(&mut self.waiters);
         }
     }
 
@@ -334,6 +339,15 @@ fn too_many_methods() -> Error {
         "more than 65,536 distinct request methods created tasks; a server has a handful"
             .to_owned(),
     )
+}
+
+/// Halves a hash map's capacity once it is less than a quarter full, so memory follows
+/// the number of tasks down after a burst, to nothing when the map empties (amortized:
+/// each shrink follows many removals).
+fn shrink_if_sparse<K: Eq + Hash, V, S: std::hash::BuildHasher>(map: &mut HashMap<K, V, S>) {
+    if map.len() < map.capacity() / 4 {
+        map.shrink_to(map.len() * 2);
+    }
 }
 
 /// Removes the index entries of a removed task and wakes its waiters.
