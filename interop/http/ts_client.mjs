@@ -1,0 +1,564 @@
+// HTTP interop client for the mcp-tasks http_server example, written against the
+// official TypeScript SDK (@modelcontextprotocol/sdk 1.32.2, installed in interop/).
+//
+// Usage: node ts_client.mjs
+// Environment: MCP_TASKS_URL (the server's /mcp endpoint), MCP_TASKS_ALICE_TOKEN and
+// MCP_TASKS_BOB_TOKEN (two principals' bearer tokens), MCP_TASKS_PAGE_SIZE (the server's
+// tasks/list page size). Each scenario prints one PASS/FAIL line; the last line is
+// "N passed, N failed" and the exit code is 1 if any failed.
+
+import { randomUUID } from 'node:crypto';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  McpError,
+  RELATED_TASK_META_KEY,
+  TaskStatusNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+
+const SCENARIO_TIMEOUT_MS = 30_000;
+const INVALID_PARAMS = -32602;
+const METHOD_NOT_FOUND = -32601;
+const INTERNAL_ERROR = -32603;
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+
+function required(name) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`ts_client.mjs: set ${name}`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const url = new URL(required('MCP_TASKS_URL'));
+const aliceToken = required('MCP_TASKS_ALICE_TOKEN');
+const bobToken = required('MCP_TASKS_BOB_TOKEN');
+const pageSize = Number.parseInt(process.env.MCP_TASKS_PAGE_SIZE ?? '50', 10);
+
+// ---------------------------------------------------------------- harness ---
+
+let passed = 0;
+let failed = 0;
+
+class CheckFailure extends Error {}
+
+function check(cond, message) {
+  if (!cond) throw new CheckFailure(message);
+}
+
+function eq(actual, expected, what) {
+  check(
+    actual === expected,
+    `${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`,
+  );
+}
+
+async function scenario(name, fn) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(
+      () => reject(new CheckFailure(`timed out after ${SCENARIO_TIMEOUT_MS} ms`)),
+      SCENARIO_TIMEOUT_MS,
+    );
+  });
+  try {
+    const detail = await Promise.race([fn(), timeout]);
+    passed += 1;
+    console.log(`PASS ${name}${detail ? ` (${detail})` : ''}`);
+    return true;
+  } catch (err) {
+    failed += 1;
+    const why = err instanceof CheckFailure ? err.message : `unexpected ${describeError(err)}`;
+    console.log(`FAIL ${name}: ${why}`);
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function describeError(err) {
+  let text;
+  if (err instanceof McpError) text = `McpError code=${err.code} message=${JSON.stringify(err.message)}`;
+  else if (err instanceof Error) text = `${err.name}: ${err.message}`;
+  else text = String(err);
+  text = text.replace(/\s+/g, ' ');
+  return text.length <= 400 ? text : `${text.slice(0, 400)}...`;
+}
+
+// Awaits `promise` and requires it to reject with a JSON-RPC error `code`.
+async function expectError(promise, code, what) {
+  let result;
+  try {
+    result = await promise;
+  } catch (err) {
+    check(err instanceof McpError, `${what}: expected McpError ${code}, got ${describeError(err)}`);
+    eq(err.code, code, `${what}: error code`);
+    return err;
+  }
+  throw new CheckFailure(`${what}: expected JSON-RPC error ${code}, got result ${JSON.stringify(result)}`);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function textOf(result) {
+  const block = (result?.content ?? []).find((c) => c.type === 'text');
+  return block?.text;
+}
+
+// ---------------------------------------------------------- raw HTTP checks ---
+
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+};
+
+async function post(body, headers = {}) {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+const bearer = (token) => ({ authorization: `Bearer ${token}` });
+
+// A session opened with plain fetch, for the header checks.
+async function rawSession(token) {
+  const response = await post(INIT, bearer(token));
+  eq(response.status, 200, 'initialize HTTP status');
+  const session = response.headers.get('mcp-session-id');
+  check(session, 'initialize answered without an Mcp-Session-Id header');
+  await response.text();
+  return session;
+}
+
+// --------------------------------------------------------------- clients ---
+
+function newClient(name) {
+  const client = new Client({ name, version: '0.1.0' }, { capabilities: {} });
+  const record = { client, statusNotifications: [] };
+  client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+    record.statusNotifications.push(n.params);
+  });
+  return record;
+}
+
+async function connect(name, token) {
+  const record = newClient(name);
+  record.transport = new StreamableHTTPClientTransport(url, {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  await record.client.connect(record.transport);
+  return record;
+}
+
+// Task-augmented tools/call through the SDK's generic request path.
+function createTask(client, name, args, ttl = 60_000) {
+  return client.request(
+    { method: 'tools/call', params: { name, arguments: args } },
+    CreateTaskResultSchema,
+    { task: { ttl } },
+  );
+}
+
+async function pollUntil(client, taskId, stop, timeoutMs = 15_000) {
+  const seen = [];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const t = await client.experimental.tasks.getTask(taskId);
+    seen.push(t.status);
+    if (stop(t)) return { task: t, seen };
+    if (Date.now() > deadline) {
+      throw new CheckFailure(`task ${taskId} still ${t.status} after ${timeoutMs} ms (seen ${seen.join(',')})`);
+    }
+    await sleep(t.pollInterval ?? 100);
+  }
+}
+
+// Every task id of `client`'s tasks/list, following nextCursor.
+async function listAll(client) {
+  const ids = [];
+  const pages = [];
+  let cursor;
+  for (let n = 0; ; n += 1) {
+    check(n < 500, 'more than 500 pages; cursor loop?');
+    const page = await client.experimental.tasks.listTasks(cursor);
+    pages.push(page);
+    for (const t of page.tasks) ids.push(t.taskId);
+    if (page.nextCursor === undefined) break;
+    cursor = page.nextCursor;
+  }
+  return { ids, pages };
+}
+
+// The error a promise rejects with, as {code, message, data}; fails if it resolves.
+async function errorOf(promise, what) {
+  try {
+    const result = await promise;
+    throw new CheckFailure(`${what}: expected a JSON-RPC error, got result ${JSON.stringify(result)}`);
+  } catch (err) {
+    if (err instanceof CheckFailure) throw err;
+    check(err instanceof McpError, `${what}: expected McpError, got ${describeError(err)}`);
+    return { code: err.code, message: err.message, data: err.data };
+  }
+}
+
+// Requires the error for `ownedId` to equal the error for `unknownId` once each id is
+// replaced by a placeholder: nothing tells a foreign task from a missing one.
+function sameAsUnknown(foreign, ownedId, unknown, unknownId, what) {
+  const norm = (e, id) => JSON.stringify({ code: e.code, message: e.message.split(id).join('<id>'), data: e.data ?? null });
+  const a = norm(foreign, ownedId);
+  const b = norm(unknown, unknownId);
+  check(a === b, `${what}: the error for another principal's task differs from an unknown id's:\n    ${a}\n    ${b}`);
+  eq(foreign.code, INVALID_PARAMS, `${what}: error code`);
+}
+
+// ------------------------------------------------------------- scenarios ---
+
+await scenario('t1. transport: requests without a valid bearer token are refused (401, WWW-Authenticate: Bearer)', async () => {
+  const none = await post(INIT);
+  eq(none.status, 401, 'initialize without Authorization');
+  check(/^Bearer\b/i.test(none.headers.get('www-authenticate') ?? ''), `WWW-Authenticate is ${JSON.stringify(none.headers.get('www-authenticate'))}`);
+  await none.text();
+  const wrong = await post(INIT, bearer('not-a-token-of-this-server'));
+  eq(wrong.status, 401, 'initialize with an unknown token');
+  check(/^Bearer\b/i.test(wrong.headers.get('www-authenticate') ?? ''), 'WWW-Authenticate missing for an unknown token');
+  await wrong.text();
+  const basic = await post(INIT, { authorization: `Basic ${Buffer.from(`alice:${aliceToken}`).toString('base64')}` });
+  eq(basic.status, 401, 'initialize with Basic credentials');
+  await basic.text();
+  // The SDK's transport, without a token: connect() must fail.
+  const { client } = newClient('mcp-tasks-interop-ts-anonymous');
+  const transport = new StreamableHTTPClientTransport(url);
+  let refused;
+  try {
+    await client.connect(transport);
+  } catch (err) {
+    refused = err;
+  }
+  check(refused, 'Client.connect without a token succeeded');
+  await client.close().catch(() => {});
+  return `SDK connect refused: ${describeError(refused)}`;
+});
+
+await scenario('t2. transport: GET/DELETE 405, foreign Origin 403, bad MCP-Protocol-Version 400, sessions required and bound', async () => {
+  for (const method of ['GET', 'DELETE']) {
+    const r = await fetch(url, { method, headers: { ...bearer(aliceToken), accept: 'text/event-stream' } });
+    eq(r.status, 405, `${method} status`);
+    await r.text();
+  }
+  for (const origin of ['https://attacker.example', 'http://localhost.attacker.example', 'null']) {
+    const foreign = await post(INIT, { ...bearer(aliceToken), origin });
+    eq(foreign.status, 403, `initialize from Origin ${origin}`);
+    await foreign.text();
+  }
+  const local = await post(INIT, { ...bearer(aliceToken), origin: 'http://localhost:6274' });
+  eq(local.status, 200, 'initialize from a localhost Origin');
+  await local.text();
+  const session = await rawSession(aliceToken);
+  const ping = { jsonrpc: '2.0', id: 2, method: 'ping' };
+  const ok = await post(ping, { ...bearer(aliceToken), 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
+  eq(ok.status, 200, 'ping in the session');
+  eq((await ok.json()).id, 2, 'ping answer id');
+  const noVersion = await post(ping, { ...bearer(aliceToken), 'mcp-session-id': session });
+  eq(noVersion.status, 200, 'ping without MCP-Protocol-Version (default assumed)');
+  await noVersion.text();
+  const badVersion = await post(ping, { ...bearer(aliceToken), 'mcp-session-id': session, 'mcp-protocol-version': '1999-01-01' });
+  eq(badVersion.status, 400, 'ping with an unsupported MCP-Protocol-Version');
+  await badVersion.text();
+  const noSession = await post(ping, bearer(aliceToken));
+  eq(noSession.status, 400, 'ping without Mcp-Session-Id');
+  await noSession.text();
+  const unknownSession = await post(ping, { ...bearer(aliceToken), 'mcp-session-id': randomUUID() });
+  eq(unknownSession.status, 404, 'ping with an unknown Mcp-Session-Id');
+  await unknownSession.text();
+  const stolen = await post(ping, { ...bearer(bobToken), 'mcp-session-id': session });
+  eq(stolen.status, 404, "bob using alice's Mcp-Session-Id");
+  await stolen.text();
+  const note = await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { ...bearer(aliceToken), 'mcp-session-id': session });
+  eq(note.status, 202, 'a notification is accepted with 202');
+  await note.text();
+});
+
+let alice;
+let bob;
+await scenario('0. initialize over HTTP (alice and bob): session ids, tasks capabilities, tool list', async () => {
+  alice = await connect('mcp-tasks-interop-ts-alice', aliceToken);
+  bob = await connect('mcp-tasks-interop-ts-bob', bobToken);
+  check(alice.transport.sessionId, 'no Mcp-Session-Id for alice');
+  check(bob.transport.sessionId && bob.transport.sessionId !== alice.transport.sessionId, 'bob has no session of his own');
+  const caps = alice.client.getServerCapabilities();
+  check(caps?.tasks?.list && caps?.tasks?.cancel && caps?.tasks?.requests?.tools?.call, `tasks capabilities: ${JSON.stringify(caps)}`);
+  const { tools } = await alice.client.listTools();
+  const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport ?? 'forbidden']));
+  eq(support.sleep, 'optional', 'sleep taskSupport');
+  eq(support.confirm, 'required', 'confirm taskSupport');
+  eq(support.echo, 'forbidden', 'echo taskSupport');
+  await alice.client.ping();
+  await bob.client.ping();
+  return `protocol ${alice.transport.protocolVersion ?? '?'}; tools ${tools.map((t) => t.name).join(',')}`;
+});
+
+if (!alice || !bob) {
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(1);
+}
+
+const a = alice.client;
+const b = bob.client;
+
+let sleepTaskId;
+await scenario('a. task-augmented sleep: working -> completed by polling, tasks/result text and related-task _meta', async () => {
+  const statuses = [];
+  let created;
+  let result;
+  for await (const msg of a.experimental.tasks.callToolStream(
+    { name: 'sleep', arguments: { ms: 300 } },
+    CallToolResultSchema,
+    { task: { ttl: 60_000 } },
+  )) {
+    if (msg.type === 'taskCreated') created = msg.task;
+    else if (msg.type === 'taskStatus') statuses.push(msg.task.status);
+    else if (msg.type === 'result') result = msg.result;
+    else if (msg.type === 'error') throw new CheckFailure(`stream ended with error: ${describeError(msg.error)}`);
+  }
+  check(created, 'no taskCreated message');
+  sleepTaskId = created.taskId;
+  eq(created.status, 'working', 'CreateTaskResult task.status');
+  eq(statuses.at(-1), 'completed', 'last tasks/get status');
+  eq(textOf(result), 'slept 300 ms', 'tasks/result text');
+  eq(result._meta?.[RELATED_TASK_META_KEY]?.taskId, created.taskId, 'tasks/result _meta related-task taskId');
+  return `task ${created.taskId}; polled ${statuses.join(',')}`;
+});
+
+await scenario('a2. a blocking tasks/result does not stall other requests (ping, tasks/get, tasks/list meanwhile)', async () => {
+  const created = await createTask(a, 'sleep', { ms: 1_500 });
+  const taskId = created.task.taskId;
+  const started = Date.now();
+  let settledAt;
+  const pending = a.experimental.tasks.getTaskResult(taskId, CallToolResultSchema).then((r) => {
+    settledAt = Date.now();
+    return r;
+  });
+  await sleep(100);
+  const latencies = [];
+  for (let i = 0; i < 5; i += 1) {
+    const t0 = Date.now();
+    await a.ping();
+    const t = await a.experimental.tasks.getTask(taskId);
+    await b.experimental.tasks.listTasks();
+    latencies.push(Date.now() - t0);
+    eq(t.status, 'working', 'status while tasks/result is pending');
+  }
+  check(settledAt === undefined, 'tasks/result answered before the task could finish');
+  const worst = Math.max(...latencies);
+  check(worst < 500, `requests took up to ${worst} ms while a tasks/result was pending`);
+  const result = await pending;
+  eq(textOf(result), 'slept 1500 ms', 'tasks/result text');
+  const elapsed = settledAt - started;
+  check(elapsed >= 1_300, `tasks/result answered after ${elapsed} ms, before the sleep ended`);
+  return `5 rounds of ping+get+list, worst ${worst} ms; tasks/result after ${elapsed} ms`;
+});
+
+let failTaskId;
+await scenario('b. fail as a task: status failed, tasks/result is a success response with isError', async () => {
+  const created = await createTask(a, 'fail', {});
+  failTaskId = created.task.taskId;
+  const { task } = await pollUntil(a, failTaskId, (t) => TERMINAL.has(t.status));
+  eq(task.status, 'failed', 'terminal status');
+  const result = await a.experimental.tasks.getTaskResult(failTaskId, CallToolResultSchema);
+  eq(result.isError, true, 'tasks/result isError');
+  eq(textOf(result), 'the fail tool always fails', 'tasks/result text');
+  eq(result._meta?.[RELATED_TASK_META_KEY]?.taskId, failTaskId, 'tasks/result _meta related-task taskId');
+  return `statusMessage ${JSON.stringify(task.statusMessage)}`;
+});
+
+await scenario(`c. tasks/list through nextCursor (page size ${pageSize}) lists 5 new tasks exactly once`, async () => {
+  const created = [];
+  for (let i = 0; i < 5; i += 1) created.push((await createTask(a, 'sleep', { ms: 50 + i })).task.taskId);
+  const { ids, pages } = await listAll(a);
+  for (const page of pages) check(page.tasks.length <= pageSize, `a page has ${page.tasks.length} tasks`);
+  const counts = new Map();
+  for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
+  for (const id of [...created, sleepTaskId, failTaskId]) eq(counts.get(id) ?? 0, 1, `occurrences of ${id}`);
+  for (const [id, n] of counts) eq(n, 1, `occurrences of ${id}`);
+  check(pages.length >= Math.ceil(ids.length / pageSize), `${ids.length} tasks in ${pages.length} pages`);
+  return `${ids.length} tasks in ${pages.length} pages`;
+});
+
+await scenario('c2. tasks/list with an invalid cursor -> -32602', async () => {
+  await expectError(a.experimental.tasks.listTasks('not-a-cursor-from-this-server'), INVALID_PARAMS, 'tasks/list');
+});
+
+await scenario('d. cancel a running sleep: cancelled, second cancel -32602, tasks/get cancelled; a pending tasks/result is answered', async () => {
+  const created = await createTask(a, 'sleep', { ms: 30_000 });
+  const taskId = created.task.taskId;
+  const pending = a.experimental.tasks
+    .getTaskResult(taskId, CallToolResultSchema, { timeout: 10_000 })
+    .then((result) => ({ result }), (error) => ({ error }));
+  await sleep(200);
+  const cancelled = await a.experimental.tasks.cancelTask(taskId);
+  eq(cancelled.status, 'cancelled', 'tasks/cancel result status');
+  eq(cancelled.taskId, taskId, 'tasks/cancel result taskId');
+  await expectError(a.experimental.tasks.cancelTask(taskId), INVALID_PARAMS, 'second tasks/cancel');
+  eq((await a.experimental.tasks.getTask(taskId)).status, 'cancelled', 'tasks/get after cancel');
+  const settled = await pending;
+  check(!(settled.error instanceof McpError && settled.error.code === -32001), 'tasks/result still pending 10 s after the cancel');
+  check(sleepTaskId, 'no completed task from scenario a');
+  await expectError(a.experimental.tasks.cancelTask(sleepTaskId), INVALID_PARAMS, 'tasks/cancel of a completed task');
+  return settled.error ? `tasks/result answered ${describeError(settled.error)}` : 'tasks/result answered a result';
+});
+
+await scenario('e. unknown task id -> -32602 on tasks/get, tasks/result, tasks/cancel', async () => {
+  const bogus = randomUUID();
+  await expectError(a.experimental.tasks.getTask(bogus), INVALID_PARAMS, 'tasks/get');
+  await expectError(a.experimental.tasks.getTaskResult(bogus, CallToolResultSchema, { timeout: 5_000 }), INVALID_PARAMS, 'tasks/result');
+  await expectError(a.experimental.tasks.cancelTask(bogus), INVALID_PARAMS, 'tasks/cancel');
+});
+
+await scenario('f. taskSupport: confirm without task -> -32601, echo with task -> -32601, echo plain works', async () => {
+  await expectError(
+    a.request({ method: 'tools/call', params: { name: 'confirm', arguments: { question: 'no task?' } } }, CallToolResultSchema),
+    METHOD_NOT_FOUND,
+    'confirm without task',
+  );
+  await expectError(createTask(a, 'echo', { text: 'as a task' }), METHOD_NOT_FOUND, 'echo with task');
+  const plain = await a.callTool({ name: 'echo', arguments: { text: 'hello over http' } });
+  eq(textOf(plain), 'hello over http', 'echo text');
+});
+
+await scenario('g. confirm over JSON-only HTTP: the task fails with a clear error (elicitation needs stdio)', async () => {
+  const created = await createTask(a, 'confirm', { question: 'Proceed?' });
+  const taskId = created.task.taskId;
+  eq(created.task.status, 'working', 'CreateTaskResult task.status');
+  const err = await expectError(
+    a.experimental.tasks.getTaskResult(taskId, CallToolResultSchema, { timeout: 10_000 }),
+    INTERNAL_ERROR,
+    'tasks/result of the confirm task',
+  );
+  check(/stdio/.test(err.message) && /elicitation/.test(err.message), `error message does not explain: ${err.message}`);
+  const task = await a.experimental.tasks.getTask(taskId);
+  eq(task.status, 'failed', 'confirm task status');
+  check(/stdio/.test(task.statusMessage ?? ''), `statusMessage does not explain: ${JSON.stringify(task.statusMessage)}`);
+  return JSON.stringify(err.message);
+});
+
+let aliceLongId;
+await scenario("i1. owner isolation: bob cannot get, wait on, cancel or list alice's task; his errors equal an unknown id's", async () => {
+  aliceLongId = (await createTask(a, 'sleep', { ms: 25_000 })).task.taskId;
+  const bobOwn = (await createTask(b, 'sleep', { ms: 50 })).task.taskId;
+  const unknown = randomUUID();
+  const cases = [
+    ['tasks/get', (id) => b.experimental.tasks.getTask(id)],
+    ['tasks/result', (id) => b.experimental.tasks.getTaskResult(id, CallToolResultSchema, { timeout: 5_000 })],
+    ['tasks/cancel', (id) => b.experimental.tasks.cancelTask(id)],
+  ];
+  for (const [what, call] of cases) {
+    for (const target of [aliceLongId, failTaskId]) {
+      const t0 = Date.now();
+      const foreign = await errorOf(call(target), `bob ${what} on alice's task`);
+      const took = Date.now() - t0;
+      const missing = await errorOf(call(unknown), `bob ${what} on an unknown id`);
+      sameAsUnknown(foreign, target, missing, unknown, `bob ${what}`);
+      check(took < 2_000, `bob's ${what} on alice's running task took ${took} ms (must not wait on it)`);
+    }
+  }
+  eq((await a.experimental.tasks.getTask(aliceLongId)).status, 'working', "alice's task after bob's cancel attempt");
+  const bobList = await listAll(b);
+  const aliceList = await listAll(a);
+  for (const id of [aliceLongId, failTaskId, sleepTaskId]) check(!bobList.ids.includes(id), `bob's tasks/list shows alice's task ${id}`);
+  check(bobList.ids.includes(bobOwn), "bob's tasks/list lacks his own task");
+  check(!aliceList.ids.includes(bobOwn), "alice's tasks/list shows bob's task");
+  // A cursor is bound to its principal: alice's cursor is no cursor for bob.
+  const aliceCursor = aliceList.pages[0].nextCursor;
+  check(aliceCursor, `alice has only one page (${aliceList.ids.length} tasks); cannot test cursor binding`);
+  await expectError(b.experimental.tasks.listTasks(aliceCursor), INVALID_PARAMS, "bob's tasks/list with alice's cursor");
+  return `bob lists ${bobList.ids.length} task(s), alice ${aliceList.ids.length}`;
+});
+
+await scenario('i2. reconnect: a new session with the same token sees (and may cancel) its tasks', async () => {
+  check(aliceLongId, 'no task from i1');
+  const again = await connect('mcp-tasks-interop-ts-alice-again', aliceToken);
+  try {
+    check(again.transport.sessionId && again.transport.sessionId !== alice.transport.sessionId, 'the new connection reused the old session id');
+    const t = await again.client.experimental.tasks.getTask(aliceLongId);
+    eq(t.status, 'working', 'task status from the new session');
+    const done = await again.client.experimental.tasks.getTask(failTaskId);
+    eq(done.status, 'failed', 'finished task from the new session');
+    const { ids } = await listAll(again.client);
+    check(ids.includes(aliceLongId) && ids.includes(failTaskId), 'the new session does not list the old tasks');
+    const cancelled = await again.client.experimental.tasks.cancelTask(aliceLongId);
+    eq(cancelled.status, 'cancelled', 'cancel from the new session');
+    eq((await a.experimental.tasks.getTask(aliceLongId)).status, 'cancelled', 'the old session sees the cancel');
+    return `sessions ${alice.transport.sessionId.slice(0, 8)}… and ${again.transport.sessionId.slice(0, 8)}…, ${ids.length} tasks`;
+  } finally {
+    await again.client.close().catch(() => {});
+  }
+});
+
+// The 2026-07-28 tasks extension over the same endpoint, as raw JSON-RPC (the SDK above
+// speaks 2025-11-25 only): stateless requests framed in `_meta`, no session. Its input
+// travels in tasks/get and tasks/update, which JSON-only HTTP carries.
+const EXT_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+};
+let extId = 0;
+async function extCall(token, method, params = {}) {
+  extId += 1;
+  const r = await post(
+    { jsonrpc: '2.0', id: `ext-${extId}`, method, params: { ...params, _meta: EXT_META } },
+    { ...bearer(token), 'mcp-protocol-version': '2026-07-28' },
+  );
+  eq(r.status, 200, `${method} HTTP status`);
+  return r.json();
+}
+
+await scenario('x. 2026-07-28 tasks extension over HTTP (raw JSON-RPC, no session): confirm answered through tasks/update; bob isolated', async () => {
+  const discover = await extCall(aliceToken, 'server/discover');
+  check(discover.result?.capabilities?.extensions?.['io.modelcontextprotocol/tasks'], `server/discover: ${JSON.stringify(discover)}`);
+  const created = await extCall(aliceToken, 'tools/call', { name: 'confirm', arguments: { question: 'Over HTTP?' } });
+  eq(created.result?.resultType, 'task', 'tools/call resultType');
+  const taskId = created.result.taskId;
+  let task;
+  for (let i = 0; i < 50; i += 1) {
+    task = (await extCall(aliceToken, 'tasks/get', { taskId })).result;
+    if (task?.status === 'input_required') break;
+    await sleep(50);
+  }
+  eq(task?.status, 'input_required', 'status before the answer');
+  const [key, request] = Object.entries(task.inputRequests ?? {})[0] ?? [];
+  eq(request?.method, 'elicitation/create', 'input request method');
+  eq(request?.params?.message, 'Over HTTP?', 'input request message');
+  const foreign = await extCall(bobToken, 'tasks/get', { taskId });
+  const unknownId = randomUUID();
+  const missing = await extCall(bobToken, 'tasks/get', { taskId: unknownId });
+  sameAsUnknown(foreign.error, taskId, missing.error, unknownId, 'bob tasks/get (extension)');
+  const foreignUpdate = await extCall(bobToken, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'decline' } } });
+  eq(foreignUpdate.error?.code, INVALID_PARAMS, "bob's tasks/update of alice's task");
+  const updated = await extCall(aliceToken, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { answer: 'yes' } } } });
+  check(updated.result, `tasks/update: ${JSON.stringify(updated)}`);
+  for (let i = 0; i < 50; i += 1) {
+    task = (await extCall(aliceToken, 'tasks/get', { taskId })).result;
+    if (task?.status === 'completed') break;
+    await sleep(50);
+  }
+  eq(task?.status, 'completed', 'status after the answer');
+  eq(textOf(task.result), 'the user answered: yes', 'inlined result text');
+  return `task ${taskId}`;
+});
+
+await scenario('h. JSON-only mode: no server-initiated messages (status notifications stay on stdio)', async () => {
+  eq(alice.statusNotifications.length + bob.statusNotifications.length, 0, 'notifications/tasks/status received');
+});
+
+await a.close().catch(() => {});
+await b.close().catch(() => {});
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
