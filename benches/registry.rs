@@ -124,7 +124,9 @@ fn per_task_operations(c: &mut Criterion) {
             black_box(registry.get(&owner, &id).expect("live"));
             let waiting = handle.require_input(InputRequests::new()).expect("working");
             let working = waiting.resume().expect("waiting");
-            drop(black_box(working.complete(result.clone()).expect("working")));
+            drop(black_box(
+                working.complete(result.clone()).expect("working"),
+            ));
             black_box(registry.result(&owner, &id).expect("finished"))
         });
     });

@@ -3,7 +3,8 @@
 //! - wake latency of a thread blocked in `TaskRegistry::wait`, from the completing call
 //!   to the waiter's return (median and 99th percentile);
 //! - two threads hammering one registry (mixed create / get / complete) against one thread;
-//! - heap bytes per live task, without its result, for the registry and the floor.
+//! - heap bytes per live task, without its result, for the registry and the floor;
+//! - one 50-task `list` page from 1k tasks against one from 1M.
 //!
 //! ```text
 //! cargo bench --bench report
@@ -172,6 +173,44 @@ fn bytes_per_task(n: usize) {
     );
 }
 
+/// The median time of one 50-task `list` page from the middle of `n` tasks.
+fn list_page(n: usize) -> Duration {
+    let registry = registry();
+    let owner = Owner::new("session-1");
+    for i in 0..n {
+        drop(black_box(
+            registry.insert(&owner, request(i)).expect("no limits"),
+        ));
+    }
+    let mut cursor = None;
+    for _ in 0..(n / 50 / 2) {
+        cursor = registry
+            .list(&owner, cursor.as_deref(), 50)
+            .expect("valid cursor")
+            .next_cursor;
+    }
+    let mut times: Vec<Duration> = (0..500)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(registry.list(&owner, cursor.as_deref(), 50).expect("valid"));
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    percentile(&times, 0.5)
+}
+
+fn list_pages(small: usize, large: usize) {
+    let small_page = list_page(small);
+    let large_page = list_page(large);
+    println!(
+        "one 50-task list page: {:.1} µs from {small} tasks, {:.1} µs from {large}, ratio {:.2} (target: <= 2.00)",
+        small_page.as_secs_f64() * 1e6,
+        large_page.as_secs_f64() * 1e6,
+        large_page.as_secs_f64() / small_page.as_secs_f64()
+    );
+}
+
 fn main() {
     // `cargo test --benches` runs bench binaries with `--bench` absent: keep it quick then.
     let quick = !std::env::args().any(|arg| arg == "--bench");
@@ -181,4 +220,5 @@ fn main() {
     for n in [100_000 / scale, 1_000_000 / scale] {
         bytes_per_task(n);
     }
+    list_pages(1_000, 1_000_000 / scale);
 }
