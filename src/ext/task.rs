@@ -204,7 +204,10 @@ impl TryFrom<DetailedTask> for AnyTask {
             }
             TaskStatus::Failed => {
                 let error = error.ok_or_else(|| missing("error"))?;
-                base.fail(Outcome::Error(error), change).into_any()
+                let mut failed = base.fail(Outcome::Error(error), change);
+                // Keep the peer's status message (or its absence): no diagnostic invented.
+                failed.status_message = fields.status_message.clone().map(Into::into);
+                failed.into_any()
             }
             TaskStatus::Cancelled => base.cancel(change).into_any(),
         };

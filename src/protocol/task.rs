@@ -82,7 +82,8 @@ fn build<S: TaskState>(wire: TaskObject, data: S::Data) -> AnyTask {
         id: wire.task_id,
         status_message: wire.status_message.map(Arc::from),
         created_at: wire.created_at,
-        last_updated_at: wire.last_updated_at,
+        // A task is never updated before it was created (as in every other reader).
+        last_updated_at: wire.last_updated_at.max(wire.created_at),
         ttl: crate::millis::OptMillis::new(wire.ttl),
         poll_interval: crate::millis::OptMillis::new(wire.poll_interval),
         data,
