@@ -28,7 +28,7 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -44,6 +44,9 @@ use serde_json::{Value, json};
 
 /// How long a task waits for the client to answer an elicitation.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The longest message (one line) the server reads: 4 MiB.
+const MAX_MESSAGE: usize = 4 << 20;
 
 /// How often a task waiting for an answer checks whether it was cancelled meanwhile.
 const STATUS_CHECK: Duration = Duration::from_millis(100);
@@ -365,8 +368,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut line = Vec::new();
     loop {
         line.clear();
-        if stdin.read_until(b'\n', &mut line)? == 0 {
+        let read = (&mut stdin)
+            .take(MAX_MESSAGE as u64 + 1)
+            .read_until(b'\n', &mut line)?;
+        if read == 0 {
             break;
+        }
+        if line.len() > MAX_MESSAGE && line.last() != Some(&b'\n') {
+            // Too long: skip the rest of the line, answer, and keep serving.
+            let mut rest = Vec::new();
+            while (&mut stdin).take(1 << 16).read_until(b'\n', &mut rest)? > 0 {
+                let ended = rest.last() == Some(&b'\n');
+                rest.clear();
+                if ended {
+                    break;
+                }
+            }
+            connection.refuse(
+                jsonrpc::INVALID_REQUEST,
+                &format!("invalid request: a message is at most {MAX_MESSAGE} bytes"),
+            );
+            continue;
         }
         let trimmed = line.trim_ascii();
         if !trimmed.is_empty() {

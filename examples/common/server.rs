@@ -290,8 +290,7 @@ fn parse_call(params: Option<&Value>) -> Result<(Call, TaskSupport), JsonRpcErro
         .get("name")
         .and_then(Value::as_str)
         .ok_or_else(|| invalid("missing string `name`"))?;
-    let support =
-        tools::task_support(name).ok_or_else(|| invalid(&format!("unknown tool `{name}`")))?;
+    let support = tools::task_support(name).ok_or_else(|| tools::unknown_tool(name))?;
     let arguments = match params.get("arguments") {
         Some(Value::Object(arguments)) => arguments.clone(),
         None | Some(Value::Null) => JsonObject::new(),

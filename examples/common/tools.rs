@@ -78,6 +78,16 @@ pub fn text_result(text: impl Into<String>, is_error: bool) -> JsonObject {
     result
 }
 
+/// `-32602` for a tool this server does not have, echoing at most 80 bytes of its name.
+pub fn unknown_tool(name: &str) -> JsonRpcError {
+    let mut end = name.len().min(80);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let more = if end < name.len() { "…" } else { "" };
+    invalid(&format!("unknown tool `{}{more}`", &name[..end]))
+}
+
 fn invalid(message: &str) -> JsonRpcError {
     JsonRpcError::new(
         jsonrpc::INVALID_PARAMS,
@@ -118,7 +128,7 @@ impl Call {
                 .and_then(Value::as_str)
                 .map(|t| Call::Echo(t.to_owned()))
                 .ok_or_else(|| invalid("`echo` needs a string `text`")),
-            other => Err(invalid(&format!("unknown tool `{other}`"))),
+            other => Err(unknown_tool(other)),
         }
     }
 
