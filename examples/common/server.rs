@@ -114,7 +114,7 @@ impl Server {
     ) -> Reply {
         match Generation::of(method, params.as_ref()) {
             Generation::V2025 => self.request_v1(owner, id, method, params),
-            Generation::Extension => self.request_ext(owner, method, params),
+            Generation::Extension => self.request_ext(owner, id, method, params),
         }
     }
 
@@ -195,7 +195,13 @@ impl Server {
 
     /// A 2026-07-28 request: every result carries `resultType`, and tasks follow the
     /// extension. The legacy `tasks` capability is never advertised here.
-    fn request_ext(&self, owner: &Owner, method: &str, params: Option<Value>) -> Reply {
+    fn request_ext(
+        &self,
+        owner: &Owner,
+        id: &RequestId,
+        method: &str,
+        params: Option<Value>,
+    ) -> Reply {
         let declared = ext::declares_extension(params.as_ref());
         let answer = match method {
             ext::methods::SERVER_DISCOVER => Ok(json!({
@@ -220,7 +226,7 @@ impl Server {
                 }
                 Ok(json!({"tools": tools}))
             }
-            "tools/call" => return self.call_tool_ext(owner, params, declared),
+            "tools/call" => return self.call_tool_ext(owner, id, params, declared),
             method if ExtDispatcher::handles(method) => {
                 self.ext.dispatch(owner, method, params.as_ref(), declared)
             }
@@ -235,18 +241,23 @@ impl Server {
     /// The server decides: a tool that can run as a task does so for a client that
     /// declared the extension on this request; otherwise it runs at once, or, if it only
     /// runs as a task, is refused with `-32021`. A legacy `params.task` is ignored.
-    fn call_tool_ext(&self, owner: &Owner, params: Option<Value>, declared: bool) -> Reply {
+    fn call_tool_ext(
+        &self,
+        owner: &Owner,
+        id: &RequestId,
+        params: Option<Value>,
+        declared: bool,
+    ) -> Reply {
         let (call, support) = match parse_call(params.as_ref()) {
             Ok(call) => call,
             Err(error) => return Reply::Now(Err(error)),
         };
         match (support, declared) {
             (TaskSupport::Optional | TaskSupport::Required, true) => {
-                let request_id = RequestId::from("extension");
                 match self
                     .ext
                     .registry()
-                    .create(owner, mcp_tasks::TaskRequest::new(request_id, "tools/call"))
+                    .create(owner, mcp_tasks::TaskRequest::new(id.clone(), "tools/call"))
                 {
                     Ok((handle, task)) => {
                         match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
