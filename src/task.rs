@@ -219,7 +219,11 @@ impl<S: TaskState> Task<S> {
     where
         S: CanResume,
     {
-        let progress = self.progress().cloned();
+        // A task that never issued a key or heard a cancel request carries nothing.
+        let progress = self
+            .progress()
+            .filter(|progress| **progress != Progress::default())
+            .cloned();
         self.into_state(WorkingData(progress.map(Arc::new)), change.into())
     }
 
