@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use common::server::{Reply, Server};
-use mcp_tasks::protocol::{TaskStatusNotification, insert_related_task, related_task_meta};
+use mcp_tasks::protocol::{TaskStatusNotification, tag_related_task};
 use mcp_tasks::{
     AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, Task, TaskId, TaskRegistry,
     TaskStatus, jsonrpc,
@@ -227,12 +227,7 @@ fn forward_input(
             continue;
         }
         let mut params = request.params.clone();
-        match params.get_mut("_meta") {
-            Some(Value::Object(meta)) => insert_related_task(meta, task.id()),
-            _ => {
-                params.insert("_meta".into(), Value::Object(related_task_meta(task.id())));
-            }
-        }
+        tag_related_task(&mut params, task.id());
         let (connection, registry, owner) =
             (Arc::clone(connection), registry.clone(), owner.clone());
         let (method, id, key) = (

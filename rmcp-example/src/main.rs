@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use mcp_tasks::protocol::{
     self, Augmentation, Dispatcher, PROTOCOL_VERSION, ServerTasksCapability, augmentation,
-    insert_related_task, related_task_meta,
+    insert_related_task, tag_related_task,
 };
 use mcp_tasks::{
     AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, Task, TaskId, TaskRegistry,
@@ -336,12 +336,7 @@ impl Input {
                 continue;
             }
             let mut params = request.params.clone();
-            match params.get_mut("_meta") {
-                Some(Value::Object(meta)) => insert_related_task(meta, task.id()),
-                _ => {
-                    params.insert("_meta".into(), Value::Object(related_task_meta(task.id())));
-                }
-            }
+            tag_related_task(&mut params, task.id());
             let (input, owner, method) = (self.clone(), owner.clone(), request.method.clone());
             tokio::spawn(async move {
                 let task_id = marker.0.to_string();

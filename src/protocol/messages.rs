@@ -52,6 +52,20 @@ pub fn insert_related_task(meta: &mut JsonObject, task_id: &TaskId) {
     meta.insert(RELATED_TASK_META_KEY.to_owned(), Value::Object(related));
 }
 
+/// Ties a message's params or result to `task_id`: adds the related-task key to its
+/// `_meta` (created if absent or not an object), keeping the other `_meta` keys.
+pub fn tag_related_task(object: &mut JsonObject, task_id: &TaskId) {
+    match object.get_mut("_meta") {
+        Some(Value::Object(meta)) => insert_related_task(meta, task_id),
+        _ => {
+            object.insert(
+                "_meta".to_owned(),
+                Value::Object(related_task_meta(task_id)),
+            );
+        }
+    }
+}
+
 /// The task a `_meta` object names under the related-task key, if any.
 #[must_use]
 pub fn related_task(meta: &JsonObject) -> Option<TaskId> {
@@ -183,15 +197,7 @@ impl GetTaskPayloadResult {
     /// keys of the result are kept).
     #[must_use]
     pub fn new(mut result: JsonObject, task_id: &TaskId) -> Self {
-        match result.get_mut("_meta") {
-            Some(Value::Object(meta)) => insert_related_task(meta, task_id),
-            _ => {
-                result.insert(
-                    "_meta".to_owned(),
-                    Value::Object(related_task_meta(task_id)),
-                );
-            }
-        }
+        tag_related_task(&mut result, task_id);
         Self(result)
     }
 

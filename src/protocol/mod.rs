@@ -38,7 +38,7 @@ pub use messages::{
     GetTaskPayloadResult, GetTaskResult, ListTasksParams, ListTasksResult,
     MODEL_IMMEDIATE_RESPONSE_META_KEY, RELATED_TASK_META_KEY, RelatedTaskMetadata, TaskIdParams,
     TaskMetadata, TaskResult, TaskStatusNotification, TaskStatusNotificationParams,
-    insert_related_task, related_task, related_task_meta,
+    insert_related_task, related_task, related_task_meta, tag_related_task,
 };
 
 /// The protocol revision this dialect implements.
