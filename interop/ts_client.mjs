@@ -18,7 +18,18 @@ import {
   TaskStatusNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
-const SCENARIO_TIMEOUT_MS = 30_000;
+import {
+  CheckFailure,
+  check,
+  describeError,
+  eq,
+  expectError,
+  finish,
+  scenario,
+  sleep,
+  textOf,
+} from './harness.mjs';
+
 const INVALID_PARAMS = -32602;
 const METHOD_NOT_FOUND = -32601;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
@@ -33,71 +44,6 @@ const pageSize = Number.parseInt(process.env.MCP_TASKS_PAGE_SIZE ?? '50', 10);
 
 // ---------------------------------------------------------------- harness ---
 
-let passed = 0;
-let failed = 0;
-
-class CheckFailure extends Error {}
-
-function check(cond, message) {
-  if (!cond) throw new CheckFailure(message);
-}
-
-function eq(actual, expected, what) {
-  check(
-    actual === expected,
-    `${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`,
-  );
-}
-
-async function scenario(name, fn) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(
-      () => reject(new CheckFailure(`timed out after ${SCENARIO_TIMEOUT_MS} ms`)),
-      SCENARIO_TIMEOUT_MS,
-    );
-  });
-  try {
-    const detail = await Promise.race([fn(), timeout]);
-    passed += 1;
-    console.log(`PASS ${name}${detail ? ` (${detail})` : ''}`);
-  } catch (err) {
-    failed += 1;
-    const why = err instanceof CheckFailure ? err.message : `unexpected ${describeError(err)}`;
-    console.log(`FAIL ${name}: ${why}`);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function describeError(err) {
-  let text;
-  if (err instanceof McpError) text = `McpError code=${err.code} message=${JSON.stringify(err.message)}`;
-  else if (err instanceof Error) text = `${err.name}: ${err.message}`;
-  else text = String(err);
-  text = text.replace(/\s+/g, ' ');
-  return text.length <= 400 ? text : `${text.slice(0, 400)}...`;
-}
-
-// Awaits `promise` and requires it to reject with a JSON-RPC error `code`.
-async function expectError(promise, code, what) {
-  let result;
-  try {
-    result = await promise;
-  } catch (err) {
-    check(err instanceof McpError, `${what}: expected McpError ${code}, got ${describeError(err)}`);
-    eq(err.code, code, `${what}: error code`);
-    return err;
-  }
-  throw new CheckFailure(`${what}: expected JSON-RPC error ${code}, got result ${JSON.stringify(result)}`);
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function textOf(result) {
-  const block = (result?.content ?? []).find((c) => c.type === 'text');
-  return block?.text;
-}
 
 // -------------------------------------------------------------- the client ---
 
@@ -200,8 +146,7 @@ await scenario('0. initialize: tasks capabilities and tool list', async () => {
 });
 
 if (!connected) {
-  console.log(`${passed} passed, ${failed + 1} failed`);
-  process.exit(1);
+  finish({ extra: 1, abort: true });
 }
 
 let sleepTaskId;
@@ -476,5 +421,4 @@ await scenario('h. notifications/tasks/status received (full Task params)', asyn
 });
 
 await client.close().catch(() => {});
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();
