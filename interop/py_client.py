@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import pathlib
 import time
 import sys
 import traceback
@@ -27,6 +28,19 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.context import RequestContext
 from mcp.shared.exceptions import McpError
 
+# The checks shared with the other interop clients live in interop/harness.py.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from harness import (  # noqa: E402
+    RELATED_TASK,
+    CheckFailure,
+    check,
+    describe,
+    eq,
+    expect_error,
+    related_task_id,
+    text_of,
+)
+
 if sys.version_info < (3, 11):  # pragma: no cover - anyio depends on the backport there
     from exceptiongroup import BaseExceptionGroup
 
@@ -34,34 +48,11 @@ if sys.version_info < (3, 11):  # pragma: no cover - anyio depends on the backpo
 # spec after 2025-11-25); it is still the SDK's API for this revision.
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
-RELATED_TASK = "io.modelcontextprotocol/related-task"
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 TERMINAL = {"completed", "failed", "cancelled"}
 SCENARIO_TIMEOUT_S = 30
 PAGE_SIZE = int(os.environ.get("MCP_TASKS_PAGE_SIZE", "50"))
-
-
-class CheckFailure(Exception):
-    pass
-
-
-def check(cond: Any, message: str) -> None:
-    if not cond:
-        raise CheckFailure(message)
-
-
-def eq(actual: Any, expected: Any, what: str) -> None:
-    check(actual == expected, f"{what}: expected {expected!r}, got {actual!r}")
-
-
-def describe(err: BaseException) -> str:
-    if isinstance(err, McpError):
-        text = f"McpError code={err.error.code} message={err.error.message!r}"
-    else:
-        text = f"{type(err).__name__}: {err}"
-    text = " ".join(text.split())
-    return text if len(text) <= 400 else text[:400] + "..."
 
 
 def only_stream_teardown_errors(err: BaseException) -> bool:
@@ -73,34 +64,6 @@ def only_stream_teardown_errors(err: BaseException) -> bool:
     if isinstance(err, BaseExceptionGroup):
         return all(only_stream_teardown_errors(e) for e in err.exceptions)
     return isinstance(err, (anyio.BrokenResourceError, anyio.ClosedResourceError))
-
-
-async def expect_error(awaitable: Awaitable[Any], code: int, what: str) -> McpError:
-    try:
-        result = await awaitable
-    except McpError as err:
-        eq(err.error.code, code, f"{what}: error code")
-        return err
-    except Exception as err:  # noqa: BLE001
-        raise CheckFailure(f"{what}: expected McpError {code}, got {describe(err)}") from err
-    raise CheckFailure(f"{what}: expected JSON-RPC error {code}, got result {result!r}")
-
-
-def text_of(result: types.CallToolResult) -> str | None:
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            return block.text
-    return None
-
-
-def related_task_id(meta: Any) -> str | None:
-    """taskId under _meta["io.modelcontextprotocol/related-task"] (dict or pydantic Meta)."""
-    if meta is None:
-        return None
-    if not isinstance(meta, dict):
-        meta = meta.model_dump(by_alias=True, exclude_none=True)
-    value = meta.get(RELATED_TASK)
-    return value.get("taskId") if isinstance(value, dict) else None
 
 
 class Suite:

@@ -15,6 +15,7 @@ import contextlib
 import json
 import math
 import os
+import pathlib
 import sys
 import time
 import traceback
@@ -31,6 +32,19 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 
+# The checks shared with the other interop clients live in interop/harness.py.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from harness import (  # noqa: E402
+    RELATED_TASK,
+    CheckFailure,
+    check,
+    describe,
+    eq,
+    expect_error,
+    related_task_id,
+    text_of,
+)
+
 if sys.version_info < (3, 11):  # pragma: no cover - anyio depends on the backport there
     from exceptiongroup import BaseExceptionGroup
 
@@ -38,7 +52,6 @@ if sys.version_info < (3, 11):  # pragma: no cover - anyio depends on the backpo
 # 2025-11-25); it is still the SDK's API for this revision.
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
-RELATED_TASK = "io.modelcontextprotocol/related-task"
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 INTERNAL_ERROR = -32603
@@ -60,39 +73,6 @@ BOB = required("MCP_TASKS_BOB_TOKEN")
 PAGE_SIZE = int(os.environ.get("MCP_TASKS_PAGE_SIZE", "50"))
 
 
-class CheckFailure(Exception):
-    pass
-
-
-def check(cond: Any, message: str) -> None:
-    if not cond:
-        raise CheckFailure(message)
-
-
-def eq(actual: Any, expected: Any, what: str) -> None:
-    check(actual == expected, f"{what}: expected {expected!r}, got {actual!r}")
-
-
-def describe(err: BaseException) -> str:
-    if isinstance(err, McpError):
-        text = f"McpError code={err.error.code} message={err.error.message!r}"
-    else:
-        text = f"{type(err).__name__}: {err}"
-    text = " ".join(text.split())
-    return text if len(text) <= 400 else text[:400] + "..."
-
-
-async def expect_error(awaitable: Awaitable[Any], code: int, what: str) -> McpError:
-    try:
-        result = await awaitable
-    except McpError as err:
-        eq(err.error.code, code, f"{what}: error code")
-        return err
-    except Exception as err:  # noqa: BLE001
-        raise CheckFailure(f"{what}: expected McpError {code}, got {describe(err)}") from err
-    raise CheckFailure(f"{what}: expected JSON-RPC error {code}, got result {result!r}")
-
-
 async def error_of(awaitable: Awaitable[Any], what: str) -> types.ErrorData:
     try:
         result = await awaitable
@@ -112,22 +92,6 @@ def same_as_unknown(foreign: types.ErrorData, owned_id: str, unknown: types.Erro
     a, b = norm(foreign, owned_id), norm(unknown, unknown_id)
     check(a == b, f"{what}: the error for another principal's task differs from an unknown id's:\n    {a}\n    {b}")
     eq(foreign.code, INVALID_PARAMS, f"{what}: error code")
-
-
-def text_of(result: types.CallToolResult) -> str | None:
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            return block.text
-    return None
-
-
-def related_task_id(meta: Any) -> str | None:
-    if meta is None:
-        return None
-    if not isinstance(meta, dict):
-        meta = meta.model_dump(by_alias=True, exclude_none=True)
-    value = meta.get(RELATED_TASK)
-    return value.get("taskId") if isinstance(value, dict) else None
 
 
 def http_client(token: str | None) -> httpx.AsyncClient:
