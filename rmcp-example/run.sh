@@ -38,33 +38,9 @@ TRACES="$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-rmcp-interop.XXXXXX")"
 export MCP_TASKS_PAGE_SIZE=2
 export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
 
-total_passed=0
-total_failed=0
-status=0
-
-# run NAME COMMAND...: runs one component, echoing its output, and adds up the
-# "N passed, N failed" closing line it printed (a component that exits non-zero
-# without failing any check is counted as one failure).
-run() {
-  local name="$1"; shift
-  local out="$TRACES/$name.out" rc=0
-  log "$name"
-  "$@" 2>&1 | tee "$out" || rc=$?
-  local line p f
-  line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)"
-  if [[ -n "$line" ]]; then
-    p="${line%% passed*}"; f="${line#*, }"; f="${f%% failed*}"
-  else
-    p=0; f=0
-  fi
-  if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi
-  total_passed=$((total_passed + p))
-  total_failed=$((total_failed + f))
-  if [[ $rc -ne 0 ]]; then
-    echo "-- $name exited with status $rc"
-    status=1
-  fi
-}
+OUT_DIR="$TRACES"
+# shellcheck source=interop/lib.sh
+source "$INTEROP/lib.sh"
 
 traces=("$TRACES/ts.trace.jsonl")
 run rmcp-ts-client env MCP_TASKS_TRACE="$TRACES/ts.trace.jsonl" \

@@ -83,33 +83,9 @@ start_server() {
 
 export MCP_TASKS_ALICE_TOKEN="$ALICE_TOKEN" MCP_TASKS_BOB_TOKEN="$BOB_TOKEN" MCP_TASKS_PAGE_SIZE=2
 
-total_passed=0
-total_failed=0
-status=0
-
-# run NAME COMMAND...: runs one component, echoing its output, and adds up the
-# "N passed, N failed" closing line it printed (a component that exits non-zero
-# without failing any check is counted as one failure).
-run() {
-  local name="$1"; shift
-  local out="$WORK/$name.out" rc=0
-  log "$name"
-  "$@" 2>&1 | tee "$out" || rc=$?
-  local line p f
-  line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)"
-  if [[ -n "$line" ]]; then
-    p="${line%% passed*}"; f="${line#*, }"; f="${f%% failed*}"
-  else
-    p=0; f=0
-  fi
-  if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi
-  total_passed=$((total_passed + p))
-  total_failed=$((total_failed + f))
-  if [[ $rc -ne 0 ]]; then
-    echo "-- $name exited with status $rc"
-    status=1
-  fi
-}
+OUT_DIR="$WORK"
+# shellcheck source=interop/lib.sh
+source "$INTEROP/lib.sh"
 
 start_server ts
 run http-ts-client timeout "$CLIENT_TIMEOUT" node "$HERE/ts_client.mjs"
