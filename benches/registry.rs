@@ -10,6 +10,7 @@
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use mcp_tasks::TaskStore;
 use mcp_tasks::{
     AnyTask, InputRequests, JsonObject, Limits, Outcome, Owner, TaskRegistry, TaskRequest,
     TaskStatus, TtlPolicy,

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use counting::{Counting, live_bytes};
 use floor::Floor;
+use mcp_tasks::TaskStore;
 use mcp_tasks::{
     JsonObject, Limits, Outcome, Owner, TaskRegistry, TaskRequest, TaskStatus, TtlPolicy,
 };

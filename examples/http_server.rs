@@ -65,6 +65,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use common::server::{Generation, Reply, Server};
+use mcp_tasks::TaskStore;
 use mcp_tasks::protocol::PROTOCOL_VERSION;
 use mcp_tasks::{
     AnyTask, JsonRpcError, Outcome, Owner, RequestId, TaskId, TaskStatus, ext, jsonrpc,
@@ -599,7 +600,7 @@ fn handle(state: &State, request: &mut Request) -> Answer {
 /// requests in `tasks/get` and receives the answers from `tasks/update`, which work here.
 fn refuse_v1_input(server: &Arc<Server>) -> std::io::Result<()> {
     let (stuck, to_fail) = mpsc::channel::<(Owner, TaskId)>();
-    let registry = server.registry().clone();
+    let registry = server.store().clone();
     // Not from inside the subscriber: a registry change made there would be delivered
     // while the subscriber still runs.
     std::thread::Builder::new()
@@ -624,7 +625,7 @@ fn refuse_v1_input(server: &Arc<Server>) -> std::io::Result<()> {
             }
         })?;
     let watcher = Arc::clone(server);
-    server.registry().subscribe(move |change| {
+    TaskStore::subscribe(server.store(), move |change| {
         if let AnyTask::InputRequired(task) = &change.task
             && watcher.is_v1_task(task.id())
         {

@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::{
     Error, InputRequest, InputRequests, JsonObject, Outcome, Owner, StatusChange, TaskRegistry,
     TaskRequest, TaskStatus,

@@ -34,11 +34,12 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use common::server::{Reply, Server};
+use common::server::{Reply, Server, Store};
+use mcp_tasks::TaskStore;
 use mcp_tasks::protocol::{TaskStatusNotification, tag_related_task};
 use mcp_tasks::{
-    AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, Task, TaskId, TaskRegistry,
-    TaskStatus, jsonrpc,
+    AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, Task, TaskId, TaskStatus,
+    jsonrpc,
 };
 use serde_json::{Value, json};
 
@@ -124,7 +125,7 @@ impl Connection {
         &self,
         method: &str,
         params: JsonObject,
-        registry: &TaskRegistry,
+        registry: &Store,
         owner: &Owner,
         task_id: &str,
     ) -> Result<Value, JsonRpcError> {
@@ -212,7 +213,7 @@ impl Connection {
 /// waits for them. Each outstanding key is forwarded once.
 fn forward_input(
     connection: &Arc<Connection>,
-    registry: &TaskRegistry,
+    registry: &Store,
     owner: &Owner,
     task: &Task<InputRequired>,
 ) {
@@ -336,9 +337,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let notifier = Arc::clone(&connection);
     let watcher = Arc::clone(&server);
-    let registry = server.registry().clone();
+    let registry = server.store().clone();
     let session = owner.clone();
-    server.registry().subscribe(move |change| {
+    TaskStore::subscribe(server.store(), move |change| {
         // Only 2025-11-25 tasks get 2025-11-25 treatment: their input travels as requests
         // to the client, and their changes as notifications/tasks/status.
         if !watcher.is_v1_task(change.task.id()) {

@@ -22,6 +22,7 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::ext::{self, DetailedTask, ExtDispatcher, TaskFields, TasksExtensionCapability};
 use mcp_tasks::protocol::{
     Augmentation, CANCELLED_BY_REQUEST, ClientTaskRequests, ClientTasksCapability,
@@ -690,7 +691,7 @@ impl Fixture {
 
     /// The registry.
     pub fn registry(&self) -> &TaskRegistry {
-        self.dispatcher.registry()
+        self.dispatcher.store()
     }
 
     /// Every task of every owner, read through `list` (pages of 2, following the cursors)

@@ -181,6 +181,12 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
 
+    /// The task store's backend failed (a shared store unreachable, or holding data this
+    /// crate cannot read). Nothing was changed, or the change cannot be confirmed: read
+    /// the task again before retrying. `-32603`.
+    #[error("task store unavailable: {0}; retry when the store is reachable again")]
+    Store(String),
+
     /// Anything else that went wrong inside the receiver. `-32603`.
     #[error("internal error: {0}")]
     Internal(String),
@@ -225,6 +231,7 @@ impl Error {
             | Error::CancelRequested { .. }
             | Error::Timeout { .. }
             | Error::InvalidConfig(_)
+            | Error::Store(_)
             | Error::Internal(_) => INTERNAL_ERROR,
         }
     }

@@ -113,6 +113,7 @@ mod params;
 pub mod protocol;
 mod registry;
 mod status;
+mod store;
 mod task;
 mod wire;
 
@@ -124,12 +125,15 @@ pub use input::{InputRequest, InputRequests, InputResponses, Keyed};
 pub use jsonrpc::{JsonObject, JsonRpcError, RequestId};
 pub use outcome::Outcome;
 pub use registry::{
-    Limits, MAX_PAGE_SIZE, Owner, RegistryBuilder, StatusChange, SubscriptionId, TaskHandle,
-    TaskOrigin, TaskPage, TaskRegistry, TaskRequest, TtlPolicy,
+    Limits, Owner, RegistryBuilder, StatusChange, SubscriptionId, TaskRegistry, TtlPolicy,
 };
 pub use status::{
     CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
     TaskState, TaskStatus, UnknownStatus, Working,
+};
+pub use store::{
+    MAX_PAGE_SIZE, Step, Subscriber, TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore,
+    Update,
 };
 pub use task::{Change, Finished, Task};
 

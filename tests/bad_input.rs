@@ -18,6 +18,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::ext::ExtDispatcher;
 use mcp_tasks::protocol::{
     Augmentation, CreateTaskResult, Dispatcher, ListTasksParams, TaskIdParams, TaskMetadata,
@@ -159,7 +160,7 @@ impl Fixture {
     }
 
     fn registry(&self) -> &TaskRegistry {
-        self.dispatcher.registry()
+        self.dispatcher.store()
     }
 
     fn owners(&self) -> [Owner; 5] {

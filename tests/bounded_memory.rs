@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::{
     Error, InputRequest, InputRequests, JsonObject, Limits, ManualClock, Outcome, Owner,
     StatusChange, TaskRegistry, TaskRequest, TaskStatus, Timestamp, TtlPolicy,

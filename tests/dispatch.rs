@@ -4,6 +4,7 @@
 use std::thread;
 use std::time::Duration;
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::protocol::{
     Augmentation, CANCELLED_BY_REQUEST, Dispatcher, RELATED_TASK_META_KEY, TaskSupport,
     augmentation,
@@ -392,7 +393,7 @@ fn accept_respects_limits_and_ttl_policy() {
         .unwrap_err();
     assert_eq!(err.code(), -32603);
     let origin = dispatcher
-        .registry()
+        .store()
         .origin(&alice, &created.task.id().to_string())
         .unwrap();
     assert_eq!(origin.request_id, 1.into());

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use jsonschema::ValidatorMap;
+use mcp_tasks::TaskStore;
 use mcp_tasks::ext::{
     self, Acknowledgement, CreateTaskResult, DetailedTask, ExtDispatcher, GetTaskResult,
     TaskNotification, TasksExtensionCapability,

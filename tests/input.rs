@@ -4,6 +4,7 @@
 use std::thread;
 use std::time::Duration;
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::{
     AnyTask, Error, InputRequest, InputRequests, JsonObject, Limits, ManualClock, Owner,
     TaskRegistry, TaskRequest, TaskStatus, Timestamp, TtlPolicy,

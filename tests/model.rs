@@ -48,6 +48,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
     AnyTask, Error, InputRequest, InputRequests, InputRequired, JsonObject, LimitScope, Limits,

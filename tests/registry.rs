@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
     AnyTask, Clock, Error, InputRequest, InputRequests, JsonObject, LimitScope, Limits,

@@ -9,6 +9,7 @@ use std::sync::{Arc, Barrier};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::{
     AnyTask, Error, InputRequests, JsonObject, Limits, Outcome, Owner, TaskRegistry, TaskRequest,
     TaskStatus,

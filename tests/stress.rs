@@ -27,6 +27,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::{
     AnyTask, Clock, Error, JsonObject, Limits, ManualClock, Outcome, Owner, StatusChange,
     TaskHandle, TaskRegistry, TaskRequest, TaskStatus, Timestamp, TtlPolicy, Working,

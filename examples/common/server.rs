@@ -7,8 +7,9 @@
 //! under one generation is read and cancelled from the other, in the asker's shape.
 
 use std::collections::HashSet;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::ext::{self, ExtDispatcher, TasksExtensionCapability};
 use mcp_tasks::protocol::{
     self, Augmentation, Dispatcher, PROTOCOL_VERSION, ServerTasksCapability, TaskSupport,
@@ -55,9 +56,12 @@ impl Generation {
 }
 
 /// The example server: tools, tasks in both generations, and their handshakes.
+/// The task store the example serves from: picked at run time.
+pub type Store = Arc<dyn TaskStore>;
+
 pub struct Server {
-    v1: Dispatcher,
-    ext: ExtDispatcher,
+    v1: Dispatcher<Store>,
+    ext: ExtDispatcher<Store>,
     capabilities: ServerTasksCapability,
     /// Tasks created through 2025-11-25, whose input requests the transport forwards as
     /// server-to-client requests.
@@ -76,17 +80,18 @@ impl Server {
             .ttl_policy(TtlPolicy::new(Some(60_000)).with_max(3_600_000))
             .poll_interval(Some(100))
             .build()?;
+        let store: Store = Arc::new(registry);
         Ok(Self {
-            v1: Dispatcher::new(registry.clone()).with_page_size(page_size),
-            ext: ExtDispatcher::new(registry),
+            v1: Dispatcher::new(store.clone()).with_page_size(page_size),
+            ext: ExtDispatcher::new(store),
             capabilities: ServerTasksCapability::all(),
             v1_tasks: Mutex::new(HashSet::new()),
         })
     }
 
-    /// The registry behind the server (to subscribe to status changes).
-    pub fn registry(&self) -> &TaskRegistry {
-        self.v1.registry()
+    /// The store behind the server (to subscribe to status changes).
+    pub fn store(&self) -> &Store {
+        self.v1.store()
     }
 
     /// Whether `task` was created through 2025-11-25 (its input travels as requests to the
@@ -256,7 +261,7 @@ impl Server {
             (TaskSupport::Optional | TaskSupport::Required, true) => {
                 match self
                     .ext
-                    .registry()
+                    .store()
                     .create(owner, mcp_tasks::TaskRequest::new(id.clone(), "tools/call"))
                 {
                     Ok((handle, task)) => {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use mcp_tasks::protocol::TaskSupport;
 use mcp_tasks::{
     Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskStatus,
-    Working, jsonrpc,
+    TaskStore, Working, jsonrpc,
 };
 use serde_json::{Value, json};
 
@@ -152,7 +152,7 @@ impl Call {
     /// Runs the call as the task behind `handle`, to its end. Errors are logged: the task
     /// records the outcome, and a refused transition means the task was cancelled or
     /// expired meanwhile.
-    pub fn run_task(self, handle: TaskHandle<Working>) {
+    pub fn run_task<T: TaskStore>(self, handle: TaskHandle<Working, T>) {
         let id = handle.id().clone();
         let outcome = match self {
             Call::Sleep(ms) => sleep_task(handle, ms),
@@ -175,7 +175,7 @@ fn crash() -> JsonRpcError {
 }
 
 /// Sleeps in small steps so a cancelled task stops early.
-fn sleep_task(handle: TaskHandle<Working>, ms: u64) -> Result<(), Error> {
+fn sleep_task<T: TaskStore>(handle: TaskHandle<Working, T>, ms: u64) -> Result<(), Error> {
     let end = Instant::now() + Duration::from_millis(ms);
     while let Some(left) = end.checked_duration_since(Instant::now()) {
         if left.is_zero() {
@@ -200,7 +200,7 @@ fn sleep_task(handle: TaskHandle<Working>, ms: u64) -> Result<(), Error> {
 }
 
 /// `working` → `input_required` (one elicitation) → `working` → `completed`.
-fn confirm_task(handle: TaskHandle<Working>, question: &str) -> Result<(), Error> {
+fn confirm_task<T: TaskStore>(handle: TaskHandle<Working, T>, question: &str) -> Result<(), Error> {
     let mut params = JsonObject::new();
     params.insert("mode".into(), json!("form"));
     params.insert("message".into(), json!(question));

@@ -8,31 +8,21 @@ use crate::ext::messages::{Acknowledgement, GetTaskResult, missing_capability};
 use crate::ext::methods;
 use crate::jsonrpc::JsonRpcError;
 use crate::registry::{Owner, TaskRegistry};
+use crate::store::TaskStore;
 
-/// Answers the extension's `tasks/get`, `tasks/update` and `tasks/cancel` from a registry,
+/// Answers the extension's `tasks/get`, `tasks/update` and `tasks/cancel` from a
+/// [`TaskStore`] (the in-process [`TaskRegistry`] unless named),
 /// for any transport; `tasks/result` and `tasks/list`, which the extension removed, get
 /// `-32601`.
 ///
-/// Tasks are the registry's: one created through 2025-11-25 is read and cancelled here in
+/// Tasks are the store's: one created through 2025-11-25 is read and cancelled here in
 /// this dialect's shape, and the other way round (the SEP's SHOULD).
 #[derive(Debug, Clone)]
-pub struct ExtDispatcher {
-    registry: TaskRegistry,
+pub struct ExtDispatcher<T: TaskStore = TaskRegistry> {
+    store: T,
 }
 
 impl ExtDispatcher {
-    /// A dispatcher over `registry`.
-    #[must_use]
-    pub fn new(registry: TaskRegistry) -> Self {
-        Self { registry }
-    }
-
-    /// The registry this dispatcher answers from.
-    #[must_use]
-    pub fn registry(&self) -> &TaskRegistry {
-        &self.registry
-    }
-
     /// Whether `method` is a task method of this dialect (served or removed).
     #[must_use]
     pub fn handles(method: &str) -> bool {
@@ -44,6 +34,20 @@ impl ExtDispatcher {
                 | methods::TASKS_RESULT
                 | methods::TASKS_LIST
         )
+    }
+}
+
+impl<T: TaskStore> ExtDispatcher<T> {
+    /// A dispatcher over `store`.
+    #[must_use]
+    pub fn new(store: T) -> Self {
+        Self { store }
+    }
+
+    /// The store this dispatcher answers from.
+    #[must_use]
+    pub fn store(&self) -> &T {
+        &self.store
     }
 
     /// Answers one request from `owner`. `declared` says whether this request's `_meta`
@@ -73,18 +77,18 @@ impl ExtDispatcher {
         match method {
             methods::TASKS_GET => {
                 let task_id = crate::params::task_id(params)?;
-                let task = self.registry.get(owner, task_id)?;
+                let task = self.store.get(owner, task_id)?;
                 to_json(&GetTaskResult::new(&task))
             }
             methods::TASKS_UPDATE => {
                 let task_id = crate::params::task_id(params)?;
                 let responses = crate::params::required_object(params, "inputResponses")?;
-                self.registry.respond(owner, task_id, responses.clone())?;
+                self.store.respond(owner, task_id, responses.clone())?;
                 to_json(&Acknowledgement::default())
             }
             methods::TASKS_CANCEL => {
                 let task_id = crate::params::task_id(params)?;
-                self.registry.request_cancel(owner, task_id)?;
+                self.store.request_cancel(owner, task_id)?;
                 to_json(&Acknowledgement::default())
             }
             methods::TASKS_RESULT | methods::TASKS_LIST => Err(JsonRpcError::new(

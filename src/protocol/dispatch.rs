@@ -15,8 +15,9 @@ use crate::protocol::messages::{
     CreateTaskResult, GetTaskPayloadResult, ListTasksResult, TaskResult,
 };
 use crate::protocol::methods;
-use crate::registry::{Owner, TaskHandle, TaskRegistry, TaskRequest};
+use crate::registry::{Owner, TaskRegistry};
 use crate::status::Working;
+use crate::store::{TaskHandle, TaskRequest, TaskStore};
 
 /// The default number of tasks per `tasks/list` page.
 pub const DEFAULT_PAGE_SIZE: usize = 50;
@@ -24,7 +25,8 @@ pub const DEFAULT_PAGE_SIZE: usize = 50;
 /// The status message a task gets when `tasks/cancel` cancels it.
 pub const CANCELLED_BY_REQUEST: &str = "The task was cancelled by request.";
 
-/// Answers `tasks/get`, `tasks/list`, `tasks/cancel` and `tasks/result` for any transport.
+/// Answers `tasks/get`, `tasks/list`, `tasks/cancel` and `tasks/result` for any transport,
+/// from any [`TaskStore`] (the in-process [`TaskRegistry`] unless named).
 ///
 /// Give it the method, the params and the caller's [`Owner`]; it returns the result JSON or
 /// the JSON-RPC error object to send. `tasks/result` blocks the calling thread until the
@@ -34,19 +36,33 @@ pub const CANCELLED_BY_REQUEST: &str = "The task was cancelled by request.";
 /// which never overrides `taskId`) are ignored, and `tasks/list` may come without params.
 /// Malformed params get `-32602` with a message naming the field.
 #[derive(Debug, Clone)]
-pub struct Dispatcher {
-    registry: TaskRegistry,
+pub struct Dispatcher<T: TaskStore = TaskRegistry> {
+    store: T,
     page_size: usize,
     result_timeout: Option<Duration>,
 }
 
 impl Dispatcher {
-    /// A dispatcher over `registry`, with pages of [`DEFAULT_PAGE_SIZE`] tasks and no
+    /// Whether `method` is one of the four request methods this dispatcher answers.
+    #[must_use]
+    pub fn handles(method: &str) -> bool {
+        matches!(
+            method,
+            methods::TASKS_GET
+                | methods::TASKS_LIST
+                | methods::TASKS_CANCEL
+                | methods::TASKS_RESULT
+        )
+    }
+}
+
+impl<T: TaskStore> Dispatcher<T> {
+    /// A dispatcher over `store`, with pages of [`DEFAULT_PAGE_SIZE`] tasks and no
     /// timeout on `tasks/result` besides the task's own expiry.
     #[must_use]
-    pub fn new(registry: TaskRegistry) -> Self {
+    pub fn new(store: T) -> Self {
         Self {
-            registry,
+            store,
             page_size: DEFAULT_PAGE_SIZE,
             result_timeout: None,
         }
@@ -67,22 +83,10 @@ impl Dispatcher {
         self
     }
 
-    /// The registry this dispatcher answers from.
+    /// The store this dispatcher answers from.
     #[must_use]
-    pub fn registry(&self) -> &TaskRegistry {
-        &self.registry
-    }
-
-    /// Whether `method` is one of the four request methods this dispatcher answers.
-    #[must_use]
-    pub fn handles(method: &str) -> bool {
-        matches!(
-            method,
-            methods::TASKS_GET
-                | methods::TASKS_LIST
-                | methods::TASKS_CANCEL
-                | methods::TASKS_RESULT
-        )
+    pub fn store(&self) -> &T {
+        &self.store
     }
 
     /// Answers one `tasks/*` request from `owner`.
@@ -101,12 +105,12 @@ impl Dispatcher {
         match method {
             methods::TASKS_GET => {
                 let task_id = task_id_param(params)?;
-                let task = self.registry.get(owner, task_id)?;
+                let task = self.store.get(owner, task_id)?;
                 to_json(&TaskResult::new(task))
             }
             methods::TASKS_LIST => {
                 let cursor = cursor_param(params)?;
-                let page = self.registry.list(owner, cursor, self.page_size)?;
+                let page = self.store.list(owner, cursor, self.page_size)?;
                 to_json(&ListTasksResult {
                     tasks: page.tasks,
                     next_cursor: page.next_cursor,
@@ -116,13 +120,13 @@ impl Dispatcher {
             methods::TASKS_CANCEL => {
                 let task_id = task_id_param(params)?;
                 let task =
-                    self.registry
+                    self.store
                         .cancel(owner, task_id, Some(CANCELLED_BY_REQUEST.to_owned()))?;
                 to_json(&TaskResult::new(task))
             }
             methods::TASKS_RESULT => {
                 let task_id = task_id_param(params)?;
-                let task = self.registry.wait(owner, task_id, self.result_timeout)?;
+                let task = self.store.wait(owner, task_id, self.result_timeout)?;
                 payload(&task)
             }
             other => Err(Error::MethodNotFound {
@@ -136,16 +140,19 @@ impl Dispatcher {
     /// handle for the handler and the `CreateTaskResult` to send at once.
     ///
     /// # Errors
-    /// [`Error::LimitExceeded`] if the registry's limits are reached.
+    /// [`Error::LimitExceeded`] if the store's limits are reached.
     pub fn accept(
         &self,
         owner: &Owner,
         request_id: RequestId,
         method: &str,
         ttl: Option<u64>,
-    ) -> Result<(TaskHandle<Working>, CreateTaskResult), Error> {
+    ) -> Result<(TaskHandle<Working, T>, CreateTaskResult), Error>
+    where
+        T: Clone,
+    {
         let (handle, task) = self
-            .registry
+            .store
             .create(owner, TaskRequest::new(request_id, method).with_ttl(ttl))?;
         Ok((handle, CreateTaskResult::new(task)))
     }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::{Arc, Condvar};
 
-use crate::any::{AnyTask, TransitionError};
+use crate::any::AnyTask;
 use crate::clock::Timestamp;
 use crate::error::Error;
 use crate::id::TaskId;
@@ -94,31 +94,6 @@ pub(crate) struct Entry {
     seq: u64,
     request_id: StoredRequestId,
     method: u16,
-}
-
-/// What a change applied in the critical section gives.
-pub(crate) enum Step {
-    /// Store this task and tell subscribers: something they can see changed.
-    Changed(AnyTask),
-    /// Store this task without telling subscribers (nothing on the wire changed), and
-    /// wake its waiters.
-    Quiet(AnyTask),
-    /// Put this task back as it was: nothing to store, notify or wake.
-    Unchanged(AnyTask),
-    /// Put this task back and answer with the error.
-    Refused(AnyTask, Error),
-}
-
-impl From<Result<AnyTask, TransitionError>> for Step {
-    fn from(result: Result<AnyTask, TransitionError>) -> Self {
-        match result {
-            Ok(task) => Step::Changed(task),
-            Err(err) => {
-                let error = Error::from(&err);
-                Step::Refused(*err.task, error)
-            }
-        }
-    }
 }
 
 /// The state of one shard.

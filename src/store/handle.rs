@@ -11,19 +11,19 @@ use crate::id::TaskId;
 use crate::input::{InputRequests, InputResponses};
 use crate::jsonrpc::JsonObject;
 use crate::outcome::Outcome;
-use crate::registry::TaskRegistry;
-use crate::registry::owner::Owner;
-use crate::registry::shard::Key;
+use crate::registry::{Owner, TaskRegistry};
 use crate::status::{
     CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
     TaskState, TaskStatus, Working,
 };
-use crate::task::{Change, Finished, Task};
+use crate::store::{TaskStore, Update};
+use crate::task::{Finished, Task};
 
 /// The typed handle of a stored task in status `S`: the task's one writer.
 ///
-/// Its transitions are those of [`Task<S>`], and each writes through to the registry in one
-/// critical section. If the task was cancelled, expired or removed meanwhile (or another
+/// Its transitions are those of [`Task<S>`], and each writes through to the store `T` (the
+/// in-process [`TaskRegistry`] unless named) as one atomic [`Update`], re-checked there
+/// against the stored status: over a shared store, other instances race. If the task was cancelled, expired or removed meanwhile (or another
 /// writer moved it), the transition changes nothing and returns the error: a cancelled task
 /// stays cancelled, a late result is never stored over it, and the first terminal status
 /// wins.
@@ -32,21 +32,22 @@ use crate::task::{Change, Finished, Task};
 /// fails the task with a JSON-RPC error `-32603`, so that no requestor waits for it
 /// forever; [`detach`](TaskHandle::detach) opts out.
 #[must_use = "dropping the handle of a running task fails the task"]
-pub struct TaskHandle<S: TaskState> {
-    registry: Option<TaskRegistry>,
+pub struct TaskHandle<S: TaskState, T: TaskStore = TaskRegistry> {
+    store: Option<T>,
     id: TaskId,
-    key: Key,
+    /// The id as text, as the store's by-id operations take it.
+    key: Box<str>,
     owner: Owner,
     message: Option<String>,
     state: PhantomData<fn() -> S>,
 }
 
-impl TaskHandle<Working> {
-    pub(crate) fn new(registry: TaskRegistry, id: TaskId, key: Key, owner: Owner) -> Self {
+impl<T: TaskStore> TaskHandle<Working, T> {
+    pub(crate) fn new(store: T, id: TaskId, owner: Owner) -> Self {
         TaskHandle {
-            registry: Some(registry),
+            store: Some(store),
+            key: id.to_string().into_boxed_str(),
             id,
-            key,
             owner,
             message: None,
             state: PhantomData,
@@ -57,7 +58,7 @@ impl TaskHandle<Working> {
 /// The message a dropped handle leaves on its failed task.
 const DROPPED: &str = "the task's handler stopped without finishing the task";
 
-impl<S: TaskState> TaskHandle<S> {
+impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     /// The task id.
     #[must_use]
     pub fn id(&self) -> &TaskId {
@@ -75,8 +76,7 @@ impl<S: TaskState> TaskHandle<S> {
     /// # Errors
     /// [`Error::TaskNotFound`] if it expired or was removed.
     pub fn snapshot(&self) -> Result<AnyTask, Error> {
-        let registry = self.registry()?;
-        registry.get(&self.owner, &self.id.to_string())
+        self.store()?.get(&self.owner, &self.key)
     }
 
     /// The status the task has now, or `None` if it expired or was removed. A handler can
@@ -94,14 +94,12 @@ impl<S: TaskState> TaskHandle<S> {
         self.snapshot().map_or(true, |task| task.cancel_requested())
     }
 
-    /// Changes the task's retention time in place (within the registry's [`TtlPolicy`](crate::TtlPolicy)).
+    /// Changes the task's retention time in place (within the store's [`TtlPolicy`](crate::TtlPolicy)).
     ///
     /// # Errors
     /// [`Error::TaskNotFound`] if the task expired or was removed.
     pub fn set_ttl(&self, ttl: Option<u64>) -> Result<(), Error> {
-        self.registry()?
-            .set_ttl(&self.owner, &self.id.to_string(), ttl)
-            .map(drop)
+        self.store()?.set_ttl(&self.owner, &self.key, ttl).map(drop)
     }
 
     /// Changes the task's suggested poll interval in place.
@@ -109,8 +107,8 @@ impl<S: TaskState> TaskHandle<S> {
     /// # Errors
     /// [`Error::TaskNotFound`] if the task expired or was removed.
     pub fn set_poll_interval(&self, poll_interval: Option<u64>) -> Result<(), Error> {
-        self.registry()?
-            .set_poll_interval(&self.owner, &self.id.to_string(), poll_interval)
+        self.store()?
+            .set_poll_interval(&self.owner, &self.key, poll_interval)
             .map(drop)
     }
 
@@ -121,43 +119,32 @@ impl<S: TaskState> TaskHandle<S> {
     }
 
     /// Gives up the handle without touching the task; the task can still be driven by id
-    /// through the registry. Returns the id.
+    /// through the store. Returns the id.
     pub fn detach(mut self) -> TaskId {
-        self.registry = None;
+        self.store = None;
         self.id.clone()
     }
 
-    fn registry(&self) -> Result<&TaskRegistry, Error> {
-        self.registry
-            .as_ref()
-            .ok_or_else(|| Error::Internal("the task handle was already used".to_owned()))
+    fn store(&self) -> Result<&T, Error> {
+        self.store.as_ref().ok_or_else(spent)
     }
 
-    /// Applies a typed, non-finishing move (`require_input`, `resume`) through the
-    /// registry. If it is refused while the task is still unfinished (another writer moved
-    /// it), the handle stays armed, so dropping it fails the task rather than stranding it.
-    fn step(
-        mut self,
-        target: TaskStatus,
-        step: impl FnOnce(Task<S>, Change) -> AnyTask,
-    ) -> Result<TaskHandleParts, Error> {
-        let registry = self
-            .registry
-            .take()
-            .ok_or_else(|| Error::Internal("the task handle was already used".to_owned()))?;
-        let message = self.message.take();
-        match registry.transition::<S>(self.key, &self.owner, &self.id, target, |task, now| {
-            step(task, Change::at(now).with_optional_message(message))
-        }) {
+    /// Applies a typed, non-finishing move (`require_input`, `resume`) through the store.
+    /// If it is refused while the task is still unfinished (another writer moved it), the
+    /// handle stays armed, so dropping it fails the task rather than stranding it.
+    fn step(mut self, transition: Transition) -> Result<TaskHandleParts<T>, Error> {
+        let store = self.store.take().ok_or_else(spent)?;
+        let update = Update::step(S::STATUS, transition, self.message.take());
+        match store.update(&self.owner, &self.key, update) {
             Ok(_) => Ok(TaskHandleParts {
-                registry,
+                store,
                 id: self.id.clone(),
-                key: self.key,
+                key: std::mem::take(&mut self.key),
                 owner: self.owner.clone(),
             }),
             Err(error) => {
                 if matches!(error, Error::IllegalTransition { from, .. } if !from.is_terminal()) {
-                    self.registry = Some(registry);
+                    self.store = Some(store);
                 }
                 Err(error)
             }
@@ -166,12 +153,9 @@ impl<S: TaskState> TaskHandle<S> {
 
     /// Applies a finishing move (legal from either unfinished status); the handle is spent.
     fn end(mut self, transition: Transition) -> Result<AnyTask, Error> {
-        let registry = self
-            .registry
-            .take()
-            .ok_or_else(|| Error::Internal("the task handle was already used".to_owned()))?;
-        let change = Change::at(registry.now()).with_optional_message(self.message.take());
-        registry.finish_key(self.key, &self.owner, &self.id, transition, change)
+        let store = self.store.take().ok_or_else(spent)?;
+        let update = Update::end(transition, self.message.take());
+        store.update(&self.owner, &self.key, update)
     }
 
     /// Replaces the status message now (a progress note), without a transition.
@@ -182,18 +166,8 @@ impl<S: TaskState> TaskHandle<S> {
     where
         S: NonTerminal,
     {
-        let registry = self.registry()?;
-        registry
-            .transition::<S>(
-                self.key,
-                &self.owner,
-                &self.id,
-                S::STATUS,
-                |mut task, now| {
-                    task.set_status_message(message, now);
-                    task.into_any()
-                },
-            )
+        self.store()?
+            .update(&self.owner, &self.key, Update::message(S::STATUS, message))
             .map(drop)
     }
 
@@ -202,13 +176,14 @@ impl<S: TaskState> TaskHandle<S> {
     /// # Errors
     /// [`Error::TaskCancelled`] if the task was cancelled, [`Error::TaskNotFound`] if it
     /// expired or was removed, [`Error::IllegalTransition`] if another writer moved it.
-    pub fn require_input(self, requests: InputRequests) -> Result<TaskHandle<InputRequired>, Error>
+    pub fn require_input(
+        self,
+        requests: InputRequests,
+    ) -> Result<TaskHandle<InputRequired, T>, Error>
     where
         S: CanRequireInput,
     {
-        let parts = self.step(TaskStatus::InputRequired, |task, change| {
-            task.require_input(requests, change).into_any()
-        })?;
+        let parts = self.step(Transition::RequireInput(requests))?;
         Ok(parts.into_handle())
     }
 
@@ -216,13 +191,11 @@ impl<S: TaskState> TaskHandle<S> {
     ///
     /// # Errors
     /// As for [`require_input`](TaskHandle::require_input).
-    pub fn resume(self) -> Result<TaskHandle<Working>, Error>
+    pub fn resume(self) -> Result<TaskHandle<Working, T>, Error>
     where
         S: CanResume,
     {
-        let parts = self.step(TaskStatus::Working, |task, change| {
-            task.resume(change).into_any()
-        })?;
+        let parts = self.step(Transition::Resume)?;
         Ok(parts.into_handle())
     }
 
@@ -290,7 +263,7 @@ impl<S: TaskState> TaskHandle<S> {
     }
 }
 
-impl TaskHandle<InputRequired> {
+impl<T: TaskStore> TaskHandle<InputRequired, T> {
     /// Blocks until every input request is answered, then returns the answers under the
     /// names given in [`require_input`](TaskHandle::require_input). Follow with
     /// [`resume`](TaskHandle::resume).
@@ -301,8 +274,8 @@ impl TaskHandle<InputRequired> {
     /// task was cancelled; [`Error::TaskNotFound`] if it expired or was removed;
     /// [`Error::Timeout`] if `timeout` passed.
     pub fn wait_for_input(&self, timeout: Option<Duration>) -> Result<InputResponses, Error> {
-        self.registry()?
-            .wait_for_input(&self.owner, &self.id.to_string(), timeout)
+        self.store()?
+            .wait_for_input(&self.owner, &self.key, timeout)
     }
 }
 
@@ -310,18 +283,22 @@ fn typed<T: TaskState>(task: AnyTask) -> Result<Task<T>, Error> {
     Task::try_from(task).map_err(|err| Error::Internal(err.to_string()))
 }
 
+fn spent() -> Error {
+    Error::Internal("the task handle was already used".to_owned())
+}
+
 /// The fields of a spent handle, to build the handle of the next status.
-struct TaskHandleParts {
-    registry: TaskRegistry,
+struct TaskHandleParts<T: TaskStore> {
+    store: T,
     id: TaskId,
-    key: Key,
+    key: Box<str>,
     owner: Owner,
 }
 
-impl TaskHandleParts {
-    fn into_handle<T: TaskState>(self) -> TaskHandle<T> {
+impl<T: TaskStore> TaskHandleParts<T> {
+    fn into_handle<S: TaskState>(self) -> TaskHandle<S, T> {
         TaskHandle {
-            registry: Some(self.registry),
+            store: Some(self.store),
             id: self.id,
             key: self.key,
             owner: self.owner,
@@ -331,15 +308,15 @@ impl TaskHandleParts {
     }
 }
 
-impl<S: TaskState> Drop for TaskHandle<S> {
+impl<S: TaskState, T: TaskStore> Drop for TaskHandle<S, T> {
     fn drop(&mut self) {
-        if let Some(registry) = self.registry.take() {
-            registry.abandon(self.key, &self.owner, &self.id, DROPPED);
+        if let Some(store) = self.store.take() {
+            let _ = store.update(&self.owner, &self.key, Update::abandon(DROPPED));
         }
     }
 }
 
-impl<S: TaskState> fmt::Debug for TaskHandle<S> {
+impl<S: TaskState, T: TaskStore> fmt::Debug for TaskHandle<S, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskHandle")
             .field("id", &self.id)

@@ -1,0 +1,425 @@
+//! [`TaskStore`]: the one surface of a task store, whatever keeps the tasks.
+//!
+//! Two backends implement it: the in-process [`TaskRegistry`](crate::TaskRegistry), and
+//! with the `redis` feature the shared `RedisTaskStore` for servers run as several
+//! instances. Dispatchers, typed [`TaskHandle`]s and servers are written once, over any
+//! `TaskStore`.
+//!
+//! A backend implements a handful of by-id operations; everything else (cancel, status
+//! updates, results, answers) is one [`Update`] whose decision the core makes
+//! ([`Update::apply`]), so every backend follows the same state machine. What a backend
+//! guarantees is atomicity: an update is decided on the task as stored and written only if
+//! nobody changed the task meanwhile.
+
+mod handle;
+mod update;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::any::AnyTask;
+use crate::error::Error;
+use crate::input::InputResponses;
+use crate::jsonrpc::{JsonObject, RequestId};
+use crate::outcome::Outcome;
+use crate::registry::{Owner, StatusChange, SubscriptionId, TtlPolicy};
+use crate::status::{Cancelled, TaskStatus, Working};
+use crate::task::Task;
+
+pub use handle::TaskHandle;
+pub(crate) use update::take_answers;
+pub use update::{Step, Update};
+
+/// The most tasks one `list` page holds.
+pub const MAX_PAGE_SIZE: usize = 1_000;
+
+/// A status-change subscriber ([`TaskStore::subscribe`]).
+pub type Subscriber = Arc<dyn Fn(&StatusChange) + Send + Sync>;
+
+/// What a new task is created for: the originating request and the requested timing.
+///
+/// Mirrors what the official SDKs' stores take: the request id, the method, and the `task`
+/// param's `ttl`, plus a poll interval. The store keeps the request id and the method
+/// with the task ([`TaskStore::origin`]); it does not keep the params.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRequest {
+    pub(crate) request_id: RequestId,
+    pub(crate) method: String,
+    pub(crate) ttl: Option<u64>,
+    pub(crate) poll_interval: Option<u64>,
+}
+
+impl TaskRequest {
+    /// A task for the request `request_id` of `method` (e.g. `tools/call`).
+    #[must_use]
+    pub fn new(request_id: impl Into<RequestId>, method: impl Into<String>) -> Self {
+        Self {
+            request_id: request_id.into(),
+            method: method.into(),
+            ttl: None,
+            poll_interval: None,
+        }
+    }
+
+    /// The same request, asking for this TTL in milliseconds (the `task.ttl` param).
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: Option<u64>) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The same request, suggesting this poll interval in milliseconds (otherwise the
+    /// store's default).
+    #[must_use]
+    pub fn with_poll_interval(mut self, poll_interval: Option<u64>) -> Self {
+        self.poll_interval = poll_interval;
+        self
+    }
+}
+
+/// The request a task was created for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskOrigin {
+    /// The JSON-RPC id of the originating request.
+    pub request_id: RequestId,
+    /// Its method.
+    pub method: Arc<str>,
+}
+
+/// One page of [`TaskStore::list`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskPage {
+    /// The tasks, oldest first.
+    pub tasks: Vec<AnyTask>,
+    /// The cursor of the next page; present if and only if more tasks follow.
+    pub next_cursor: Option<String>,
+}
+
+/// A task store: create, get, change, list and wait for tasks, by id, for one owner at a
+/// time.
+///
+/// Every operation takes the caller's [`Owner`]: a task is visible only to the owner it
+/// was created for, and for anyone else it does not exist (the error of an unknown id).
+/// Every change is decided by [`Update::apply`] on the task as stored and written
+/// atomically, so concurrent writers (threads, or instances sharing a store) cannot lose
+/// an update: the first terminal status stays, and a cancelled task never gains a result.
+///
+/// The trait is object safe: `Arc<dyn TaskStore>` is itself a `TaskStore`, for servers
+/// that pick their backend at run time. Methods with a generic argument are provided and
+/// available on every sized store, `Arc<dyn TaskStore>` included.
+///
+/// # Mapping from the official SDKs' stores
+///
+/// | TypeScript `TaskStore` | C# `IMcpTaskStore` | `TaskStore` |
+/// |---|---|---|
+/// | `createTask(taskParams, requestId, request, sessionId)` | `CreateTaskAsync(taskParams, requestId, request, sessionId)` | [`insert(&owner, TaskRequest)`](Self::insert) (by id), or [`create`](Self::create) for a typed [`TaskHandle<Working>`] |
+/// | `getTask(taskId, sessionId)` (`null` if unknown) | `GetTaskAsync` (`null` if unknown) | [`get`](Self::get) → `Err(TaskNotFound)` if unknown |
+/// | `updateTaskStatus(taskId, status, statusMessage, sessionId)` | `UpdateTaskStatusAsync` | [`update_status`](Self::update_status) (checked against the spec table), or the handle's transitions |
+/// | `storeTaskResult(taskId, status, result, sessionId)` | `StoreTaskResultAsync` | [`store_result`](Self::store_result), or the handle's `complete` / `fail` / `finish` |
+/// | `getTaskResult(taskId, sessionId)` | `GetTaskResultAsync` | [`result`](Self::result) (now), [`wait`](Self::wait) (blocking, for `tasks/result`) |
+/// | `listTasks(cursor, sessionId)` | `ListTasksAsync(cursor, sessionId)` | [`list`](Self::list) |
+/// | (through `updateTaskStatus`) | `CancelTaskAsync` (idempotent) | [`cancel`](Self::cancel): `-32602` on a terminal task as the spec says; the error holds the task for idempotent callers |
+/// | `sessionId` | `sessionId` | [`Owner`] (authorization context or session) |
+pub trait TaskStore: Send + Sync + std::fmt::Debug {
+    /// The store's retention policy (what [`set_ttl`](Self::set_ttl) is bounded by).
+    fn ttl_policy(&self) -> TtlPolicy;
+
+    /// Creates a task for `owner` to be driven by id, as the SDKs' stores do, and returns
+    /// it. The id is a fresh UUID v4, the TTL the [`TtlPolicy`]'s answer to the requested
+    /// one, and the poll interval the request's or the store's default.
+    ///
+    /// # Errors
+    /// [`Error::LimitExceeded`] if `owner` (or the whole store) holds the most tasks its
+    /// limits allow; nothing is created. A backend's own failure as [`Error::Store`].
+    fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error>;
+
+    /// The task `task_id` as `owner` sees it now (its outcome included, if terminal).
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] if no such task is visible to `owner` (unknown, expired,
+    /// removed, or another owner's).
+    fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error>;
+
+    /// The request `task_id` was created for.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error>;
+
+    /// One page of `owner`'s tasks, oldest first, continuing after `cursor`.
+    ///
+    /// `page_size` is clamped to `1..=`[`MAX_PAGE_SIZE`]. Cursors are keyset-based: tasks
+    /// deleted or expired between pages never make another task skipped or repeated.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCursor`] for an empty, malformed or forged cursor, or one issued to
+    /// another owner or by another store.
+    fn list(
+        &self,
+        owner: &Owner,
+        cursor: Option<&str>,
+        page_size: usize,
+    ) -> Result<TaskPage, Error>;
+
+    /// Applies `update` to `task_id` atomically; returns the task as it is afterwards. A
+    /// changed task is stored, told to subscribers, and wakes its waiters.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get); the update's own refusal.
+    fn update(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error>;
+
+    /// Removes `task_id` at once (the spec allows deleting a task at any time after
+    /// cancellation or expiry); waiters wake and see it gone.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error>;
+
+    /// Blocks until `task_id` is terminal, then returns it with its stored outcome (what
+    /// `tasks/result` needs). Event-driven, never polling; `timeout` bounds the wait in
+    /// real time, and the task's expiry bounds it too.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] if the task is not visible to `owner`, or expires or is
+    /// removed while waiting; [`Error::Timeout`] if `timeout` passes first.
+    fn wait(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<AnyTask, Error>;
+
+    /// Blocks until every input request of the `input_required` task `task_id` is answered,
+    /// then takes the answers (under the names its handler gave the requests). This is how
+    /// a handler receives input, whatever the dialect that delivered it.
+    ///
+    /// # Errors
+    /// [`Error::CancelRequested`] if the requestor asks to cancel meanwhile (the handler
+    /// decides what to do); [`Error::TaskCancelled`] if the task is cancelled;
+    /// [`Error::IllegalTransition`] if it leaves `input_required` some other way;
+    /// [`Error::TaskNotFound`] and [`Error::Timeout`] as for [`wait`](Self::wait).
+    fn wait_for_input(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<InputResponses, Error>;
+
+    /// Registers `subscriber` for every status change and status-message change of every
+    /// task, called outside the store's locks, in the order of each task's changes. A
+    /// panicking subscriber is contained and keeps its registration.
+    fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId;
+
+    /// Removes a subscriber; returns whether it was registered.
+    fn unsubscribe(&self, id: SubscriptionId) -> bool;
+
+    /// Creates a task for `owner` and returns the typed handle its handler drives, and the
+    /// new task (for the `CreateTaskResult`). Dropping the handle before the task finishes
+    /// fails the task; to drive a task by id only, use [`insert`](Self::insert).
+    ///
+    /// # Errors
+    /// As for [`insert`](Self::insert).
+    fn create(
+        &self,
+        owner: &Owner,
+        request: TaskRequest,
+    ) -> Result<(TaskHandle<Working, Self>, Task<Working>), Error>
+    where
+        Self: Clone + Sized,
+    {
+        let task = self.insert(owner, request)?;
+        let handle = TaskHandle::new(self.clone(), task.id().clone(), owner.clone());
+        Ok((handle, task))
+    }
+
+    /// Registers `subscriber` ([`add_subscriber`](Self::add_subscriber)) for every change.
+    fn subscribe(
+        &self,
+        subscriber: impl Fn(&StatusChange) + Send + Sync + 'static,
+    ) -> SubscriptionId
+    where
+        Self: Sized,
+    {
+        self.add_subscriber(Arc::new(subscriber))
+    }
+
+    /// The finished task `task_id`, with its stored outcome, without waiting.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get); [`Error::NotFinished`] if the task
+    /// is still `working` or `input_required`.
+    fn result(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        let task = self.get(owner, task_id)?;
+        if task.is_terminal() {
+            Ok(task)
+        } else {
+            Err(Error::NotFinished {
+                task_id: task_id.to_owned(),
+                status: task.status(),
+            })
+        }
+    }
+
+    /// Cancels `task_id` (`tasks/cancel`): it becomes `cancelled` before this returns, and
+    /// stays so whatever its handler does later.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get); [`Error::AlreadyTerminal`]
+    /// (`-32602`, as the spec requires) if the task is already terminal; the error holds
+    /// the task, for callers that prefer idempotent cancellation.
+    fn cancel(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        status_message: Option<String>,
+    ) -> Result<Task<Cancelled>, Error> {
+        let cancelled = self.update(owner, task_id, Update::cancel(status_message))?;
+        Task::try_from(cancelled).map_err(|err| Error::Internal(err.to_string()))
+    }
+
+    /// Moves `task_id` to `status` with `status_message`, as the SDKs' `updateTaskStatus`
+    /// does, checked against the spec's table ([`Update::status`]).
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get); [`Error::InvalidParams`] for
+    /// `completed` or `failed` (they need a result: use [`store_result`](Self::store_result));
+    /// [`Error::TaskCancelled`] or [`Error::IllegalTransition`] for a move the table forbids.
+    fn update_status(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        status: TaskStatus,
+        status_message: Option<String>,
+    ) -> Result<AnyTask, Error> {
+        self.update(owner, task_id, Update::status(status, status_message)?)
+    }
+
+    /// Stores the outcome of `task_id` together with its terminal status, as the SDKs'
+    /// `storeTaskResult` does ([`Update::result`]). A stored outcome can never be
+    /// overwritten.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get); [`Error::InvalidParams`] for
+    /// another status, a `completed` error or `isError` result, or a `failed` result
+    /// without `isError: true`; [`Error::TaskCancelled`] if the task was cancelled;
+    /// [`Error::IllegalTransition`] if it already has an outcome.
+    fn store_result(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        status: TaskStatus,
+        outcome: Outcome,
+    ) -> Result<AnyTask, Error> {
+        self.update(owner, task_id, Update::result(status, outcome)?)
+    }
+
+    /// Delivers answers to the input requests of `task_id`, by wire key ([`Update::respond`]).
+    /// The handler waiting in [`wait_for_input`](Self::wait_for_input) wakes once every
+    /// request is answered.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    fn respond(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        responses: JsonObject,
+    ) -> Result<AnyTask, Error> {
+        self.update(owner, task_id, Update::respond(responses))
+    }
+
+    /// Asks the handler of `task_id` to cancel it (the tasks extension's cooperative
+    /// `tasks/cancel`): sets the flag [`TaskHandle::cancel_requested`] reads and wakes a
+    /// handler waiting for input; the status does not change.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    fn request_cancel(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        self.update(owner, task_id, Update::request_cancel())
+    }
+
+    /// Changes the retention time of `task_id` in place, bounded by the [`TtlPolicy`]
+    /// ([`TtlPolicy::bound`]). The new expiry counts from creation, as always.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    fn set_ttl(&self, owner: &Owner, task_id: &str, ttl: Option<u64>) -> Result<AnyTask, Error> {
+        let ttl = self.ttl_policy().bound(ttl);
+        self.update(owner, task_id, Update::ttl(ttl))
+    }
+
+    /// Changes the suggested poll interval of `task_id` in place.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    fn set_poll_interval(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        poll_interval: Option<u64>,
+    ) -> Result<AnyTask, Error> {
+        self.update(owner, task_id, Update::poll_interval(poll_interval))
+    }
+}
+
+/// A shared store is a store: `Arc<dyn TaskStore>` for a backend picked at run time.
+impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
+    fn ttl_policy(&self) -> TtlPolicy {
+        (**self).ttl_policy()
+    }
+
+    fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error> {
+        (**self).insert(owner, request)
+    }
+
+    fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        (**self).get(owner, task_id)
+    }
+
+    fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
+        (**self).origin(owner, task_id)
+    }
+
+    fn list(
+        &self,
+        owner: &Owner,
+        cursor: Option<&str>,
+        page_size: usize,
+    ) -> Result<TaskPage, Error> {
+        (**self).list(owner, cursor, page_size)
+    }
+
+    fn update(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
+        (**self).update(owner, task_id, update)
+    }
+
+    fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        (**self).remove(owner, task_id)
+    }
+
+    fn wait(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<AnyTask, Error> {
+        (**self).wait(owner, task_id, timeout)
+    }
+
+    fn wait_for_input(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<InputResponses, Error> {
+        (**self).wait_for_input(owner, task_id, timeout)
+    }
+
+    fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
+        (**self).add_subscriber(subscriber)
+    }
+
+    fn unsubscribe(&self, id: SubscriptionId) -> bool {
+        (**self).unsubscribe(id)
+    }
+}
