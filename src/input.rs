@@ -117,7 +117,7 @@ pub type InputResponses = Keyed<JsonObject>;
 /// (so none is reused) and whether the requestor asked for cancellation.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Progress {
-    issued: BTreeSet<String>,
+    pub(crate) issued: BTreeSet<String>,
     pub(crate) cancel_requested: bool,
 }
 
@@ -142,8 +142,8 @@ impl WorkingData {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct InputState {
     pub(crate) outstanding: InputRequests,
-    names: BTreeMap<String, String>,
-    answers: BTreeMap<String, JsonObject>,
+    pub(crate) names: BTreeMap<String, String>,
+    pub(crate) answers: BTreeMap<String, JsonObject>,
     pub(crate) progress: Progress,
 }
 

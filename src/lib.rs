@@ -111,6 +111,8 @@ mod millis;
 mod outcome;
 mod params;
 pub mod protocol;
+#[cfg(feature = "redis")]
+pub mod redis_store;
 mod registry;
 mod status;
 mod store;
@@ -124,6 +126,8 @@ pub use id::TaskId;
 pub use input::{InputRequest, InputRequests, InputResponses, Keyed};
 pub use jsonrpc::{JsonObject, JsonRpcError, RequestId};
 pub use outcome::Outcome;
+#[cfg(feature = "redis")]
+pub use redis_store::{RedisStoreBuilder, RedisTaskStore};
 pub use registry::{
     Limits, Owner, RegistryBuilder, StatusChange, SubscriptionId, TaskRegistry, TtlPolicy,
 };

@@ -3,11 +3,11 @@
 //! A cursor names the creation sequence number of the last task of a page, so the next
 //! page starts right after it whatever was deleted or expired in between: no task is
 //! skipped or repeated. It carries a 64-bit tag, a keyed SipHash of the owner and the
-//! sequence number under a secret drawn when the registry is built, so a cursor made up by
-//! a client, changed by one, or issued to another owner is refused.
+//! sequence number under a secret drawn when the registry is built (or shared by the
+//! instances of a shared store), so a cursor made up by a client, changed by one, or
+//! issued to another owner is refused.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 
 use crate::error::Error;
 use crate::registry::owner::Owner;
@@ -18,22 +18,28 @@ const LEN: usize = 32;
 /// Issues and checks cursors for one registry.
 #[derive(Debug)]
 pub(crate) struct CursorKey {
-    keys: RandomState,
     secret: u128,
 }
 
 impl CursorKey {
+    /// A key with a fresh random secret.
     pub(crate) fn new() -> Self {
-        Self {
-            keys: RandomState::new(),
-            secret: uuid::Uuid::new_v4().as_u128(),
-        }
+        Self::from_secret(uuid::Uuid::new_v4().as_u128())
     }
 
+    /// The key of a secret shared by several instances (a shared store's).
+    pub(crate) const fn from_secret(secret: u128) -> Self {
+        Self { secret }
+    }
+
+    /// SipHash-2-4 keyed by the secret: the same answer in every process of one build.
     fn tag(&self, owner: &Owner, seq: u64) -> u64 {
-        let mut hasher = self.keys.build_hasher();
-        self.secret.hash(&mut hasher);
-        owner.hash(&mut hasher);
+        // `SipHasher` is deprecated only in favour of `DefaultHasher`, whose algorithm and
+        // keys are unspecified; a tag checked by other processes needs a fixed keyed hash.
+        #[allow(deprecated)]
+        let mut hasher =
+            std::hash::SipHasher::new_with_keys((self.secret >> 64) as u64, self.secret as u64);
+        owner.key().hash(&mut hasher);
         seq.hash(&mut hasher);
         hasher.finish()
     }

@@ -13,8 +13,8 @@
 //! the guard, which this crate's code cannot cause) leaves consistent data: `lock()` takes
 //! the guard back from the poison error and the registry keeps working.
 
-mod cursor;
-mod notify;
+pub(crate) mod cursor;
+pub(crate) mod notify;
 mod owner;
 mod policy;
 mod shard;

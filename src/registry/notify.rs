@@ -58,6 +58,11 @@ impl Notifier {
         subscribers.len() != before
     }
 
+    /// Whether anyone is subscribed.
+    pub(crate) fn has_subscribers(&self) -> bool {
+        self.count.load(Ordering::SeqCst) > 0
+    }
+
     /// Queues a change. Called inside the registry's critical section; costs nothing
     /// without subscribers.
     pub(crate) fn queue(&self, owner: &Owner, task: &AnyTask) {

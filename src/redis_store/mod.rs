@@ -1,0 +1,823 @@
+//! [`RedisTaskStore`]: a [`TaskStore`] shared by several server instances through Redis
+//! (cargo feature `redis`).
+//!
+//! An MCP server behind a load balancer runs as several processes, and `tasks/get` or
+//! `tasks/result` may reach an instance other than the one running the task. Each
+//! instance builds a `RedisTaskStore` on the same Redis (and key prefix); they share the
+//! tasks, and every guarantee of the in-process [`TaskRegistry`](crate::TaskRegistry)
+//! holds across them.
+//!
+//! # How it keeps the guarantees
+//! - **One state machine, atomic steps.** A change is decided by the core
+//!   ([`Update::apply`]) on the task as read with its version, then written by a Lua
+//!   script only if the version is unchanged and the move is one the spec's table allows
+//!   (checked again by the server); otherwise the instance reads again and decides again.
+//!   So two instances racing a cancellation and a completion cannot both win: the first
+//!   terminal status stays, a cancelled task never gains a result, and cancelling a
+//!   terminal task is the spec's `-32602`.
+//! - **Owners by key layout.** An owner's keys share one hash tag made of its key
+//!   (hex-encoded), so they live in one cluster slot and no owner can name another's keys:
+//!   another owner's task does not exist for you (the error of an unknown id). Limits per
+//!   owner are counted inside the creating script.
+//! - **One clock.** `createdAt` and `lastUpdatedAt` come from the Redis server's `TIME`,
+//!   written by the scripts: no skew between instances, and `lastUpdatedAt` never moves
+//!   backwards.
+//! - **TTL is key expiry.** A task's hash expires at `createdAt + ttl` (`PEXPIREAT`), so an
+//!   expired task is gone for every instance without a sweeper. The owner's index and
+//!   counter expire with its last expiring task.
+//! - **Keyset cursors.** Tasks are listed by a per-owner creation sequence; a cursor names
+//!   the last one shown and carries a keyed tag under a secret shared through Redis, so a
+//!   cursor from one instance continues on another, survives deletions and expiry, and a
+//!   forged or foreign cursor is refused.
+//! - **Waits without polling.** Every script that changes a task publishes it on the
+//!   store's channel in the same atomic step. Each instance runs one subscriber thread
+//!   that wakes its local waiters; a waiter registers and waits for a confirmed
+//!   subscription *before* it reads the task, so no change is missed; if the subscriber's
+//!   connection drops, every waiter reads again after it reconnects; every wait is bounded
+//!   by its timeout and by the task's expiry.
+//!
+//! # Operating Redis for it
+//! - Use `maxmemory-policy noeviction`: an evicted task would silently vanish. With it, a
+//!   full Redis refuses new tasks ([`Error::Store`]) instead.
+//! - Enable AOF (`appendonly yes`, `appendfsync everysec` or `always`) if tasks must
+//!   survive a Redis restart. With `everysec`, a crash loses at most about the last second
+//!   of changes; without persistence a restart loses every task (requestors then get
+//!   "task not found"), and waiters return when their instance reconnects.
+//! - Run every instance with the same build of this crate (the stored record and the
+//!   scripts are versioned with it) and the same key prefix.
+//! - Expiry relies on the server's clock; Redis Cluster works (an owner's keys are in one
+//!   slot; the channel is a plain, cluster-wide `PUBLISH`).
+//!
+//! Costs: a read is one round trip; a change is two (read with version, then the
+//! conditional write), more only under contention on the same task.
+
+mod record;
+mod scripts;
+mod waiters;
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use redis::{Client, Connection, Script};
+
+use crate::any::AnyTask;
+use crate::clock::Timestamp;
+use crate::error::{Error, LimitScope};
+use crate::id::TaskId;
+use crate::input::InputResponses;
+use crate::jsonrpc::RequestId;
+use crate::registry::cursor::CursorKey;
+use crate::registry::notify::Notifier;
+use crate::registry::{Limits, Owner, SubscriptionId, TtlPolicy};
+use crate::status::{TaskStatus, Working};
+use crate::store::{
+    MAX_PAGE_SIZE, Step, Subscriber, TaskOrigin, TaskPage, TaskRequest, TaskStore, Update,
+    take_answers,
+};
+use crate::task::Task;
+
+use waiters::{Listener, Waiters};
+
+/// The name of each instance's subscriber connection (`CLIENT LIST` shows it).
+pub const SUBSCRIBER_NAME: &str = "mcp-tasks-subscriber";
+
+/// The default key prefix.
+pub const DEFAULT_PREFIX: &str = "mcp-tasks";
+
+/// How often a change is decided again when other writers keep changing the task first.
+const MAX_ATTEMPTS: usize = 64;
+
+/// A task store in Redis, shared by every instance built on the same server and prefix.
+///
+/// `Clone` shares the instance (its connections and its subscriber thread). See the
+/// [module docs](self) for the guarantees and how to run Redis for it.
+///
+/// ```no_run
+/// use mcp_tasks::{Owner, RedisTaskStore, TaskRequest, TaskStore};
+///
+/// let store = RedisTaskStore::open("redis://127.0.0.1:6379")?;
+/// let alice = Owner::new("alice");
+/// let (handle, task) = store.create(&alice, TaskRequest::new(1, "tools/call"))?;
+/// // Any instance can answer tasks/get and tasks/result for it.
+/// let other = RedisTaskStore::open("redis://127.0.0.1:6379")?;
+/// assert_eq!(other.get(&alice, &task.id().to_string())?.status(), task.status());
+/// # drop(handle);
+/// # Ok::<(), mcp_tasks::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct RedisTaskStore {
+    inner: Arc<Inner>,
+}
+
+/// Builds a [`RedisTaskStore`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct RedisStoreBuilder {
+    url: String,
+    prefix: String,
+    ttl: TtlPolicy,
+    limits: Limits,
+    poll_interval: Option<u64>,
+}
+
+struct Inner {
+    client: Client,
+    pool: Mutex<Vec<Connection>>,
+    prefix: String,
+    channel: String,
+    ttl: TtlPolicy,
+    per_owner: Option<usize>,
+    poll_interval: Option<u64>,
+    cursors: CursorKey,
+    waiters: Waiters,
+    notifier: Notifier,
+    create: Script,
+    commit: Script,
+    remove: Script,
+    list: Script,
+}
+
+impl RedisStoreBuilder {
+    /// Uses this key prefix (default [`DEFAULT_PREFIX`]); instances sharing tasks use the
+    /// same one. It may not contain `{` or `}`.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Uses this retention policy.
+    pub fn ttl_policy(mut self, ttl: TtlPolicy) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Uses these limits. Only the limit per owner applies (checked atomically when a task
+    /// is created); the total is Redis's `maxmemory`.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Suggests this poll interval (milliseconds) for tasks whose request names none.
+    pub fn poll_interval(mut self, poll_interval: Option<u64>) -> Self {
+        self.poll_interval = poll_interval;
+        self
+    }
+
+    /// Connects, agrees on the cursor secret with the other instances, and starts the
+    /// subscriber thread.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a bad URL, prefix or TTL policy; [`Error::Store`] if
+    /// Redis cannot be reached.
+    pub fn build(self) -> Result<RedisTaskStore, Error> {
+        self.ttl.validate()?;
+        if self.prefix.contains(['{', '}']) {
+            return Err(Error::InvalidConfig(format!(
+                "the Redis key prefix `{}` contains a brace, which would change the keys' \
+                 hash slots: choose one without `{{` or `}}`",
+                self.prefix
+            )));
+        }
+        let client = Client::open(self.url.as_str()).map_err(|err| {
+            Error::InvalidConfig(format!("`{}` is not a Redis URL: {err}", self.url))
+        })?;
+        let mut connection = client
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .map_err(store_error)?;
+        let secret_key = format!("{}:cursor-secret", self.prefix);
+        let fresh = format!("{:032x}", uuid::Uuid::new_v4().as_u128());
+        let _: Option<String> = redis::cmd("SET")
+            .arg(&secret_key)
+            .arg(&fresh)
+            .arg("NX")
+            .query(&mut connection)
+            .map_err(store_error)?;
+        let secret: String = redis::cmd("GET")
+            .arg(&secret_key)
+            .query(&mut connection)
+            .map_err(store_error)?;
+        let secret = u128::from_str_radix(&secret, 16).map_err(|_| {
+            Error::Store(format!(
+                "`{secret_key}` does not hold a cursor secret this crate wrote: delete it"
+            ))
+        })?;
+        let inner = Arc::new(Inner {
+            client,
+            pool: Mutex::new(vec![connection]),
+            channel: format!("{}:events", self.prefix),
+            prefix: self.prefix,
+            ttl: self.ttl,
+            per_owner: self.limits.per_owner,
+            poll_interval: self.poll_interval,
+            cursors: CursorKey::from_secret(secret),
+            waiters: Waiters::default(),
+            notifier: Notifier::default(),
+            create: Script::new(&scripts::source(scripts::CREATE)),
+            commit: Script::new(&scripts::source(scripts::COMMIT)),
+            remove: Script::new(&scripts::source(scripts::REMOVE)),
+            list: Script::new(&scripts::source(scripts::LIST)),
+        });
+        let weak = Arc::downgrade(&inner);
+        let client = inner.client.clone();
+        let channel = inner.channel.clone();
+        std::thread::Builder::new()
+            .name("mcp-tasks-redis".into())
+            .spawn(move || waiters::run(&client, &channel, &weak))
+            .map_err(|err| Error::Store(format!("cannot start the subscriber thread: {err}")))?;
+        Ok(RedisTaskStore { inner })
+    }
+}
+
+fn store_error(err: redis::RedisError) -> Error {
+    Error::Store(err.to_string())
+}
+
+fn not_found(task_id: &str) -> Error {
+    Error::TaskNotFound {
+        task_id: task_id.to_owned(),
+    }
+}
+
+/// The hash tag of an owner: `a` for anonymous, else `o` and the key in hex.
+fn owner_tag(owner: &Owner) -> String {
+    match owner.key() {
+        None => "a".to_owned(),
+        Some(key) => {
+            let mut tag = String::with_capacity(1 + 2 * key.len());
+            tag.push('o');
+            for byte in key.bytes() {
+                tag.push_str(&format!("{byte:02x}"));
+            }
+            tag
+        }
+    }
+}
+
+fn owner_of_tag(tag: &str) -> Option<Owner> {
+    if tag == "a" {
+        return Some(Owner::anonymous());
+    }
+    let hex = tag.strip_prefix('o')?;
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    String::from_utf8(bytes).ok().map(Owner::new)
+}
+
+/// The keys of one owner.
+struct Keys {
+    /// `{prefix}:{tag}:t:` (a task key is this and the id).
+    tasks: String,
+    index: String,
+    counter: String,
+    tag: String,
+}
+
+/// A task as read, with its version.
+struct Read {
+    version: String,
+    task: AnyTask,
+    /// Time left before the task expires, if it has a TTL.
+    expires_in: Option<Duration>,
+}
+
+impl Inner {
+    fn keys(&self, owner: &Owner) -> Keys {
+        let tag = owner_tag(owner);
+        let base = format!("{}:{{{tag}}}", self.prefix);
+        Keys {
+            tasks: format!("{base}:t:"),
+            index: format!("{base}:i"),
+            counter: format!("{base}:n"),
+            tag,
+        }
+    }
+
+    /// Runs `f` on a pooled connection. A connection that failed is dropped; a read is
+    /// tried once more on a new connection (the pooled one may have gone stale).
+    fn with<T>(
+        &self,
+        idempotent: bool,
+        mut f: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, Error> {
+        let pooled = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let from_pool = pooled.is_some();
+        let mut connection = match pooled {
+            Some(connection) => connection,
+            None => self.connect()?,
+        };
+        let mut result = f(&mut connection);
+        if let Err(err) = &result
+            && from_pool
+            && idempotent
+            && (err.is_io_error() || err.is_connection_dropped())
+        {
+            connection = self.connect()?;
+            result = f(&mut connection);
+        }
+        match &result {
+            Err(err) if err.is_io_error() || err.is_connection_dropped() => {}
+            _ => self
+                .pool
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(connection),
+        }
+        result.map_err(store_error)
+    }
+
+    fn connect(&self) -> Result<Connection, Error> {
+        self.client
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .map_err(store_error)
+    }
+
+    /// Reads the task `id` of `keys` with its version and remaining lifetime.
+    fn read(&self, keys: &Keys, id: &str) -> Result<Option<Read>, Error> {
+        let key = format!("{}{id}", keys.tasks);
+        let (fields, pttl): (Vec<Option<String>>, i64) = self.with(true, |connection| {
+            redis::pipe()
+                .cmd("HMGET")
+                .arg(&key)
+                .arg(&["v", "s", "b", "c", "u"])
+                .cmd("PTTL")
+                .arg(&key)
+                .query(connection)
+        })?;
+        let [
+            Some(version),
+            Some(status),
+            Some(body),
+            Some(created),
+            Some(updated),
+        ] = <[Option<String>; 5]>::try_from(fields).unwrap_or_default()
+        else {
+            return Ok(None);
+        };
+        let task = decode(id, &status, &created, &updated, &body)?;
+        let expires_in = u64::try_from(pttl).ok().map(Duration::from_millis);
+        Ok(Some(Read {
+            version,
+            task,
+            expires_in,
+        }))
+    }
+
+    /// Writes `task`, decided on `version`. `Ok(None)` if another writer came first.
+    fn commit(
+        &self,
+        keys: &Keys,
+        id: &str,
+        version: &str,
+        task: &AnyTask,
+        notify: bool,
+    ) -> Result<Option<AnyTask>, Error> {
+        let body = record::encode(task);
+        let status = task.status();
+        let reply: Vec<String> = self.with(false, |connection| {
+            self.commit
+                .key(format!("{}{id}", keys.tasks))
+                .key(&keys.index)
+                .key(&keys.counter)
+                .arg(version)
+                .arg(status.as_str())
+                .arg(&body)
+                .arg(task.ttl().map(|ttl| ttl.to_string()).unwrap_or_default())
+                .arg(if notify { "1" } else { "0" })
+                .arg(&self.channel)
+                .arg(&keys.tag)
+                .arg(id)
+                .invoke(connection)
+        })?;
+        match reply.first().map(String::as_str) {
+            Some("ok") if reply.len() == 3 => {
+                decode(id, status.as_str(), &reply[2], &reply[1], &body).map(Some)
+            }
+            Some("stale") => Ok(None),
+            Some("gone") => Err(not_found(id)),
+            Some("illegal") => {
+                let from = reply
+                    .get(1)
+                    .and_then(|status| status.parse().ok())
+                    .unwrap_or(TaskStatus::Completed);
+                Err(Error::IllegalTransition {
+                    task_id: id.to_owned(),
+                    from,
+                    to: status,
+                    message: format!(
+                        "task `{}` is `{from}` in the shared store; `{status}` cannot follow it",
+                        crate::error::shorten(id)
+                    ),
+                })
+            }
+            _ => Err(unexpected(&reply)),
+        }
+    }
+
+    /// Blocks until `check` answers for the task, it is gone, or the deadline or its
+    /// expiry passes. `check` gets the task as read; it may ask to read again at once.
+    fn wait_until<R>(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+        mut check: impl FnMut(&Keys, Read) -> Result<Check<R>, Error>,
+    ) -> Result<R, Error> {
+        let id = canonical(task_id)?;
+        let keys = self.keys(owner);
+        let started = Instant::now();
+        let deadline = timeout.map(|timeout| started + timeout);
+        let timed_out = || Error::Timeout {
+            task_id: task_id.to_owned(),
+            waited: started.elapsed(),
+        };
+        let registration = self.waiters.register(&format!("{}{id}", keys.tasks));
+        loop {
+            let mark = registration.mark(deadline).ok_or_else(timed_out)?;
+            let Some(read) = self.read(&keys, id)? else {
+                return Err(not_found(task_id));
+            };
+            let expires_in = read.expires_in;
+            match check(&keys, read)? {
+                Check::Done(answer) => return Ok(answer),
+                Check::Again => continue,
+                Check::Wait => {}
+            }
+            let until_deadline = match deadline {
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Err(timed_out()),
+                },
+                None => None,
+            };
+            let until_expiry = expires_in.map(|left| left.max(Duration::from_millis(1)));
+            registration.sleep(mark, until_expiry.into_iter().chain(until_deadline).min());
+        }
+    }
+}
+
+/// What a waiter's check makes of the task it read.
+enum Check<R> {
+    Done(R),
+    /// Read again at once (a write lost a race).
+    Again,
+    /// Sleep until the task changes.
+    Wait,
+}
+
+/// Only ids this store could have issued name keys: anything else is unknown.
+fn canonical(task_id: &str) -> Result<&str, Error> {
+    TaskId::parse_canonical_uuid(task_id)
+        .map(|_| task_id)
+        .ok_or_else(|| not_found(task_id))
+}
+
+fn decode(
+    id: &str,
+    status: &str,
+    created: &str,
+    updated: &str,
+    body: &str,
+) -> Result<AnyTask, Error> {
+    let millis = |text: &str| {
+        text.parse::<i64>()
+            .map_err(|_| Error::Store(format!("task `{id}` has a bad timestamp `{text}`")))
+    };
+    record::decode(id, status, millis(created)?, millis(updated)?, body)
+}
+
+fn unexpected(reply: &[String]) -> Error {
+    Error::Store(format!(
+        "unexpected reply from a script: {reply:?} (do all instances run the same version?)"
+    ))
+}
+
+impl Listener for Inner {
+    fn on_message(&self, payload: &str) {
+        let mut parts = payload.splitn(7, '\n');
+        let (Some(tag), Some(id), Some(notify)) = (parts.next(), parts.next(), parts.next()) else {
+            return;
+        };
+        self.waiters
+            .bump(&format!("{}:{{{tag}}}:t:{id}", self.prefix));
+        if notify != "1" || !self.notifier.has_subscribers() {
+            return;
+        }
+        let (Some(status), Some(created), Some(updated), Some(body)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return;
+        };
+        if let (Some(owner), Ok(task)) = (
+            owner_of_tag(tag),
+            decode(id, status, created, updated, body),
+        ) {
+            self.notifier.queue(&owner, &task);
+            self.notifier.deliver();
+        }
+    }
+
+    fn waiters(&self) -> &Waiters {
+        &self.waiters
+    }
+}
+
+impl RedisTaskStore {
+    /// A store on the Redis at `url` (`redis://host:port/db`, `rediss://…`,
+    /// `redis+unix:///path/to/redis.sock`), with the default prefix, [`TtlPolicy`] and
+    /// [`Limits`], and no suggested poll interval.
+    ///
+    /// # Errors
+    /// As for [`RedisStoreBuilder::build`].
+    pub fn open(url: &str) -> Result<Self, Error> {
+        Self::builder(url).build()
+    }
+
+    /// A builder for a store on the Redis at `url`.
+    pub fn builder(url: &str) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            url: url.to_owned(),
+            prefix: DEFAULT_PREFIX.to_owned(),
+            ttl: TtlPolicy::default(),
+            limits: Limits::default(),
+            poll_interval: None,
+        }
+    }
+
+    /// The current time on the Redis server's clock (the one every timestamp comes from).
+    ///
+    /// # Errors
+    /// [`Error::Store`] if Redis cannot be reached.
+    pub fn now(&self) -> Result<Timestamp, Error> {
+        let (seconds, micros): (i64, i64) = self
+            .inner
+            .with(true, |connection| redis::cmd("TIME").query(connection))?;
+        Ok(Timestamp::from_unix_millis(seconds * 1000 + micros / 1000))
+    }
+}
+
+impl TaskStore for RedisTaskStore {
+    fn ttl_policy(&self) -> TtlPolicy {
+        self.inner.ttl
+    }
+
+    fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error> {
+        let inner = &*self.inner;
+        let id = TaskId::random();
+        let text = id.to_string();
+        let keys = inner.keys(owner);
+        let ttl = inner.ttl.effective(request.ttl);
+        let poll_interval = request.poll_interval.or(inner.poll_interval);
+        let fresh = |at| {
+            Task::new(id.clone(), at)
+                .with_ttl(ttl)
+                .with_poll_interval(poll_interval)
+        };
+        let body = record::encode(&fresh(Timestamp::from_unix_millis(0)).into_any());
+        let request_id = serde_json::to_string(&request.request_id)
+            .map_err(|err| Error::Internal(err.to_string()))?;
+        let reply: Vec<String> = inner.with(false, |connection| {
+            inner
+                .create
+                .key(format!("{}{text}", keys.tasks))
+                .key(&keys.index)
+                .key(&keys.counter)
+                .arg(&text)
+                .arg(&body)
+                .arg(ttl.map(|ttl| ttl.to_string()).unwrap_or_default())
+                .arg(inner.per_owner.map(|n| n.to_string()).unwrap_or_default())
+                .arg(&request_id)
+                .arg(&request.method)
+                .invoke(connection)
+        })?;
+        match reply.first().map(String::as_str) {
+            Some("ok") => {
+                let now = reply
+                    .get(1)
+                    .and_then(|now| now.parse().ok())
+                    .ok_or_else(|| unexpected(&reply))?;
+                Ok(fresh(Timestamp::from_unix_millis(now)))
+            }
+            Some("limit") => Err(Error::LimitExceeded {
+                limit: inner.per_owner.unwrap_or(usize::MAX),
+                scope: LimitScope::PerOwner,
+            }),
+            _ => Err(unexpected(&reply)),
+        }
+    }
+
+    fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        let id = canonical(task_id)?;
+        let keys = self.inner.keys(owner);
+        let key = format!("{}{id}", keys.tasks);
+        let fields: Vec<Option<String>> = self.inner.with(true, |connection| {
+            redis::cmd("HMGET")
+                .arg(&key)
+                .arg(&["s", "b", "c", "u"])
+                .query(connection)
+        })?;
+        match <[Option<String>; 4]>::try_from(fields).unwrap_or_default() {
+            [Some(status), Some(body), Some(created), Some(updated)] => {
+                decode(id, &status, &created, &updated, &body)
+            }
+            _ => Err(not_found(task_id)),
+        }
+    }
+
+    fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
+        let id = canonical(task_id)?;
+        let keys = self.inner.keys(owner);
+        let key = format!("{}{id}", keys.tasks);
+        let (request_id, method): (Option<String>, Option<String>) =
+            self.inner.with(true, |connection| {
+                redis::cmd("HMGET")
+                    .arg(&key)
+                    .arg(&["r", "m"])
+                    .query(connection)
+            })?;
+        let (Some(request_id), Some(method)) = (request_id, method) else {
+            return Err(not_found(task_id));
+        };
+        let request_id: RequestId = serde_json::from_str(&request_id)
+            .map_err(|err| Error::Store(format!("task `{id}` has a bad request id: {err}")))?;
+        Ok(TaskOrigin {
+            request_id,
+            method: Arc::from(method),
+        })
+    }
+
+    fn list(
+        &self,
+        owner: &Owner,
+        cursor: Option<&str>,
+        page_size: usize,
+    ) -> Result<TaskPage, Error> {
+        let inner = &*self.inner;
+        let after = cursor
+            .map(|cursor| inner.cursors.decode(owner, cursor))
+            .transpose()?;
+        let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
+        let keys = inner.keys(owner);
+        let flat: Vec<String> = inner.with(true, |connection| {
+            inner
+                .list
+                .key(&keys.index)
+                .arg(&keys.tasks)
+                .arg(after.map(|seq| seq.to_string()).unwrap_or_default())
+                .arg(page_size + 1)
+                .invoke(connection)
+        })?;
+        let mut tasks = Vec::with_capacity(page_size.min(flat.len() / 6));
+        let mut last = None;
+        let mut more = false;
+        for row in flat.chunks(6) {
+            let [id, seq, status, body, created, updated] = row else {
+                return Err(unexpected(row));
+            };
+            if tasks.len() == page_size {
+                more = true;
+                break;
+            }
+            tasks.push(decode(id, status, created, updated, body)?);
+            last = Some(seq.parse::<u64>().map_err(|_| unexpected(row))?);
+        }
+        let next_cursor = match (more, last) {
+            (true, Some(seq)) => Some(inner.cursors.encode(owner, seq)),
+            _ => None,
+        };
+        Ok(TaskPage { tasks, next_cursor })
+    }
+
+    fn update(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
+        let inner = &*self.inner;
+        let id = canonical(task_id)?;
+        let keys = inner.keys(owner);
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(read) = inner.read(&keys, id)? else {
+                return Err(not_found(task_id));
+            };
+            let at = read.task.last_updated_at();
+            let (task, notify) = match update.clone().apply(read.task, at) {
+                Step::Changed(task) => (task, true),
+                Step::Quiet(task) => (task, false),
+                Step::Unchanged(task) => return Ok(task),
+                Step::Refused(_, error) => return Err(error),
+            };
+            if let Some(stored) = inner.commit(&keys, id, &read.version, &task, notify)? {
+                return Ok(stored);
+            }
+        }
+        Err(Error::Store(format!(
+            "task `{}` kept changing under {MAX_ATTEMPTS} attempts to update it: try again",
+            crate::error::shorten(task_id)
+        )))
+    }
+
+    fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        let inner = &*self.inner;
+        let id = canonical(task_id)?;
+        let keys = inner.keys(owner);
+        let fields: Vec<Option<String>> = inner.with(false, |connection| {
+            inner
+                .remove
+                .key(format!("{}{id}", keys.tasks))
+                .key(&keys.index)
+                .arg(id)
+                .arg(&inner.channel)
+                .arg(&keys.tag)
+                .invoke(connection)
+        })?;
+        match <[Option<String>; 4]>::try_from(fields) {
+            Ok([Some(status), Some(body), Some(created), Some(updated)]) => {
+                decode(id, &status, &created, &updated, &body)
+            }
+            _ => Err(not_found(task_id)),
+        }
+    }
+
+    fn wait(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<AnyTask, Error> {
+        self.inner.wait_until(owner, task_id, timeout, |_, read| {
+            Ok(if read.task.is_terminal() {
+                Check::Done(read.task)
+            } else {
+                Check::Wait
+            })
+        })
+    }
+
+    fn wait_for_input(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<InputResponses, Error> {
+        let inner = &*self.inner;
+        inner.wait_until(owner, task_id, timeout, |keys, read| {
+            let mut task = read.task;
+            match take_answers(&mut task, task_id) {
+                None => Ok(Check::Wait),
+                Some(Err(error)) => Err(error),
+                // The answers are taken only if nobody changed the task meanwhile.
+                Some(Ok(answers)) => Ok(
+                    match inner.commit(keys, task_id, &read.version, &task, false)? {
+                        Some(_) => Check::Done(answers),
+                        None => Check::Again,
+                    },
+                ),
+            }
+        })
+    }
+
+    fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
+        self.inner.notifier.subscribe(subscriber)
+    }
+
+    fn unsubscribe(&self, id: SubscriptionId) -> bool {
+        self.inner.notifier.unsubscribe(id)
+    }
+}
+
+impl fmt::Debug for RedisTaskStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisTaskStore")
+            .field("prefix", &self.inner.prefix)
+            .field("ttl", &self.inner.ttl)
+            .field("per_owner", &self.inner.per_owner)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_tags_round_trip_and_keep_owners_apart() {
+        for owner in [
+            Owner::anonymous(),
+            Owner::new(""),
+            Owner::new("alice"),
+            Owner::new("}{:*\n"),
+            Owner::new("ünï"),
+        ] {
+            let tag = owner_tag(&owner);
+            assert!(!tag.contains(['{', '}']), "{tag}");
+            assert_eq!(owner_of_tag(&tag), Some(owner));
+        }
+        assert_ne!(owner_tag(&Owner::anonymous()), owner_tag(&Owner::new("")));
+        assert_ne!(owner_tag(&Owner::new("a")), owner_tag(&Owner::new("b")));
+        assert_eq!(owner_of_tag("ozz"), None);
+    }
+}

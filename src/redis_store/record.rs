@@ -1,0 +1,250 @@
+//! The lossless stored form of a task: what a Redis hash keeps besides the fields its
+//! scripts read (status and timestamps, which only the server writes).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::any::AnyTask;
+use crate::clock::Timestamp;
+use crate::error::Error;
+use crate::id::TaskId;
+use crate::input::{InputRequests, InputState, Progress, WorkingData};
+use crate::jsonrpc::{JsonObject, JsonRpcError};
+use crate::millis::OptMillis;
+use crate::outcome::Outcome;
+use crate::status::{TaskState, TaskStatus};
+use crate::task::Task;
+
+/// Everything of a task but its id, status and timestamps, in short keys.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Record {
+    #[serde(rename = "m", default, skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
+    ttl: Option<u64>,
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    poll_interval: Option<u64>,
+    /// The requestor asked to cancel.
+    #[serde(rename = "x", default, skip_serializing_if = "is_false")]
+    cancel_requested: bool,
+    /// Every input key the task ever issued.
+    #[serde(rename = "k", default, skip_serializing_if = "BTreeSet::is_empty")]
+    issued: BTreeSet<String>,
+    /// Outstanding input requests, by wire key.
+    #[serde(rename = "q", default, skip_serializing_if = "Option::is_none")]
+    outstanding: Option<InputRequests>,
+    /// The handler's names of the wire keys.
+    #[serde(rename = "n", default, skip_serializing_if = "BTreeMap::is_empty")]
+    names: BTreeMap<String, String>,
+    /// Answers received and not yet taken, by wire key.
+    #[serde(rename = "a", default, skip_serializing_if = "BTreeMap::is_empty")]
+    answers: BTreeMap<String, JsonObject>,
+    #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
+    result: Option<JsonObject>,
+    #[serde(rename = "e", default, skip_serializing_if = "Option::is_none")]
+    error: Option<JsonRpcError>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_false(flag: &bool) -> bool {
+    !flag
+}
+
+/// The record of `task`, as JSON text.
+pub(crate) fn encode(task: &AnyTask) -> String {
+    let mut record = Record {
+        message: task.status_message().map(str::to_owned),
+        ttl: task.ttl(),
+        poll_interval: task.poll_interval(),
+        ..Record::default()
+    };
+    let mut progress = |p: &Progress| {
+        record.cancel_requested = p.cancel_requested;
+        record.issued = p.issued.clone();
+    };
+    match task {
+        AnyTask::Working(task) => {
+            if let Some(p) = task.data.progress() {
+                progress(p);
+            }
+        }
+        AnyTask::InputRequired(task) => {
+            progress(&task.data.progress);
+            record.outstanding = Some(task.data.outstanding.clone());
+            record.names = task.data.names.clone();
+            record.answers = task.data.answers.clone();
+        }
+        AnyTask::Completed(task) => set_outcome(&mut record, task.data.as_deref()),
+        AnyTask::Failed(task) => set_outcome(&mut record, task.data.as_deref()),
+        AnyTask::Cancelled(_) => {}
+    }
+    // A record of strings, numbers, booleans and JSON values always serializes.
+    serde_json::to_string(&record).unwrap_or_default()
+}
+
+fn set_outcome(record: &mut Record, outcome: Option<&Outcome>) {
+    match outcome {
+        Some(Outcome::Result(result)) => record.result = Some(result.clone()),
+        Some(Outcome::Error(error)) => record.error = Some(error.clone()),
+        None => {}
+    }
+}
+
+/// The task `id` from its stored parts.
+///
+/// # Errors
+/// [`Error::Store`] if the parts are not a task this crate wrote.
+pub(crate) fn decode(
+    id: &str,
+    status: &str,
+    created: i64,
+    updated: i64,
+    body: &str,
+) -> Result<AnyTask, Error> {
+    let corrupt = |what: String| Error::Store(format!("task `{id}` is unreadable: {what}"));
+    let status: TaskStatus = status.parse().map_err(|err| corrupt(format!("{err}")))?;
+    let record: Record = serde_json::from_str(body).map_err(|err| corrupt(err.to_string()))?;
+    let progress = Progress {
+        issued: record.issued,
+        cancel_requested: record.cancel_requested,
+    };
+    let outcome = match (record.result, record.error) {
+        (Some(result), None) => Some(Arc::new(Outcome::Result(result))),
+        (None, Some(error)) => Some(Arc::new(Outcome::Error(error))),
+        (None, None) => None,
+        (Some(_), Some(_)) => return Err(corrupt("both a result and an error".to_owned())),
+    };
+    let created_at = Timestamp::from_unix_millis(created);
+    let base = Base {
+        id: TaskId::from(id),
+        status_message: record.message.map(Arc::from),
+        created_at,
+        last_updated_at: Timestamp::from_unix_millis(updated.max(created)),
+        ttl: OptMillis::new(record.ttl),
+        poll_interval: OptMillis::new(record.poll_interval),
+    };
+    Ok(match status {
+        TaskStatus::Working => {
+            let fresh = progress == Progress::default();
+            base.with::<crate::status::Working>(WorkingData((!fresh).then(|| Arc::new(progress))))
+                .into_any()
+        }
+        TaskStatus::InputRequired => base
+            .with::<crate::status::InputRequired>(Arc::new(InputState {
+                outstanding: record.outstanding.unwrap_or_default(),
+                names: record.names,
+                answers: record.answers,
+                progress,
+            }))
+            .into_any(),
+        TaskStatus::Completed => base.with::<crate::status::Completed>(outcome).into_any(),
+        TaskStatus::Failed => base.with::<crate::status::Failed>(outcome).into_any(),
+        TaskStatus::Cancelled => base.with::<crate::status::Cancelled>(()).into_any(),
+    })
+}
+
+/// The fields every status has.
+struct Base {
+    id: TaskId,
+    status_message: Option<Arc<str>>,
+    created_at: Timestamp,
+    last_updated_at: Timestamp,
+    ttl: OptMillis,
+    poll_interval: OptMillis,
+}
+
+impl Base {
+    fn with<S: TaskState>(self, data: S::Data) -> Task<S> {
+        Task {
+            id: self.id,
+            status_message: self.status_message,
+            created_at: self.created_at,
+            last_updated_at: self.last_updated_at,
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+            data,
+            state: PhantomData,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::any::Transition;
+    use crate::input::InputRequest;
+    use crate::task::Change;
+    use serde_json::json;
+
+    fn round_trip(task: AnyTask) {
+        let body = encode(&task);
+        let back = decode(
+            &task.id().to_string(),
+            task.status().as_str(),
+            task.created_at().unix_millis(),
+            task.last_updated_at().unix_millis(),
+            &body,
+        )
+        .unwrap();
+        assert_eq!(back, task, "{body}");
+    }
+
+    #[test]
+    fn every_status_round_trips_with_its_data() {
+        let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
+        let new = || {
+            Task::new(TaskId::random(), t0)
+                .with_ttl(Some(60_000))
+                .with_poll_interval(Some(100))
+        };
+        round_trip(new().into_any());
+        let mut asked = new();
+        asked.request_cancel(t0.plus_millis(1));
+        round_trip(asked.clone().into_any());
+        let requests =
+            InputRequests::new().with("confirm", InputRequest::elicitation(JsonObject::new()));
+        let mut waiting = new().require_input(requests, Change::at(t0.plus_millis(2)));
+        let answer = json!({"action": "accept"}).as_object().cloned().unwrap();
+        waiting.answer([("confirm".to_owned(), answer)], t0.plus_millis(3));
+        round_trip(waiting.clone().into_any());
+        let again = waiting.resume(t0.plus_millis(4)).require_input(
+            InputRequests::new().with("confirm", InputRequest::elicitation(JsonObject::new())),
+            t0.plus_millis(5),
+        );
+        round_trip(again.into_any());
+        let result = json!({"content": [], "big": 1.0e300, "n": u64::MAX});
+        round_trip(
+            new()
+                .complete(result.as_object().cloned().unwrap(), t0.plus_millis(6))
+                .into_any(),
+        );
+        round_trip(
+            new()
+                .fail(
+                    Outcome::error(-32000, "boom"),
+                    Change::at(t0).with_message("x"),
+                )
+                .into_any(),
+        );
+        round_trip(new().cancel(t0.plus_millis(7)).into_any());
+        let any = AnyTask::from(asked)
+            .apply(Transition::Cancel, Change::at(t0.plus_millis(8)))
+            .unwrap();
+        round_trip(any);
+    }
+
+    #[test]
+    fn unreadable_parts_are_a_store_error() {
+        for (status, body) in [
+            ("done", "{}"),
+            ("working", "nope"),
+            ("completed", r#"{"r":{},"e":{"code":1,"message":"m"}}"#),
+        ] {
+            let err = decode("t", status, 0, 0, body).unwrap_err();
+            assert!(matches!(err, Error::Store(_)), "{status} {body}: {err}");
+        }
+    }
+}

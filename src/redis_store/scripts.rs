@@ -1,0 +1,184 @@
+//! The Lua scripts: every read-check-write of the Redis store is one of these, run
+//! atomically by the server.
+//!
+//! Conventions. Times are the server's (`TIME`), in milliseconds. Numbers passed back to
+//! `redis.call` go through `string.format('%.0f')` (Lua's default formatting keeps 14
+//! digits). A task hash holds `v` (version), `s` (status), `b` (the record: everything
+//! else, opaque to Lua), `c` and `u` (created and updated, written only here), `q`
+//! (creation sequence), `r` and `m` (the originating request id and method). The owner's
+//! index (a sorted set of ids by sequence) and sequence counter expire with the owner's
+//! last expiring task, and persist while one of its tasks has no expiry.
+
+/// Shared Lua helpers, prepended to the scripts that need them.
+const HELPERS: &str = r"
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function num(n)
+  return string.format('%.0f', n)
+end
+-- Keeps an owner's index or counter at least until `expires_at` (nil: forever). A key
+-- without expiry that is not `fresh` (just created) stays so: one of the owner's tasks
+-- has no expiry.
+local function keep(key, expires_at, fresh)
+  if expires_at == nil then
+    redis.call('PERSIST', key)
+    return
+  end
+  local current = redis.call('PEXPIRETIME', key)
+  if fresh or (current >= 0 and current < expires_at) then
+    redis.call('PEXPIREAT', key, num(expires_at))
+  end
+end
+";
+
+/// Creates a task.
+///
+/// KEYS: task, index, counter. ARGV: id, record, ttl (`''` = unlimited), per-owner limit
+/// (`''` = none), request id (JSON), method.
+/// Returns (as strings) `{'ok', now}`, `{'limit', count}` or `{'exists'}`.
+pub(crate) const CREATE: &str = r"
+local limit = tonumber(ARGV[4])
+if limit then
+  local count = redis.call('ZCARD', KEYS[2])
+  if count >= limit then
+    -- Forget index entries of tasks that expired or were removed, then count again.
+    local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1])
+    for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+      if redis.call('EXISTS', prefix .. id) == 0 then
+        redis.call('ZREM', KEYS[2], id)
+      end
+    end
+    count = redis.call('ZCARD', KEYS[2])
+    if count >= limit then
+      return {'limit', tostring(count)}
+    end
+  end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {'exists'}
+end
+local now = now_ms()
+local fresh_index = redis.call('EXISTS', KEYS[2]) == 0
+local fresh_counter = redis.call('EXISTS', KEYS[3]) == 0
+-- Sequence numbers grow with time, so they keep growing if the counter expired.
+local last = tonumber(redis.call('GET', KEYS[3]) or '0')
+local seq = math.max(last + 1, now)
+redis.call('SET', KEYS[3], num(seq), 'KEEPTTL')
+redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', num(now),
+  'u', num(now), 'q', num(seq), 'r', ARGV[5], 'm', ARGV[6])
+redis.call('ZADD', KEYS[2], num(seq), ARGV[1])
+local ttl = tonumber(ARGV[3])
+if ttl then
+  redis.call('PEXPIREAT', KEYS[1], num(now + ttl))
+  keep(KEYS[2], now + ttl, fresh_index)
+  keep(KEYS[3], now + ttl, fresh_counter)
+else
+  keep(KEYS[2], nil, fresh_index)
+  keep(KEYS[3], nil, fresh_counter)
+end
+return {'ok', num(now)}
+";
+
+/// Writes a task decided by the caller on version `v`, if it is still at `v` and the move
+/// is one the spec's table allows; publishes the change in the same step.
+///
+/// KEYS: task, index, counter. ARGV: version, status, record, ttl (`''` = unlimited),
+/// notify (`'1'` when the wire-visible task changed), channel, owner tag, id.
+/// Returns (as strings) `{'ok', updated, created}`, `{'gone'}`, `{'stale'}` or `{'illegal', status}`.
+pub(crate) const COMMIT: &str = r"
+local current = redis.call('HMGET', KEYS[1], 'v', 's', 'c', 'u')
+if not current[1] then
+  return {'gone'}
+end
+if current[1] ~= ARGV[1] then
+  return {'stale'}
+end
+local from, to = current[2], ARGV[2]
+local allowed = {
+  ['working>input_required'] = true, ['working>completed'] = true,
+  ['working>failed'] = true, ['working>cancelled'] = true,
+  ['input_required>working'] = true, ['input_required>completed'] = true,
+  ['input_required>failed'] = true, ['input_required>cancelled'] = true,
+}
+if from ~= to and not allowed[from .. '>' .. to] then
+  return {'illegal', from}
+end
+local created = tonumber(current[3])
+local updated = math.max(tonumber(current[4]), now_ms())
+redis.call('HSET', KEYS[1], 'v', num(tonumber(current[1]) + 1), 's', to, 'b', ARGV[3],
+  'u', num(updated))
+local ttl = tonumber(ARGV[4])
+if ttl then
+  redis.call('PEXPIREAT', KEYS[1], num(created + ttl))
+  keep(KEYS[2], created + ttl, false)
+  keep(KEYS[3], created + ttl, false)
+else
+  redis.call('PERSIST', KEYS[1])
+  keep(KEYS[2], nil, false)
+  keep(KEYS[3], nil, false)
+end
+local event = ARGV[7] .. '\n' .. ARGV[8] .. '\n' .. ARGV[5]
+if ARGV[5] == '1' then
+  event = event .. '\n' .. to .. '\n' .. num(created) .. '\n' .. num(updated) .. '\n' .. ARGV[3]
+end
+redis.call('PUBLISH', ARGV[6], event)
+return {'ok', num(updated), num(created)}
+";
+
+/// Removes a task and publishes it.
+///
+/// KEYS: task, index. ARGV: id, channel, owner tag.
+/// Returns `{status, record, created, updated}` or `{}` if there is no such task.
+pub(crate) const REMOVE: &str = r"
+local fields = redis.call('HMGET', KEYS[1], 's', 'b', 'c', 'u')
+if not fields[1] then
+  return {}
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. ARGV[1] .. '\n0')
+return fields
+";
+
+/// One page of an owner's tasks after a sequence number, forgetting index entries of
+/// tasks that are gone.
+///
+/// KEYS: index. ARGV: task key prefix, after (`''` = from the start), count.
+/// Returns a flat array: id, sequence, status, record, created, updated; per task.
+pub(crate) const LIST: &str = r"
+local want = tonumber(ARGV[3])
+local start = '-inf'
+if ARGV[2] ~= '' then
+  start = '(' .. ARGV[2]
+end
+local out = {}
+local found = 0
+while found < want do
+  local batch = redis.call('ZRANGEBYSCORE', KEYS[1], start, '+inf', 'WITHSCORES',
+    'LIMIT', 0, want - found)
+  if #batch == 0 then
+    break
+  end
+  for i = 1, #batch, 2 do
+    local id, seq = batch[i], batch[i + 1]
+    local fields = redis.call('HMGET', ARGV[1] .. id, 's', 'b', 'c', 'u')
+    if fields[1] then
+      for _, value in ipairs({id, seq, fields[1], fields[2], fields[3], fields[4]}) do
+        table.insert(out, value)
+      end
+      found = found + 1
+    else
+      redis.call('ZREM', KEYS[1], id)
+    end
+    start = '(' .. seq
+  end
+end
+return out
+";
+
+/// The source of a script with the helpers it uses.
+pub(crate) fn source(script: &str) -> String {
+    format!("{HELPERS}\n{script}")
+}
