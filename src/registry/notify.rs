@@ -18,7 +18,7 @@ pub struct StatusChange {
     pub task: AnyTask,
 }
 
-/// Identifies a subscription, for [`TaskRegistry::unsubscribe`](crate::TaskRegistry::unsubscribe).
+/// Identifies a subscription, for [`TaskStore::unsubscribe`](crate::TaskStore::unsubscribe).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SubscriptionId(u64);
 
@@ -66,7 +66,7 @@ impl Notifier {
     /// Queues a change. Called inside the registry's critical section; costs nothing
     /// without subscribers.
     pub(crate) fn queue(&self, owner: &Owner, task: &AnyTask) {
-        if self.count.load(Ordering::SeqCst) == 0 {
+        if !self.has_subscribers() {
             return;
         }
         let change = StatusChange {
@@ -83,7 +83,7 @@ impl Notifier {
     /// Delivers queued changes. Called after the registry's lock is released. If another
     /// thread is delivering, it will also deliver what this thread queued.
     pub(crate) fn deliver(&self) {
-        if self.count.load(Ordering::SeqCst) == 0 {
+        if !self.has_subscribers() {
             return;
         }
         while !self.pending().is_empty() {
