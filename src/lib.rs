@@ -63,8 +63,11 @@
 //!   [`Dispatcher`](protocol::Dispatcher) that answers `tasks/*`.
 //! - [`ext`]: the 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`), the second
 //!   dialect over the same core, with its [`ExtDispatcher`](ext::ExtDispatcher).
-//! - [`TaskRegistry`]: the store, with owners, TTLs, cursors, typed [`TaskHandle`]s and
-//!   blocking waits.
+//! - [`TaskStore`]: the one store surface (create, get, update by id, list, wait), over
+//!   which the dispatchers, typed [`TaskHandle`]s and servers are written once. Two
+//!   backends: [`TaskRegistry`], in process, with owners, TTLs, cursors and blocking
+//!   waits; and, with the `redis` feature, `RedisTaskStore`, shared by several server
+//!   instances (see the `redis_store` module for its guarantees and how to run Redis).
 //! - [`Error`]: every refusal, with its JSON-RPC code.
 //!
 //! # Task ids
@@ -92,7 +95,7 @@
 //! chosen by owner, each behind one mutex; each operation on a task is one critical
 //! section of its shard, so a cancellation and a completion racing on one task cannot both
 //! win: the first terminal status stays, and a cancelled task never gains a result.
-//! Different requestors rarely share a lock. [`TaskRegistry::wait`] sleeps on a per-task
+//! Different requestors rarely share a lock. [`TaskRegistry`]'s `wait` sleeps on a per-task
 //! condition variable (no polling, no lost wakeup). No user code (the clock, subscribers)
 //! runs under a lock; subscribers are called in the order of each task's changes, and a
 //! panicking one is contained. A [`TaskHandle`] dropped before its task finished (a handler
