@@ -35,6 +35,12 @@
 //!   subscription *before* it reads the task, so no change is missed; if the subscriber's
 //!   connection drops, every waiter reads again after it reconnects; every wait is bounded
 //!   by its timeout and by the task's expiry.
+//! - **Subscribers** ([`TaskStore::subscribe`]) of every instance see the changes made on
+//!   any instance, in order, from the moment [`RedisStoreBuilder::build`] returns. Pub/sub
+//!   delivers at most once: changes published while an instance's subscriber connection
+//!   is down (until it reconnects, with backoff up to a second) reach its waiters, which
+//!   read again, but not its subscribers. Status notifications are advisory in MCP
+//!   (requestors poll `tasks/get`), so a missed one delays nobody.
 //!
 //! # Operating Redis for it
 //! - Use `maxmemory-policy noeviction`: an evicted task would silently vanish. With it, a
@@ -166,7 +172,7 @@ impl RedisStoreBuilder {
     }
 
     /// Connects, agrees on the cursor secret with the other instances, and starts the
-    /// subscriber thread.
+    /// subscriber thread; returns once its subscription is confirmed.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] for a bad URL, prefix or TTL policy; [`Error::Store`] if
@@ -226,6 +232,13 @@ impl RedisStoreBuilder {
             .name("mcp-tasks-redis".into())
             .spawn(move || waiters::run(&client, &channel, &weak))
             .map_err(|err| Error::Store(format!("cannot start the subscriber thread: {err}")))?;
+        // Subscribers registered right after `build` must see every change from then on.
+        if !inner.waiters.wait_live(Duration::from_secs(5)) {
+            return Err(Error::Store(format!(
+                "could not subscribe to `{}` within 5 s",
+                inner.channel
+            )));
+        }
         Ok(RedisTaskStore { inner })
     }
 }

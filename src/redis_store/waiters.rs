@@ -86,6 +86,16 @@ impl Waiters {
         }
     }
 
+    /// Waits up to `timeout` for a confirmed subscription; returns whether there is one.
+    pub(crate) fn wait_live(&self, timeout: Duration) -> bool {
+        let state = lock(&self.state);
+        let (state, _) = self
+            .link
+            .wait_timeout_while(state, timeout, |state| !state.live)
+            .unwrap_or_else(PoisonError::into_inner);
+        state.live
+    }
+
     /// The subscription is confirmed: waiters may read.
     pub(crate) fn up(&self) {
         lock(&self.state).live = true;
