@@ -1,0 +1,1680 @@
+//! One behavioural suite of the [`TaskStore`] trait, written once over any store and run
+//! against every backend: the in-process [`TaskRegistry`] always, and the shared
+//! `RedisTaskStore` with the `redis` feature (each test on its own `redis-server`, started
+//! by `support/redis.rs`; without `redis-server` on `PATH` those tests say `SKIPPED` and
+//! pass).
+//!
+//! Each test is a generic function over a [`Backend`] that builds stores with a given
+//! policy; the `suite!` macro instantiates every one of them per backend (`memory::…`,
+//! `redis::…`). Every blocking call is bounded (a wait timeout, or a join with a deadline)
+//! so that a bug fails a test instead of hanging the suite.
+
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use mcp_tasks::jsonrpc::INTERNAL_ERROR;
+use mcp_tasks::{
+    AnyTask, Error, InputRequest, InputRequests, JsonObject, LimitScope, Limits, Outcome, Owner,
+    RequestId, StatusChange, TaskOrigin, TaskRegistry, TaskRequest, TaskStatus, TaskStore,
+    Timestamp, TtlPolicy,
+};
+use serde_json::{Value, json};
+
+#[cfg(feature = "redis")]
+#[path = "support/redis.rs"]
+mod redis_server;
+
+/// The timeout of every wait that is expected to end by an event: never reached when the
+/// store works.
+const BOUND: Duration = Duration::from_secs(30);
+
+/// How soon an event must end such a wait (much less than [`BOUND`], so that a lost wakeup
+/// cannot hide behind a waiter that times out and looks again).
+const WAKE: Duration = Duration::from_secs(5);
+
+// ---------------------------------------------------------------------------------------
+// Backends
+// ---------------------------------------------------------------------------------------
+
+/// How a test wants its store.
+#[derive(Debug, Clone, Copy)]
+struct Config {
+    ttl: TtlPolicy,
+    limits: Limits,
+    poll_interval: Option<u64>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            ttl: TtlPolicy::new(Some(60_000)).with_max(600_000),
+            limits: Limits::none(),
+            poll_interval: None,
+        }
+    }
+}
+
+/// Builds stores of one backend. Each call is a new, empty store.
+trait Backend {
+    type Store: TaskStore + Clone + 'static;
+
+    fn store(&self, config: Config) -> Self::Store;
+
+    fn default_store(&self) -> Self::Store {
+        self.store(Config::default())
+    }
+}
+
+/// The in-process registry.
+struct Memory;
+
+impl Backend for Memory {
+    type Store = TaskRegistry;
+
+    fn store(&self, config: Config) -> TaskRegistry {
+        TaskRegistry::builder()
+            .ttl_policy(config.ttl)
+            .limits(config.limits)
+            .poll_interval(config.poll_interval)
+            .build()
+            .expect("a valid registry configuration")
+    }
+}
+
+/// `RedisTaskStore` on a private server; each store is a fresh key prefix on it.
+#[cfg(feature = "redis")]
+struct Redis {
+    server: redis_server::RedisServer,
+}
+
+#[cfg(feature = "redis")]
+impl Redis {
+    fn start() -> Option<Redis> {
+        redis_server::RedisServer::start().map(|server| Redis { server })
+    }
+}
+
+#[cfg(feature = "redis")]
+impl Backend for Redis {
+    type Store = mcp_tasks::RedisTaskStore;
+
+    fn store(&self, config: Config) -> mcp_tasks::RedisTaskStore {
+        mcp_tasks::RedisTaskStore::builder(&self.server.url())
+            .prefix(format!("suite-{}", uuid::Uuid::new_v4().simple()))
+            .ttl_policy(config.ttl)
+            .limits(config.limits)
+            .poll_interval(config.poll_interval)
+            .build()
+            .expect("a RedisTaskStore on the test server")
+    }
+}
+
+/// Instantiates every test of the suite for one backend, in a module of its own.
+macro_rules! suite {
+    ($module:ident, $backend:expr) => {
+        mod $module {
+            suite!(@tests $backend;
+                create_and_get_round_trip,
+                ttl_and_poll_interval_come_from_the_policy,
+                other_owners_see_the_error_of_an_unknown_id,
+                update_status_follows_the_transition_table,
+                the_first_terminal_state_wins,
+                a_cancelled_task_never_gains_a_result,
+                a_handler_gets_input_answered_from_another_thread,
+                a_dropped_unfinished_handle_fails_its_task,
+                request_cancel_wakes_the_handler_waiting_for_input,
+                wait_blocks_until_another_thread_finishes_the_task,
+                wait_ends_with_cancel_and_remove,
+                wait_times_out,
+                wait_on_an_expiring_task_returns_not_found,
+                set_ttl_is_bounded_by_the_policy_and_moves_the_expiry,
+                keyset_pagination_never_skips_or_repeats,
+                cursors_are_bound_to_owner_and_store,
+                the_per_owner_limit_refuses_and_creates_nothing,
+                subscribers_see_status_changes_in_order,
+                unsubscribed_and_panicking_subscribers,
+                origin_returns_the_request_id_and_method,
+                last_updated_at_moves_forward_from_created_at,
+                racing_cancel_and_result_have_one_winner,
+                a_shared_dyn_store_is_a_store,
+            );
+        }
+    };
+    (@tests $backend:expr; $($test:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                if let Some(backend) = $backend {
+                    super::$test(&backend);
+                }
+            }
+        )+
+    };
+}
+
+suite!(memory, Some(super::Memory));
+
+#[cfg(feature = "redis")]
+suite!(redis, super::Redis::start());
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------
+
+fn obj(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+fn tool_result(text: &str) -> JsonObject {
+    obj(json!({"content": [{"type": "text", "text": text}]}))
+}
+
+fn error_result(text: &str) -> JsonObject {
+    obj(json!({"content": [{"type": "text", "text": text}], "isError": true}))
+}
+
+fn ask(message: &str) -> InputRequest {
+    InputRequest::elicitation(obj(json!({"mode": "form", "message": message,
+        "requestedSchema": {"type": "object", "properties": {}}})))
+}
+
+fn accept(answer: &str) -> Value {
+    json!({"action": "accept", "content": {"answer": answer}})
+}
+
+fn req(n: i64) -> TaskRequest {
+    TaskRequest::new(n, "tools/call")
+}
+
+fn ms(millis: u64) -> Duration {
+    Duration::from_millis(millis)
+}
+
+fn alice() -> Owner {
+    Owner::new("alice")
+}
+
+fn bob() -> Owner {
+    Owner::new("bob")
+}
+
+/// Creates a task for `owner` by id; returns its id.
+fn new_task<S: TaskStore>(store: &S, owner: &Owner) -> String {
+    store
+        .insert(owner, req(1))
+        .expect("insert a task")
+        .id()
+        .to_string()
+}
+
+fn input_keys(task: &AnyTask) -> Vec<String> {
+    task.input_requests()
+        .map(|requests| requests.iter().map(|(key, _)| key.to_owned()).collect())
+        .unwrap_or_default()
+}
+
+fn ids(tasks: &[AnyTask]) -> Vec<String> {
+    tasks.iter().map(|task| task.id().to_string()).collect()
+}
+
+#[track_caller]
+fn assert_not_found<T: Debug>(result: Result<T, Error>, id: &str, what: &str) {
+    match result {
+        Err(err @ Error::TaskNotFound { .. }) => {
+            assert_eq!(err.code(), -32602, "{what}");
+            let Error::TaskNotFound { task_id } = err else {
+                unreachable!()
+            };
+            assert_eq!(task_id, id, "{what}: the error names the id asked for");
+        }
+        other => panic!("{what}: expected TaskNotFound for `{id}`, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn assert_invalid_params<T: Debug>(result: Result<T, Error>, what: &str) {
+    match result {
+        Err(err @ Error::InvalidParams { .. }) => assert_eq!(err.code(), -32602, "{what}"),
+        other => panic!("{what}: expected InvalidParams, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn assert_cancelled<T: Debug>(result: Result<T, Error>, id: &str, what: &str) {
+    match result {
+        Err(err @ Error::TaskCancelled { .. }) => {
+            assert_eq!(err.code(), -32602, "{what}");
+            assert_eq!(err.to_jsonrpc().data.unwrap()["taskId"], id, "{what}");
+        }
+        other => panic!("{what}: expected TaskCancelled, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn assert_illegal<T: Debug>(result: Result<T, Error>, from: TaskStatus, to: TaskStatus) {
+    match result {
+        Err(
+            err @ Error::IllegalTransition {
+                from: was,
+                to: wanted,
+                ..
+            },
+        ) => {
+            assert_eq!((was, wanted), (from, to));
+            assert_eq!(err.code(), -32602);
+        }
+        other => panic!("expected IllegalTransition {from} → {to}, got {other:?}"),
+    }
+}
+
+/// `AlreadyTerminal`, holding the task as it is stored; returns that task.
+#[track_caller]
+fn assert_already_terminal<T: Debug>(result: Result<T, Error>, stored: &AnyTask) -> AnyTask {
+    match result {
+        Err(err @ Error::AlreadyTerminal { .. }) => {
+            assert_eq!(err.code(), -32602);
+            let data = err.to_jsonrpc().data.expect("data with the task");
+            assert_eq!(data["taskId"], stored.id().to_string());
+            assert_eq!(data["status"], json!(stored.status()));
+            let Error::AlreadyTerminal { task } = err else {
+                unreachable!()
+            };
+            assert_eq!(*task, *stored, "the error holds the task as stored");
+            *task
+        }
+        other => panic!("expected AlreadyTerminal, got {other:?}"),
+    }
+}
+
+/// Joins `handle`, failing the test if the thread is still running after `limit`.
+#[track_caller]
+fn join_within<T>(handle: JoinHandle<T>, limit: Duration, what: &str) -> T {
+    let started = Instant::now();
+    while !handle.is_finished() {
+        assert!(
+            started.elapsed() < limit,
+            "{what}: still blocked after {limit:?}"
+        );
+        thread::sleep(ms(1));
+    }
+    match handle.join() {
+        Ok(value) => value,
+        Err(_) => panic!("{what}: the thread panicked"),
+    }
+}
+
+/// Waits (bounded) until `done` holds; fails the test otherwise.
+#[track_caller]
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < WAKE, "{what}: not within {WAKE:?}");
+        thread::sleep(ms(2));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Creating and reading
+// ---------------------------------------------------------------------------------------
+
+fn create_and_get_round_trip<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let before = Timestamp::now().unix_millis();
+    let task = store.insert(&owner, req(7)).unwrap();
+    let after = Timestamp::now().unix_millis();
+    let id = task.id().to_string();
+
+    assert_eq!(task.status(), TaskStatus::Working);
+    assert_eq!(task.status_message(), None);
+    assert_eq!(task.created_at(), task.last_updated_at());
+    // The store's clock (the Redis server's) is this machine's: within a second of ours.
+    let created = task.created_at().unix_millis();
+    assert!(
+        (before - 1_000..=after + 1_000).contains(&created),
+        "createdAt {created} is not near the time of the call ({before}..{after})"
+    );
+    let uuid = task.id().as_uuid().expect("the id is a UUID");
+    assert_eq!(uuid.get_version_num(), 4, "ids are random UUID v4: {id}");
+
+    let stored = store.get(&owner, &id).unwrap();
+    assert_eq!(
+        stored,
+        task.clone().into_any(),
+        "get returns the task as created"
+    );
+    assert_eq!(
+        serde_json::to_value(&stored).unwrap(),
+        serde_json::to_value(task.clone().into_any()).unwrap(),
+        "and the same wire form"
+    );
+    match store.result(&owner, &id) {
+        Err(err @ Error::NotFinished { .. }) => {
+            assert_eq!(err.code(), -32602);
+            assert!(
+                matches!(err, Error::NotFinished { status: TaskStatus::Working, ref task_id } if *task_id == id)
+            );
+        }
+        other => panic!("the result of a working task: {other:?}"),
+    }
+
+    // Fresh ids, and each task reads back as itself.
+    let mut seen = HashSet::from([id.clone()]);
+    for n in 0..5 {
+        let other = store.insert(&owner, req(n)).unwrap();
+        assert!(seen.insert(other.id().to_string()), "a repeated id");
+        assert_eq!(
+            store.get(&owner, &other.id().to_string()).unwrap(),
+            other.into_any()
+        );
+    }
+    // Unknown ids, well-formed or not, are not found.
+    let unknown = uuid::Uuid::new_v4().to_string();
+    assert_not_found(store.get(&owner, &unknown), &unknown, "an unknown uuid");
+    assert_not_found(store.get(&owner, "not-a-task"), "not-a-task", "garbage");
+    assert_not_found(store.get(&owner, ""), "", "an empty id");
+    assert_eq!(
+        store.get(&owner, &id).unwrap(),
+        stored,
+        "nothing changed it"
+    );
+}
+
+fn ttl_and_poll_interval_come_from_the_policy<B: Backend>(backend: &B) {
+    let store = backend.store(Config {
+        ttl: TtlPolicy::new(Some(60_000)).with_max(600_000),
+        poll_interval: Some(500),
+        ..Config::default()
+    });
+    assert_eq!(
+        store.ttl_policy(),
+        TtlPolicy::new(Some(60_000)).with_max(600_000)
+    );
+    let owner = alice();
+    let cases = [
+        (None, None, Some(60_000), Some(500)),
+        (Some(120_000), Some(42), Some(120_000), Some(42)),
+        (Some(1_000_000_000), None, Some(600_000), Some(500)),
+        (Some(5), Some(1), Some(1_000), Some(1)),
+    ];
+    for (ttl, poll, want_ttl, want_poll) in cases {
+        let request = req(1).with_ttl(ttl).with_poll_interval(poll);
+        let task = store.insert(&owner, request).unwrap();
+        assert_eq!(task.ttl(), want_ttl, "requested ttl {ttl:?}");
+        assert_eq!(task.poll_interval(), want_poll, "requested poll {poll:?}");
+        let stored = store.get(&owner, &task.id().to_string()).unwrap();
+        assert_eq!(stored.ttl(), want_ttl, "stored ttl for {ttl:?}");
+        assert_eq!(stored.poll_interval(), want_poll);
+        let wire = serde_json::to_value(&stored).unwrap();
+        assert_eq!(wire["ttl"], json!(want_ttl));
+        assert_eq!(
+            stored.expires_at(),
+            want_ttl.map(|ttl| stored.created_at().plus_millis(ttl))
+        );
+    }
+    // No default poll interval: none unless asked.
+    let plain = backend.default_store();
+    let task = plain.insert(&owner, req(1)).unwrap();
+    assert_eq!(task.poll_interval(), None);
+    let wire = serde_json::to_value(plain.get(&owner, &task.id().to_string()).unwrap()).unwrap();
+    assert!(wire.get("pollInterval").is_none(), "{wire}");
+    // Unlimited retention where the policy allows it.
+    let open = backend.store(Config {
+        ttl: TtlPolicy::new(None).with_unlimited_allowed(true),
+        ..Config::default()
+    });
+    let forever = open.insert(&owner, req(1)).unwrap();
+    assert_eq!(forever.ttl(), None);
+    let stored = open.get(&owner, &forever.id().to_string()).unwrap();
+    assert_eq!(stored.ttl(), None);
+    assert_eq!(serde_json::to_value(&stored).unwrap()["ttl"], Value::Null);
+}
+
+fn other_owners_see_the_error_of_an_unknown_id<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let (handle, created) = store.create(&owner, req(1)).unwrap();
+    let waiting = handle
+        .require_input(InputRequests::new().with("confirm", ask("ok?")))
+        .unwrap();
+    let id = created.id().to_string();
+    let before = store.get(&owner, &id).unwrap();
+
+    for stranger in [
+        bob(),
+        Owner::anonymous(),
+        Owner::new(""),
+        Owner::new("alice "),
+    ] {
+        let who = format!("{stranger:?}");
+        let started = Instant::now();
+        assert_not_found(store.get(&stranger, &id), &id, &format!("get by {who}"));
+        assert_not_found(store.origin(&stranger, &id), &id, "origin");
+        assert_not_found(store.result(&stranger, &id), &id, "result");
+        assert_not_found(store.cancel(&stranger, &id, None), &id, "cancel");
+        assert_not_found(
+            store.update_status(&stranger, &id, TaskStatus::Working, None),
+            &id,
+            "update_status",
+        );
+        assert_not_found(
+            store.store_result(
+                &stranger,
+                &id,
+                TaskStatus::Completed,
+                Outcome::Result(tool_result("stolen")),
+            ),
+            &id,
+            "store_result",
+        );
+        assert_not_found(
+            store.respond(&stranger, &id, obj(json!({"confirm": accept("x")}))),
+            &id,
+            "respond",
+        );
+        assert_not_found(store.request_cancel(&stranger, &id), &id, "request_cancel");
+        assert_not_found(store.set_ttl(&stranger, &id, Some(5_000)), &id, "set_ttl");
+        assert_not_found(
+            store.set_poll_interval(&stranger, &id, Some(1)),
+            &id,
+            "set_poll_interval",
+        );
+        assert_not_found(store.remove(&stranger, &id), &id, "remove");
+        // Not a timeout: the task does not exist for them.
+        assert_not_found(store.wait(&stranger, &id, Some(BOUND)), &id, "wait");
+        assert_not_found(
+            store.wait_for_input(&stranger, &id, Some(BOUND)),
+            &id,
+            "wait_for_input",
+        );
+        assert!(
+            started.elapsed() < WAKE,
+            "refusals are immediate, not timeouts"
+        );
+        let page = store.list(&stranger, None, 100).unwrap();
+        assert!(
+            !ids(&page.tasks).contains(&id),
+            "{who} lists alice's task: {page:?}"
+        );
+    }
+    // Alice's task is exactly as it was: nothing leaked through.
+    assert_eq!(store.get(&owner, &id).unwrap(), before);
+    assert_eq!(
+        ids(&store.list(&owner, None, 100).unwrap().tasks),
+        std::slice::from_ref(&id)
+    );
+
+    // Anonymous tasks are visible to anonymous callers only.
+    let anonymous = new_task(&store, &Owner::anonymous());
+    assert_eq!(
+        store.get(&Owner::anonymous(), &anonymous).unwrap().status(),
+        TaskStatus::Working
+    );
+    assert_not_found(store.get(&owner, &anonymous), &anonymous, "alice");
+    assert_not_found(store.get(&Owner::new(""), &anonymous), &anonymous, "\"\"");
+    assert_eq!(
+        ids(&store.list(&Owner::anonymous(), None, 100).unwrap().tasks),
+        [anonymous]
+    );
+    drop(waiting.cancel().unwrap());
+}
+
+// ---------------------------------------------------------------------------------------
+// Transitions by id
+// ---------------------------------------------------------------------------------------
+
+fn update_status_follows_the_transition_table<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let id = new_task(&store, &owner);
+
+    let waiting = store
+        .update_status(
+            &owner,
+            &id,
+            TaskStatus::InputRequired,
+            Some("need a name".into()),
+        )
+        .unwrap();
+    assert_eq!(waiting.status(), TaskStatus::InputRequired);
+    assert_eq!(waiting.status_message(), Some("need a name"));
+    assert_eq!(store.get(&owner, &id).unwrap(), waiting);
+
+    // A terminal status needs a result: refused before the store, nothing changes.
+    for terminal in [TaskStatus::Completed, TaskStatus::Failed] {
+        assert_invalid_params(
+            store.update_status(&owner, &id, terminal, None),
+            "a terminal status without a result",
+        );
+    }
+    assert_eq!(store.get(&owner, &id).unwrap(), waiting);
+
+    // The same status with a new message updates the message.
+    let noted = store
+        .update_status(
+            &owner,
+            &id,
+            TaskStatus::InputRequired,
+            Some("still need a name".into()),
+        )
+        .unwrap();
+    assert_eq!(noted.status(), TaskStatus::InputRequired);
+    assert_eq!(noted.status_message(), Some("still need a name"));
+
+    let working = store
+        .update_status(&owner, &id, TaskStatus::Working, Some("thanks".into()))
+        .unwrap();
+    assert_eq!(working.status(), TaskStatus::Working);
+    assert_eq!(working.status_message(), Some("thanks"));
+    assert_eq!(store.get(&owner, &id).unwrap(), working);
+
+    let cancelled = store
+        .update_status(&owner, &id, TaskStatus::Cancelled, Some("stop".into()))
+        .unwrap();
+    assert_eq!(cancelled.status(), TaskStatus::Cancelled);
+    assert_eq!(cancelled.status_message(), Some("stop"));
+    assert_eq!(cancelled.outcome(), None);
+
+    // Nothing moves a cancelled task.
+    for status in [TaskStatus::Working, TaskStatus::InputRequired] {
+        assert_cancelled(
+            store.update_status(&owner, &id, status, None),
+            &id,
+            "update_status after cancel",
+        );
+    }
+    assert_eq!(store.get(&owner, &id).unwrap(), cancelled);
+}
+
+fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+
+    // Malformed results are refused before the store looks at the task.
+    let id = new_task(&store, &owner);
+    let before = store.get(&owner, &id).unwrap();
+    let malformed = [
+        (TaskStatus::Completed, Outcome::error(-32000, "boom")),
+        (TaskStatus::Completed, Outcome::Result(error_result("bad"))),
+        (TaskStatus::Failed, Outcome::Result(tool_result("fine"))),
+        (TaskStatus::Working, Outcome::Result(tool_result("x"))),
+        (TaskStatus::Cancelled, Outcome::Result(tool_result("x"))),
+    ];
+    for (status, outcome) in malformed {
+        assert_invalid_params(
+            store.store_result(&owner, &id, status, outcome.clone()),
+            &format!("{status} with {outcome:?}"),
+        );
+    }
+    assert_eq!(store.get(&owner, &id).unwrap(), before, "nothing stored");
+
+    // Completed first: every later terminal move is refused, the result stays.
+    let done = store
+        .store_result(
+            &owner,
+            &id,
+            TaskStatus::Completed,
+            Outcome::Result(tool_result("42")),
+        )
+        .unwrap();
+    assert_eq!(done.status(), TaskStatus::Completed);
+    assert_eq!(done.outcome(), Some(&Outcome::Result(tool_result("42"))));
+    assert_eq!(store.get(&owner, &id).unwrap(), done);
+    assert_eq!(store.result(&owner, &id).unwrap(), done);
+    assert_illegal(
+        store.store_result(
+            &owner,
+            &id,
+            TaskStatus::Completed,
+            Outcome::Result(tool_result("43")),
+        ),
+        TaskStatus::Completed,
+        TaskStatus::Completed,
+    );
+    assert_illegal(
+        store.store_result(
+            &owner,
+            &id,
+            TaskStatus::Failed,
+            Outcome::error(-32000, "late"),
+        ),
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+    );
+    assert_illegal(
+        store.update_status(&owner, &id, TaskStatus::Working, None),
+        TaskStatus::Completed,
+        TaskStatus::Working,
+    );
+    assert_already_terminal(store.cancel(&owner, &id, Some("too late".into())), &done);
+    assert_illegal(
+        store.update_status(&owner, &id, TaskStatus::Cancelled, None),
+        TaskStatus::Completed,
+        TaskStatus::Cancelled,
+    );
+    assert_eq!(store.get(&owner, &id).unwrap(), done, "the result stays");
+
+    // Failed first: the error outcome stays.
+    let id = new_task(&store, &owner);
+    let failed = store
+        .store_result(
+            &owner,
+            &id,
+            TaskStatus::Failed,
+            Outcome::error(-32000, "disk full"),
+        )
+        .unwrap();
+    assert_eq!(failed.status(), TaskStatus::Failed);
+    assert_eq!(failed.outcome(), Some(&Outcome::error(-32000, "disk full")));
+    assert_already_terminal(store.cancel(&owner, &id, None), &failed);
+    assert_illegal(
+        store.store_result(
+            &owner,
+            &id,
+            TaskStatus::Completed,
+            Outcome::Result(tool_result("recovered")),
+        ),
+        TaskStatus::Failed,
+        TaskStatus::Completed,
+    );
+    assert_eq!(store.result(&owner, &id).unwrap(), failed);
+
+    // A failing tool result (`isError`) is stored as `failed`, as it is.
+    let id = new_task(&store, &owner);
+    let failed = store
+        .store_result(
+            &owner,
+            &id,
+            TaskStatus::Failed,
+            Outcome::Result(error_result("no such file")),
+        )
+        .unwrap();
+    assert_eq!(
+        store.get(&owner, &id).unwrap().outcome(),
+        Some(&Outcome::Result(error_result("no such file")))
+    );
+    assert_eq!(store.get(&owner, &id).unwrap(), failed);
+}
+
+fn a_cancelled_task_never_gains_a_result<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let id = new_task(&store, &owner);
+    let cancelled = store
+        .cancel(&owner, &id, Some("the user gave up".into()))
+        .unwrap();
+    assert_eq!(cancelled.status(), TaskStatus::Cancelled);
+    assert_eq!(cancelled.status_message(), Some("the user gave up"));
+    let stored = store.get(&owner, &id).unwrap();
+    assert_eq!(stored, cancelled.clone().into_any());
+
+    assert_cancelled(
+        store.store_result(
+            &owner,
+            &id,
+            TaskStatus::Completed,
+            Outcome::Result(tool_result("late")),
+        ),
+        &id,
+        "a late result",
+    );
+    assert_cancelled(
+        store.store_result(
+            &owner,
+            &id,
+            TaskStatus::Failed,
+            Outcome::error(-32000, "late"),
+        ),
+        &id,
+        "a late failure",
+    );
+    let again = assert_already_terminal(store.cancel(&owner, &id, None), &stored);
+    assert_eq!(again.status(), TaskStatus::Cancelled);
+    let now = store.get(&owner, &id).unwrap();
+    assert_eq!(now, stored, "still cancelled, without an outcome");
+    assert_eq!(now.outcome(), None);
+
+    // The same through a typed handle: the handler's late result is refused.
+    let (handle, task) = store.create(&owner, req(2)).unwrap();
+    let id = task.id().to_string();
+    let _ = store.cancel(&owner, &id, None).unwrap();
+    assert_eq!(handle.current_status(), Some(TaskStatus::Cancelled));
+    assert_cancelled(
+        handle.complete(tool_result("late")),
+        &id,
+        "a handle's late result",
+    );
+    let now = store.get(&owner, &id).unwrap();
+    assert_eq!(now.status(), TaskStatus::Cancelled);
+    assert_eq!(now.outcome(), None);
+}
+
+// ---------------------------------------------------------------------------------------
+// Typed handles
+// ---------------------------------------------------------------------------------------
+
+fn a_handler_gets_input_answered_from_another_thread<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let (handle, created) = store.create(&owner, req(3)).unwrap();
+    let id = created.id().to_string();
+    assert_eq!(handle.id(), created.id());
+    assert_eq!(handle.owner(), &owner);
+    assert_eq!(handle.current_status(), Some(TaskStatus::Working));
+
+    let question = InputRequests::new().with("confirm", ask("Proceed?"));
+    let waiting = handle
+        .with_message("waiting for confirmation")
+        .require_input(question.clone())
+        .unwrap();
+    let now = store.get(&owner, &id).unwrap();
+    assert_eq!(now.status(), TaskStatus::InputRequired);
+    assert_eq!(now.status_message(), Some("waiting for confirmation"));
+    assert_eq!(now.input_requests(), Some(&question));
+    assert!(matches!(
+        store.result(&owner, &id),
+        Err(Error::NotFinished {
+            status: TaskStatus::InputRequired,
+            ..
+        })
+    ));
+
+    let handler = thread::spawn(move || -> Result<_, Error> {
+        let answers = waiting.wait_for_input(Some(BOUND))?;
+        let working = waiting.resume()?;
+        let answer = answers.get("confirm").expect("the answer")["content"]["answer"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned();
+        let done = working.complete(tool_result(&answer))?;
+        Ok((answers, done))
+    });
+    thread::sleep(ms(50));
+    assert!(!handler.is_finished(), "the handler waits for its answer");
+    assert_eq!(
+        store.get(&owner, &id).unwrap().status(),
+        TaskStatus::InputRequired
+    );
+
+    // An answer to an unknown key changes nothing and does not wake the handler.
+    let unchanged = store
+        .respond(&owner, &id, obj(json!({"other": accept("no")})))
+        .unwrap();
+    assert_eq!(input_keys(&unchanged), ["confirm"]);
+    thread::sleep(ms(30));
+    assert!(!handler.is_finished(), "an unknown key is no answer");
+
+    let responder = {
+        let store = store.clone();
+        let owner = owner.clone();
+        let id = id.clone();
+        thread::spawn(move || store.respond(&owner, &id, obj(json!({"confirm": accept("yes")}))))
+    };
+    let responded = join_within(responder, WAKE, "respond").unwrap();
+    assert_eq!(responded.id().to_string(), id);
+
+    let (answers, done) = join_within(handler, WAKE, "the handler").unwrap();
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers.get("confirm").unwrap(), &obj(accept("yes")));
+    assert_eq!(done.status(), TaskStatus::Completed);
+    let finished = store.wait(&owner, &id, Some(BOUND)).unwrap();
+    assert_eq!(finished.status(), TaskStatus::Completed);
+    assert_eq!(
+        finished.outcome(),
+        Some(&Outcome::Result(tool_result("yes")))
+    );
+    assert_eq!(finished, done.into_any());
+}
+
+fn a_dropped_unfinished_handle_fails_its_task<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let dropped_with = |id: &str| {
+        let task = store.get(&owner, id).unwrap();
+        assert_eq!(task.status(), TaskStatus::Failed, "{task:?}");
+        let error = task
+            .outcome()
+            .and_then(Outcome::as_error)
+            .expect("a JSON-RPC error outcome");
+        assert_eq!(error.code, INTERNAL_ERROR);
+        assert_eq!(INTERNAL_ERROR, -32603);
+    };
+
+    let (handle, task) = store.create(&owner, req(1)).unwrap();
+    drop(handle);
+    dropped_with(&task.id().to_string());
+
+    let (handle, task) = store.create(&owner, req(2)).unwrap();
+    let waiting = handle
+        .require_input(InputRequests::new().with("x", ask("x?")))
+        .unwrap();
+    drop(waiting);
+    dropped_with(&task.id().to_string());
+
+    // A handler that panics drops its handle while unwinding.
+    let (handle, task) = store.create(&owner, req(3)).unwrap();
+    let panicked = thread::spawn(move || {
+        let _handle = handle;
+        panic!("a handler bug (expected by the test)");
+    })
+    .join();
+    assert!(panicked.is_err());
+    dropped_with(&task.id().to_string());
+
+    // A finished handle leaves its result alone; a detached one leaves the task working.
+    let (handle, task) = store.create(&owner, req(4)).unwrap();
+    let done = handle.complete(tool_result("ok")).unwrap();
+    assert_eq!(
+        store.get(&owner, &task.id().to_string()).unwrap(),
+        done.into_any()
+    );
+    let (handle, task) = store.create(&owner, req(5)).unwrap();
+    assert_eq!(handle.detach(), *task.id());
+    assert_eq!(
+        store.get(&owner, &task.id().to_string()).unwrap(),
+        task.into_any()
+    );
+}
+
+fn request_cancel_wakes_the_handler_waiting_for_input<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let (handle, task) = store.create(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+    assert!(!handle.cancel_requested());
+    let waiting = handle
+        .require_input(InputRequests::new().with("confirm", ask("sure?")))
+        .unwrap();
+    let waiter = thread::spawn(move || {
+        let answers = waiting.wait_for_input(Some(BOUND));
+        (waiting, answers)
+    });
+    thread::sleep(ms(50));
+    assert!(!waiter.is_finished(), "the handler waits");
+    let acknowledged = store.request_cancel(&owner, &id).unwrap();
+    assert_eq!(
+        acknowledged.status(),
+        TaskStatus::InputRequired,
+        "cooperative: the status does not change"
+    );
+    assert!(acknowledged.cancel_requested());
+    let (waiting, answers) = join_within(waiter, WAKE, "wait_for_input");
+    match answers {
+        Err(err @ Error::CancelRequested { .. }) => {
+            assert_eq!(err.code(), -32603);
+            assert!(matches!(err, Error::CancelRequested { ref task_id } if *task_id == id));
+        }
+        other => panic!("expected CancelRequested, got {other:?}"),
+    }
+    let stored = store.get(&owner, &id).unwrap();
+    assert_eq!(stored.status(), TaskStatus::InputRequired);
+    assert!(stored.cancel_requested());
+    assert!(waiting.cancel_requested());
+    let cancelled = waiting.cancel().unwrap();
+    assert_eq!(cancelled.status(), TaskStatus::Cancelled);
+    // A finished task acknowledges a cancel request unchanged.
+    let before = store.get(&owner, &id).unwrap();
+    assert_eq!(store.request_cancel(&owner, &id).unwrap(), before);
+    assert_eq!(store.get(&owner, &id).unwrap(), before);
+
+    // On a working task the flag is set; the handler sees it; the status stays.
+    let (handle, task) = store.create(&owner, req(2)).unwrap();
+    let flagged = store
+        .request_cancel(&owner, &task.id().to_string())
+        .unwrap();
+    assert_eq!(flagged.status(), TaskStatus::Working);
+    assert!(handle.cancel_requested());
+    let done = handle.complete(tool_result("finished anyway")).unwrap();
+    assert_eq!(done.status(), TaskStatus::Completed);
+}
+
+// ---------------------------------------------------------------------------------------
+// Blocking waits
+// ---------------------------------------------------------------------------------------
+
+fn wait_blocks_until_another_thread_finishes_the_task<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let id = new_task(&store, &owner);
+    let waiter = {
+        let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
+        thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
+    };
+    thread::sleep(ms(100));
+    assert!(!waiter.is_finished(), "wait blocks while the task works");
+    let finisher = {
+        let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
+        thread::spawn(move || {
+            store.store_result(
+                &owner,
+                &id,
+                TaskStatus::Completed,
+                Outcome::Result(tool_result("done")),
+            )
+        })
+    };
+    let finished = join_within(finisher, WAKE, "store_result").unwrap();
+    let waited = join_within(waiter, WAKE, "the waiter").unwrap();
+    assert_eq!(waited.status(), TaskStatus::Completed);
+    assert_eq!(
+        waited.outcome(),
+        Some(&Outcome::Result(tool_result("done")))
+    );
+    assert_eq!(waited, finished);
+
+    // A finished task is returned at once.
+    let started = Instant::now();
+    assert_eq!(store.wait(&owner, &id, Some(BOUND)).unwrap(), finished);
+    assert_eq!(store.wait(&owner, &id, None).unwrap(), finished);
+    assert!(started.elapsed() < WAKE);
+
+    // Several waiters on one task all wake.
+    let id = new_task(&store, &owner);
+    let waiters: Vec<_> = (0..4)
+        .map(|_| {
+            let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
+            thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
+        })
+        .collect();
+    thread::sleep(ms(50));
+    let failed = store
+        .store_result(
+            &owner,
+            &id,
+            TaskStatus::Failed,
+            Outcome::error(-32000, "broken"),
+        )
+        .unwrap();
+    for waiter in waiters {
+        assert_eq!(join_within(waiter, WAKE, "a waiter").unwrap(), failed);
+    }
+}
+
+fn wait_ends_with_cancel_and_remove<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let spawn_waiter = |id: &str| {
+        let (store, owner, id) = (store.clone(), owner.clone(), id.to_owned());
+        thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
+    };
+
+    let first = new_task(&store, &owner);
+    let waiter = spawn_waiter(&first);
+    thread::sleep(ms(50));
+    let cancelled = store.cancel(&owner, &first, Some("stop".into())).unwrap();
+    let waited = join_within(waiter, WAKE, "a waiter on a cancelled task").unwrap();
+    assert_eq!(waited, cancelled.into_any());
+
+    let id = new_task(&store, &owner);
+    let waiter = spawn_waiter(&id);
+    thread::sleep(ms(50));
+    let removed = store.remove(&owner, &id).unwrap();
+    assert_eq!(removed.id().to_string(), id);
+    assert_eq!(removed.status(), TaskStatus::Working);
+    assert_not_found(
+        join_within(waiter, WAKE, "a waiter on a removed task"),
+        &id,
+        "wait on a removed task",
+    );
+    assert_not_found(store.get(&owner, &id), &id, "get after remove");
+    assert_not_found(store.remove(&owner, &id), &id, "remove twice");
+    assert_eq!(
+        ids(&store.list(&owner, None, 100).unwrap().tasks),
+        [first],
+        "the removed task is not listed"
+    );
+}
+
+fn wait_times_out<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let id = new_task(&store, &owner);
+    let started = Instant::now();
+    match store.wait(&owner, &id, Some(ms(200))) {
+        Err(err @ Error::Timeout { .. }) => {
+            let elapsed = started.elapsed();
+            assert_eq!(err.code(), -32603);
+            let Error::Timeout { task_id, waited } = err else {
+                unreachable!()
+            };
+            assert_eq!(task_id, id);
+            assert!(waited >= ms(200), "waited {waited:?}");
+            assert!(
+                elapsed >= ms(200) && elapsed < WAKE,
+                "returned after {elapsed:?}"
+            );
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert_eq!(
+        store.get(&owner, &id).unwrap().status(),
+        TaskStatus::Working
+    );
+
+    // wait_for_input too.
+    let (handle, _) = store.create(&owner, req(2)).unwrap();
+    let waiting = handle
+        .require_input(InputRequests::new().with("q", ask("q?")))
+        .unwrap();
+    let started = Instant::now();
+    assert!(
+        matches!(
+            waiting.wait_for_input(Some(ms(150))),
+            Err(Error::Timeout { .. })
+        ),
+        "wait_for_input without an answer times out"
+    );
+    let elapsed = started.elapsed();
+    assert!(elapsed >= ms(150) && elapsed < WAKE, "{elapsed:?}");
+    drop(waiting.cancel().unwrap());
+}
+
+fn wait_on_an_expiring_task_returns_not_found<B: Backend>(backend: &B) {
+    let store = backend.store(Config {
+        ttl: TtlPolicy::new(Some(300)).with_min(50).with_max(600_000),
+        ..Config::default()
+    });
+    let owner = alice();
+    let task = store.insert(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+    assert_eq!(task.ttl(), Some(300));
+    let kept = new_task(&store, &owner);
+    store.set_ttl(&owner, &kept, Some(60_000)).unwrap();
+
+    let started = Instant::now();
+    assert_not_found(
+        store.wait(&owner, &id, Some(BOUND)),
+        &id,
+        "wait on an expiring task",
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= ms(250),
+        "the waiter returned after {elapsed:?}, before the 300 ms TTL ran out"
+    );
+    assert!(
+        elapsed < WAKE,
+        "the waiter returned after {elapsed:?}, long after expiry"
+    );
+    assert_not_found(store.get(&owner, &id), &id, "get after expiry");
+    assert_not_found(store.cancel(&owner, &id, None), &id, "cancel after expiry");
+    let listed = ids(&store.list(&owner, None, 100).unwrap().tasks);
+    assert_eq!(
+        listed,
+        std::slice::from_ref(&kept),
+        "the expired task is not listed"
+    );
+    assert_eq!(
+        store.get(&owner, &kept).unwrap().status(),
+        TaskStatus::Working
+    );
+}
+
+fn set_ttl_is_bounded_by_the_policy_and_moves_the_expiry<B: Backend>(backend: &B) {
+    let policy = TtlPolicy::new(Some(60_000)).with_min(100).with_max(600_000);
+    let store = backend.store(Config {
+        ttl: policy,
+        ..Config::default()
+    });
+    let owner = alice();
+    let id = new_task(&store, &owner);
+    let cases = [
+        (Some(120_000), Some(120_000)),
+        (Some(1_000_000_000), Some(600_000)),
+        (Some(1), Some(100)),
+        (None, Some(600_000)),
+        (Some(90_000), Some(90_000)),
+    ];
+    for (ask_for, want) in cases {
+        assert_eq!(policy.bound(ask_for), want);
+        let task = store.set_ttl(&owner, &id, ask_for).unwrap();
+        assert_eq!(task.ttl(), want, "set_ttl({ask_for:?})");
+        assert_eq!(store.get(&owner, &id).unwrap().ttl(), want);
+    }
+    let poll = store.set_poll_interval(&owner, &id, Some(1_234)).unwrap();
+    assert_eq!(poll.poll_interval(), Some(1_234));
+    assert_eq!(store.get(&owner, &id).unwrap().poll_interval(), Some(1_234));
+
+    // A shorter TTL ends the task sooner (counted from creation); a longer one keeps it.
+    let shortened = new_task(&store, &owner);
+    let extended = store
+        .insert(&owner, req(2).with_ttl(Some(300)))
+        .unwrap()
+        .id()
+        .to_string();
+    assert_eq!(
+        store.set_ttl(&owner, &shortened, Some(200)).unwrap().ttl(),
+        Some(200)
+    );
+    assert_eq!(
+        store
+            .set_ttl(&owner, &extended, Some(60_000))
+            .unwrap()
+            .ttl(),
+        Some(60_000)
+    );
+    thread::sleep(ms(700));
+    assert_not_found(
+        store.get(&owner, &shortened),
+        &shortened,
+        "a task past its shortened TTL",
+    );
+    assert_eq!(store.get(&owner, &extended).unwrap().ttl(), Some(60_000));
+    // A TTL that ended already (shorter than the task's age) removes it.
+    assert_not_found(
+        store
+            .set_ttl(&owner, &id, Some(100))
+            .and_then(|_| store.get(&owner, &id)),
+        &id,
+        "a task whose new TTL ended before now",
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Listing
+// ---------------------------------------------------------------------------------------
+
+fn keyset_pagination_never_skips_or_repeats<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let mut created = Vec::new();
+    for n in 0..5 {
+        created.push(store.insert(&owner, req(n)).unwrap().id().to_string());
+        if n == 1 {
+            new_task(&store, &bob());
+        }
+        // Distinct creation times: "oldest first" is then one order.
+        thread::sleep(ms(3));
+    }
+    let all = store.list(&owner, None, 100).unwrap();
+    assert_eq!(ids(&all.tasks), created, "oldest first, only alice's");
+    assert_eq!(all.next_cursor, None, "no cursor on the last page");
+    let created_at: Vec<_> = all.tasks.iter().map(AnyTask::created_at).collect();
+    assert!(created_at.windows(2).all(|pair| pair[0] < pair[1]));
+
+    let first = store.list(&owner, None, 2).unwrap();
+    assert_eq!(ids(&first.tasks), created[..2]);
+    let cursor = first.next_cursor.expect("a cursor: more tasks follow");
+    // The cursor's own task and a later one go away between pages.
+    store.remove(&owner, &created[1]).unwrap();
+    store.remove(&owner, &created[3]).unwrap();
+    let second = store.list(&owner, Some(&cursor), 2).unwrap();
+    assert_eq!(
+        ids(&second.tasks),
+        [created[2].clone(), created[4].clone()],
+        "no task skipped or repeated"
+    );
+    assert_eq!(second.next_cursor, None, "nothing follows");
+    // A cursor is a position, not a session: it can be used again.
+    assert_eq!(store.list(&owner, Some(&cursor), 2).unwrap(), second);
+
+    // Page size 1 walks the rest one by one; 0 is raised to 1, a huge one is clamped.
+    let mut walked = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store.list(&owner, cursor.as_deref(), 0).unwrap();
+        assert_eq!(page.tasks.len(), 1);
+        walked.extend(ids(&page.tasks));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(
+        walked,
+        [created[0].clone(), created[2].clone(), created[4].clone()]
+    );
+    assert_eq!(
+        ids(&store.list(&owner, None, usize::MAX).unwrap().tasks),
+        walked
+    );
+    // An owner without tasks gets an empty last page.
+    let empty = store.list(&Owner::new("carol"), None, 10).unwrap();
+    assert!(empty.tasks.is_empty());
+    assert_eq!(empty.next_cursor, None);
+}
+
+fn cursors_are_bound_to_owner_and_store<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    for n in 0..3 {
+        let _ = store.insert(&owner, req(n)).unwrap();
+        let _ = store.insert(&bob(), req(n)).unwrap();
+    }
+    let cursor = store
+        .list(&owner, None, 1)
+        .unwrap()
+        .next_cursor
+        .expect("a cursor");
+    let refused = |who: &Owner, cursor: &str, what: &str| match store.list(who, Some(cursor), 10) {
+        Err(err @ Error::InvalidCursor { .. }) => assert_eq!(err.code(), -32602, "{what}"),
+        other => panic!("{what}: expected InvalidCursor, got {other:?}"),
+    };
+    refused(&bob(), &cursor, "alice's cursor used by bob");
+    refused(
+        &Owner::anonymous(),
+        &cursor,
+        "alice's cursor used anonymously",
+    );
+    refused(&owner, "", "an empty cursor");
+    refused(&owner, "garbage", "a made-up cursor");
+    // One character changed anywhere: refused.
+    for index in [0, cursor.len() / 2, cursor.len() - 1] {
+        let mut forged: Vec<char> = cursor.chars().collect();
+        forged[index] = if forged[index] == '0' { '1' } else { '0' };
+        let forged: String = forged.into_iter().collect();
+        refused(&owner, &forged, &format!("a cursor changed at {index}"));
+    }
+    // Another store (another registry, another Redis prefix) did not issue it.
+    let other = backend.default_store();
+    let _ = other.insert(&owner, req(9)).unwrap();
+    match other.list(&owner, Some(&cursor), 10) {
+        Err(Error::InvalidCursor { .. }) => {}
+        other => panic!("a cursor of another store: expected InvalidCursor, got {other:?}"),
+    }
+    // The genuine cursor still works.
+    assert_eq!(
+        store.list(&owner, Some(&cursor), 10).unwrap().tasks.len(),
+        2
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Limits
+// ---------------------------------------------------------------------------------------
+
+fn the_per_owner_limit_refuses_and_creates_nothing<B: Backend>(backend: &B) {
+    let store = backend.store(Config {
+        limits: Limits {
+            per_owner: Some(3),
+            total: None,
+        },
+        ..Config::default()
+    });
+    let owner = alice();
+    let mut mine: Vec<String> = (0..3).map(|_| new_task(&store, &owner)).collect();
+    let check_refused = |result: Result<String, Error>| match result {
+        Err(err @ Error::LimitExceeded { .. }) => {
+            assert_eq!(err.code(), -32603);
+            assert!(matches!(
+                err,
+                Error::LimitExceeded {
+                    limit: 3,
+                    scope: LimitScope::PerOwner
+                }
+            ));
+        }
+        other => panic!("expected LimitExceeded, got {other:?}"),
+    };
+    check_refused(store.insert(&owner, req(4)).map(|t| t.id().to_string()));
+    check_refused(store.create(&owner, req(5)).map(|(handle, task)| {
+        drop(handle.detach());
+        task.id().to_string()
+    }));
+    assert_eq!(
+        ids(&store.list(&owner, None, 100).unwrap().tasks),
+        mine,
+        "nothing was created"
+    );
+    // Finished tasks still count until they are gone.
+    store
+        .store_result(
+            &owner,
+            &mine[0],
+            TaskStatus::Completed,
+            Outcome::Result(tool_result("ok")),
+        )
+        .unwrap();
+    check_refused(store.insert(&owner, req(6)).map(|t| t.id().to_string()));
+    // Other owners have their own allowance.
+    for _ in 0..3 {
+        new_task(&store, &bob());
+    }
+    new_task(&store, &Owner::anonymous());
+    // A removed task frees its place.
+    store.remove(&owner, &mine[1]).unwrap();
+    mine.remove(1);
+    mine.push(new_task(&store, &owner));
+    check_refused(store.insert(&owner, req(7)).map(|t| t.id().to_string()));
+    assert_eq!(ids(&store.list(&owner, None, 100).unwrap().tasks), mine);
+}
+
+// ---------------------------------------------------------------------------------------
+// Subscribers
+// ---------------------------------------------------------------------------------------
+
+type Seen = Arc<Mutex<Vec<StatusChange>>>;
+
+fn recorder<S: TaskStore>(store: &S) -> (Seen, mcp_tasks::SubscriptionId) {
+    let seen: Seen = Arc::default();
+    let sink = Arc::clone(&seen);
+    let id = store.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
+    (seen, id)
+}
+
+fn changes_of(seen: &Seen, id: &str) -> Vec<StatusChange> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|change| change.task.id().to_string() == id)
+        .cloned()
+        .collect()
+}
+
+fn subscribers_see_status_changes_in_order<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let (seen, _) = recorder(&store);
+    let owner = alice();
+    let id = new_task(&store, &owner);
+    store
+        .update_status(&owner, &id, TaskStatus::InputRequired, Some("q".into()))
+        .unwrap();
+    // Not on the wire: no notification.
+    store.request_cancel(&owner, &id).unwrap();
+    store
+        .update_status(&owner, &id, TaskStatus::Working, Some("back".into()))
+        .unwrap();
+    let done = store
+        .store_result(
+            &owner,
+            &id,
+            TaskStatus::Completed,
+            Outcome::Result(tool_result("r")),
+        )
+        .unwrap();
+    let bobs = new_task(&store, &bob());
+    let bob_cancelled = store.cancel(&bob(), &bobs, Some("bye".into())).unwrap();
+
+    eventually("the completion reaches the subscriber", || {
+        changes_of(&seen, &id)
+            .iter()
+            .any(|change| change.task.status() == TaskStatus::Completed)
+    });
+    let mine = changes_of(&seen, &id);
+    let summary: Vec<_> = mine
+        .iter()
+        .map(|change| (change.task.status(), change.task.status_message()))
+        .collect();
+    assert_eq!(
+        summary[..2],
+        [
+            (TaskStatus::InputRequired, Some("q")),
+            (TaskStatus::Working, Some("back")),
+        ],
+        "no creation event, no event for the quiet cancel request, in order: {summary:?}"
+    );
+    assert_eq!(summary.len(), 3, "{summary:?}");
+    assert!(mine.iter().all(|change| change.owner == owner));
+    assert_eq!(mine[2].task, done, "the subscriber sees the task as stored");
+
+    eventually("bob's cancellation reaches the subscriber", || {
+        !changes_of(&seen, &bobs).is_empty()
+    });
+    let theirs = changes_of(&seen, &bobs);
+    assert_eq!(theirs.len(), 1);
+    assert_eq!(theirs[0].owner, bob(), "the change names its owner");
+    assert_eq!(theirs[0].task, bob_cancelled.into_any());
+
+    // A handle's transitions are told too.
+    let (handle, task) = store.create(&owner, req(9)).unwrap();
+    let id = task.id().to_string();
+    let waiting = handle
+        .require_input(InputRequests::new().with("k", ask("k?")))
+        .unwrap();
+    drop(waiting.cancel().unwrap());
+    eventually("the handle's cancel reaches the subscriber", || {
+        changes_of(&seen, &id)
+            .iter()
+            .any(|change| change.task.status() == TaskStatus::Cancelled)
+    });
+    let statuses: Vec<_> = changes_of(&seen, &id)
+        .iter()
+        .map(|change| change.task.status())
+        .collect();
+    assert_eq!(statuses, [TaskStatus::InputRequired, TaskStatus::Cancelled]);
+}
+
+fn unsubscribed_and_panicking_subscribers<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let panicky = {
+        let calls = Arc::clone(&calls);
+        store.subscribe(move |_| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            panic!("a subscriber bug (expected by the test)");
+        })
+    };
+    let (gone, gone_id) = recorder(&store);
+    let (kept, _) = recorder(&store);
+    let owner = alice();
+
+    let first = new_task(&store, &owner);
+    store
+        .update_status(&owner, &first, TaskStatus::InputRequired, None)
+        .unwrap();
+    eventually("both recorders see the first change", || {
+        changes_of(&gone, &first).len() == 1 && changes_of(&kept, &first).len() == 1
+    });
+    assert!(store.unsubscribe(gone_id));
+    assert!(!store.unsubscribe(gone_id), "already unsubscribed");
+
+    let second = new_task(&store, &owner);
+    let _ = store.cancel(&owner, &second, None).unwrap();
+    eventually("the kept recorder sees the second change", || {
+        changes_of(&kept, &second).len() == 1
+    });
+    thread::sleep(ms(100));
+    assert!(
+        changes_of(&gone, &second).is_empty(),
+        "an unsubscribed subscriber is not called"
+    );
+    // The panicking subscriber stopped neither the store nor the others, and kept its
+    // registration.
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert!(store.unsubscribe(panicky));
+    assert_eq!(
+        store.get(&owner, &second).unwrap().status(),
+        TaskStatus::Cancelled
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Origin and timestamps
+// ---------------------------------------------------------------------------------------
+
+fn origin_returns_the_request_id_and_method<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let numbered = store
+        .insert(&owner, TaskRequest::new(42, "tools/call"))
+        .unwrap();
+    let named = store
+        .insert(&owner, TaskRequest::new("req-7", "sampling/createMessage"))
+        .unwrap();
+    let negative = store
+        .insert(&owner, TaskRequest::new(-1, "elicitation/create"))
+        .unwrap();
+    let cases = [
+        (numbered.id(), RequestId::Number(42), "tools/call"),
+        (
+            named.id(),
+            RequestId::String("req-7".into()),
+            "sampling/createMessage",
+        ),
+        (negative.id(), RequestId::Number(-1), "elicitation/create"),
+    ];
+    for (id, request_id, method) in cases {
+        let id = id.to_string();
+        let origin = store.origin(&owner, &id).unwrap();
+        assert_eq!(
+            origin,
+            TaskOrigin {
+                request_id,
+                method: method.into()
+            }
+        );
+        // Still known once the task is finished.
+        let _ = store.cancel(&owner, &id, None).unwrap();
+        assert_eq!(store.origin(&owner, &id).unwrap(), origin);
+    }
+    let id = numbered.id().to_string();
+    assert_not_found(store.origin(&bob(), &id), &id, "another owner's origin");
+    store.remove(&owner, &id).unwrap();
+    assert_not_found(store.origin(&owner, &id), &id, "a removed task's origin");
+}
+
+fn last_updated_at_moves_forward_from_created_at<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let task = store.insert(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+    let created = task.created_at();
+    assert_eq!(task.last_updated_at(), created);
+    let mut last = created;
+    let mut step = |what: &str, task: AnyTask, strictly: bool| {
+        assert_eq!(task.created_at(), created, "{what}: createdAt never moves");
+        assert!(
+            task.last_updated_at() >= created,
+            "{what}: lastUpdatedAt before createdAt"
+        );
+        if strictly {
+            assert!(
+                task.last_updated_at() > last,
+                "{what}: lastUpdatedAt did not move forward ({:?} after {last:?})",
+                task.last_updated_at()
+            );
+        } else {
+            assert!(task.last_updated_at() >= last, "{what}: moved backwards");
+        }
+        last = task.last_updated_at();
+    };
+    thread::sleep(ms(5));
+    step(
+        "update_status",
+        store
+            .update_status(&owner, &id, TaskStatus::InputRequired, Some("?".into()))
+            .unwrap(),
+        true,
+    );
+    thread::sleep(ms(5));
+    step(
+        "request_cancel",
+        store.request_cancel(&owner, &id).unwrap(),
+        false,
+    );
+    thread::sleep(ms(5));
+    step(
+        "resume",
+        store
+            .update_status(&owner, &id, TaskStatus::Working, None)
+            .unwrap(),
+        true,
+    );
+    thread::sleep(ms(5));
+    step(
+        "set_poll_interval",
+        store.set_poll_interval(&owner, &id, Some(10)).unwrap(),
+        false,
+    );
+    thread::sleep(ms(5));
+    let done = store
+        .store_result(
+            &owner,
+            &id,
+            TaskStatus::Completed,
+            Outcome::Result(tool_result("x")),
+        )
+        .unwrap();
+    step("store_result", done.clone(), true);
+    // A refused change leaves the time alone.
+    thread::sleep(ms(5));
+    let _ = store.cancel(&owner, &id, None).unwrap_err();
+    step("refused cancel", store.get(&owner, &id).unwrap(), false);
+    assert_eq!(store.get(&owner, &id).unwrap(), done);
+}
+
+// ---------------------------------------------------------------------------------------
+// Concurrency
+// ---------------------------------------------------------------------------------------
+
+fn racing_cancel_and_result_have_one_winner<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let (mut cancels, mut results) = (0, 0);
+    for round in 0..60 {
+        let id = new_task(&store, &owner);
+        let barrier = Arc::new(Barrier::new(2));
+        let canceller = {
+            let (store, owner, id, barrier) = (
+                store.clone(),
+                owner.clone(),
+                id.clone(),
+                Arc::clone(&barrier),
+            );
+            thread::spawn(move || {
+                barrier.wait();
+                store.cancel(&owner, &id, None)
+            })
+        };
+        let finisher = {
+            let (store, owner, id, barrier) = (
+                store.clone(),
+                owner.clone(),
+                id.clone(),
+                Arc::clone(&barrier),
+            );
+            thread::spawn(move || {
+                barrier.wait();
+                store.store_result(
+                    &owner,
+                    &id,
+                    TaskStatus::Completed,
+                    Outcome::Result(tool_result("won")),
+                )
+            })
+        };
+        let cancelled = join_within(canceller, WAKE, "cancel");
+        let finished = join_within(finisher, WAKE, "store_result");
+        let stored = store.get(&owner, &id).unwrap();
+        match (cancelled, finished) {
+            (Ok(task), Err(Error::TaskCancelled { .. })) => {
+                cancels += 1;
+                assert_eq!(stored, task.into_any(), "round {round}");
+                assert_eq!(stored.outcome(), None, "round {round}");
+            }
+            (Err(Error::AlreadyTerminal { task }), Ok(done)) => {
+                results += 1;
+                assert_eq!(*task, done, "round {round}: the loser saw the winner");
+                assert_eq!(stored, done, "round {round}");
+                assert_eq!(stored.outcome(), Some(&Outcome::Result(tool_result("won"))));
+            }
+            other => panic!("round {round}: not exactly one winner: {other:?}"),
+        }
+    }
+    assert_eq!(cancels + results, 60);
+}
+
+fn a_shared_dyn_store_is_a_store<B: Backend>(backend: &B) {
+    let store: Arc<dyn TaskStore> = Arc::new(backend.default_store());
+    let owner = alice();
+    let (handle, task) = store.create(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+    let waiter = {
+        let (store, owner, id) = (Arc::clone(&store), owner.clone(), id.clone());
+        thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
+    };
+    let done = handle.complete(tool_result("dyn")).unwrap();
+    assert_eq!(
+        join_within(waiter, WAKE, "a waiter through Arc<dyn TaskStore>").unwrap(),
+        done.into_any()
+    );
+    assert_eq!(store.ttl_policy(), Config::default().ttl);
+    assert_eq!(ids(&store.list(&owner, None, 10).unwrap().tasks), [id]);
+}

@@ -1,0 +1,279 @@
+//! A private `redis-server` for one test: started on a unix socket in a fresh temporary
+//! directory, without persistence, and killed (and reaped, and its directory removed) when
+//! the [`RedisServer`] is dropped.
+//!
+//! Include it with `#[path = "support/redis.rs"] mod redis_server;`. Without `redis-server`
+//! on `PATH` (or at `$REDIS_SERVER`), [`RedisServer::start`] prints one `SKIPPED` line per
+//! test binary, straight to the terminal (past the test harness's output capture), and
+//! returns `None`, so the Redis tests pass vacuously but visibly.
+//!
+//! No orphan survives the test process: each server is killed on drop (also while a failing
+//! test unwinds), and on Linux it also gets `SIGKILL` when the thread that started it ends
+//! (`PR_SET_PDEATHSIG`), which covers a test binary that is killed outright.
+
+#![allow(dead_code)]
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a fresh server may take to answer `PING`.
+const STARTUP: Duration = Duration::from_secs(10);
+
+/// A running `redis-server` owned by the test.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Child,
+    dir: PathBuf,
+    socket: PathBuf,
+}
+
+impl RedisServer {
+    /// Starts a server, or returns `None` (after saying so once) if `redis-server` is not
+    /// installed.
+    ///
+    /// # Panics
+    /// If `redis-server` exists but does not start and answer `PING` in time: that is a
+    /// broken environment, not a skipped test.
+    pub fn start() -> Option<RedisServer> {
+        let program = std::env::var_os("REDIS_SERVER").unwrap_or_else(|| "redis-server".into());
+        let dir = fresh_dir();
+        let socket = dir.join("redis.sock");
+        let log = std::fs::File::create(dir.join("redis.log")).expect("create the redis log");
+        let mut command = Command::new(&program);
+        command
+            .arg("--port")
+            .arg("0")
+            .arg("--unixsocket")
+            .arg(&socket)
+            .arg("--unixsocketperm")
+            .arg("700")
+            .arg("--save")
+            .arg("")
+            .arg("--appendonly")
+            .arg("no")
+            .arg("--dir")
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone the log handle"))
+            .stderr(log);
+        die_with_parent(&mut command);
+        let child = match command.spawn() {
+            Ok(child) => child,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                let _ = std::fs::remove_dir_all(&dir);
+                skip_notice(&program.to_string_lossy());
+                return None;
+            }
+            Err(err) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                panic!("cannot start {}: {err}", program.to_string_lossy());
+            }
+        };
+        let mut server = RedisServer { child, dir, socket };
+        server.await_ping();
+        Some(server)
+    }
+
+    /// The URL of the server for `RedisTaskStore` (`redis+unix:///…/redis.sock`).
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("redis+unix://{}", self.socket.display())
+    }
+
+    /// The path of the server's unix socket.
+    #[must_use]
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Sends one command on a fresh connection and returns the reply as text: a simple
+    /// string or error as it stands (`+OK`, `-ERR …`), an integer as `:N`, a bulk string as
+    /// its contents, and an array's elements joined with newlines.
+    ///
+    /// # Panics
+    /// If the server cannot be reached.
+    #[must_use]
+    pub fn command(&self, args: &[&str]) -> String {
+        let stream = UnixStream::connect(&self.socket).expect("connect to the test redis-server");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("set a read timeout");
+        let mut request = format!("*{}\r\n", args.len());
+        for arg in args {
+            request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        }
+        (&stream)
+            .write_all(request.as_bytes())
+            .expect("send a command to the test redis-server");
+        let mut reader = BufReader::new(&stream);
+        read_reply(&mut reader).expect("read a reply from the test redis-server")
+    }
+
+    /// Kills every pub/sub connection (`CLIENT KILL TYPE pubsub`); returns how many.
+    #[must_use]
+    pub fn kill_pubsub_clients(&self) -> usize {
+        let reply = self.command(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+        reply
+            .strip_prefix(':')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected CLIENT KILL reply: {reply}"))
+    }
+
+    /// The names of the current pub/sub connections (`CLIENT LIST TYPE pubsub`).
+    #[must_use]
+    pub fn pubsub_client_names(&self) -> Vec<String> {
+        self.command(&["CLIENT", "LIST", "TYPE", "pubsub"])
+            .lines()
+            .filter_map(|line| {
+                line.split(' ')
+                    .find_map(|field| field.strip_prefix("name="))
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+
+    fn await_ping(&mut self) {
+        let started = Instant::now();
+        loop {
+            if ping(&self.socket) {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "redis-server exited at startup ({status}); its log:\n{}",
+                    self.log()
+                );
+            }
+            if started.elapsed() > STARTUP {
+                panic!(
+                    "redis-server did not answer PING on {} within {STARTUP:?}; its log:\n{}",
+                    self.socket.display(),
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Whether the server on `socket` answers `PING` with `+PONG`.
+fn ping(socket: &Path) -> bool {
+    let Ok(mut stream) = UnixStream::connect(socket) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    if stream.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut reply = [0u8; 7];
+    stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+}
+
+/// Reads one RESP reply as text (see [`RedisServer::command`]).
+fn read_reply(reader: &mut impl BufRead) -> io::Result<String> {
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let line = line.trim_end_matches(['\r', '\n']).to_owned();
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("bad reply: {line}"));
+    match line.as_bytes().first() {
+        Some(b'+' | b'-' | b':') => Ok(line),
+        Some(b'$') => {
+            let len: i64 = line[1..].parse().map_err(|_| bad())?;
+            let Ok(len) = usize::try_from(len) else {
+                return Ok(String::new());
+            };
+            let mut data = vec![0u8; len + 2];
+            reader.read_exact(&mut data)?;
+            data.truncate(len);
+            Ok(String::from_utf8_lossy(&data).into_owned())
+        }
+        Some(b'*') => {
+            let len: i64 = line[1..].parse().map_err(|_| bad())?;
+            let mut items = Vec::new();
+            for _ in 0..len.max(0) {
+                items.push(read_reply(reader)?);
+            }
+            Ok(items.join("\n"))
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// A new, empty directory for one server (short, to keep the socket path under the
+/// 108-byte limit of unix socket addresses).
+fn fresh_dir() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let base = if Path::new("/tmp").is_dir() {
+        PathBuf::from("/tmp")
+    } else {
+        std::env::temp_dir()
+    };
+    let name = format!(
+        "mcpt-redis-{}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let dir = base.join(name);
+    std::fs::create_dir_all(&dir).expect("create a temporary directory for redis-server");
+    dir
+}
+
+/// Says once per test binary that the Redis tests are skipped, on the real stderr (the
+/// harness captures `eprintln!` of passing tests; a direct write is shown).
+fn skip_notice(program: &str) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::SeqCst) {
+        let _ = writeln!(
+            io::stderr(),
+            "SKIPPED: {program} not on PATH (install Debian's redis-server to run the Redis \
+             store tests); the Redis tests of this binary pass without running"
+        );
+    }
+}
+
+/// On Linux, the server gets `SIGKILL` when the thread that started it ends (the test's
+/// thread, which otherwise kills it on drop first), so a killed test binary leaves no
+/// orphan.
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+
+    use std::ffi::{c_int, c_ulong};
+
+    const PR_SET_PDEATHSIG: c_int = 1;
+    const SIGKILL: c_ulong = 9;
+    unsafe extern "C" {
+        fn prctl(option: c_int, ...) -> c_int;
+    }
+    // SAFETY: between fork and exec, `prctl(PR_SET_PDEATHSIG)` is async-signal-safe and
+    // changes only the child.
+    unsafe {
+        command.pre_exec(|| {
+            if prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
