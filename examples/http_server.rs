@@ -53,6 +53,25 @@
 //! - `MCP_TASKS_TRACE_DIR=<dir>`: appends every message read and written to
 //!   `<dir>/<session>.jsonl` (2026-07-28 requests without a session: `ext-<principal>.jsonl`),
 //!   one JSON line each, `{"dir": "in" | "out", "msg": ...}`.
+//! - `MCP_TASKS_REDIS_URL` (or the argument `--redis URL`, which wins): keep the tasks in
+//!   Redis (`RedisTaskStore`, cargo feature `redis`) instead of in this process, e.g.
+//!   `redis://127.0.0.1:6379` or `redis+unix:///run/redis/redis.sock`.
+//!
+//! # Several instances, one store
+//! Servers started with the same Redis URL and the same tokens serve the same tasks: a
+//! task created through one is read (`tasks/get`), awaited (`tasks/result` blocks until
+//! the handler on the other instance finishes it), listed and cancelled through any of
+//! them, and stays invisible to other principals. Sessions are per instance (a client
+//! initializes with each), and a task's handler runs on the instance that created it.
+//!
+//! ```text
+//! export MCP_TASKS_TOKENS='alice=token-a,bob=token-b'
+//! cargo build --features redis --example http_server
+//! MCP_TASKS_HTTP_ADDR=127.0.0.1:8808 ./target/debug/examples/http_server --redis redis://127.0.0.1:6379 &
+//! MCP_TASKS_HTTP_ADDR=127.0.0.1:8809 ./target/debug/examples/http_server --redis redis://127.0.0.1:6379 &
+//! ```
+//!
+//! Built without the feature, a Redis URL is a startup error.
 
 #[path = "common/mod.rs"]
 mod common;

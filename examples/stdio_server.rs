@@ -22,6 +22,19 @@
 //! Environment: `MCP_TASKS_PAGE_SIZE` (tasks per `tasks/list` page, default 50);
 //! `MCP_TASKS_TRACE=<file>` appends every message read and written, one JSON line each,
 //! `{"dir": "in" | "out", "msg": ...}`.
+//!
+//! # A shared store
+//! The tasks live in this process unless a Redis URL is given, as `--redis URL` or in
+//! `MCP_TASKS_REDIS_URL` (the argument wins); then they live in Redis (`RedisTaskStore`,
+//! cargo feature `redis`), shared by every server started with the same URL:
+//!
+//! ```text
+//! cargo run --features redis --example stdio_server -- --redis redis://127.0.0.1:6379
+//! MCP_TASKS_REDIS_URL=redis+unix:///run/redis/redis.sock cargo run --features redis --example stdio_server
+//! ```
+//!
+//! Every stdio server's requestor is the owner `stdio`, so servers sharing a store see
+//! each other's tasks. Built without the feature, a Redis URL is a startup error.
 
 #[path = "common/mod.rs"]
 mod common;

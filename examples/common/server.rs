@@ -5,10 +5,17 @@
 //! its `_meta`, or is `server/discover`) speaks the tasks extension; anything else speaks
 //! 2025-11-25 (after `initialize`). Both read and write the same registry, so a task made
 //! under one generation is read and cancelled from the other, in the asker's shape.
+//!
+//! The tasks live in process (a `TaskRegistry`), or, given a Redis URL (`--redis URL` on
+//! the command line, or `MCP_TASKS_REDIS_URL`), in a `RedisTaskStore` that several server
+//! instances share (cargo feature `redis`): a task created through one instance is read,
+//! awaited, listed and cancelled through any other.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
+#[cfg(feature = "redis")]
+use mcp_tasks::RedisTaskStore;
 use mcp_tasks::TaskStore;
 use mcp_tasks::ext::{self, ExtDispatcher, TasksExtensionCapability};
 use mcp_tasks::protocol::{
@@ -55,10 +62,109 @@ impl Generation {
     }
 }
 
-/// The example server: tools, tasks in both generations, and their handshakes.
 /// The task store the example serves from: picked at run time.
 pub type Store = Arc<dyn TaskStore>;
 
+/// The environment variable naming the shared Redis store (as `--redis URL` does).
+pub const REDIS_URL_ENV: &str = "MCP_TASKS_REDIS_URL";
+
+/// How long tasks live by default (ms).
+const DEFAULT_TTL_MS: u64 = 60_000;
+/// The longest a task may live (ms).
+const MAX_TTL_MS: u64 = 3_600_000;
+/// The suggested polling interval (ms).
+const POLL_INTERVAL_MS: u64 = 100;
+
+/// The example's command line: nothing, or `--redis URL` (also `--redis=URL`). Returns the
+/// Redis URL, from the command line first, else from `MCP_TASKS_REDIS_URL` (unset or empty:
+/// none).
+///
+/// # Errors
+/// A message for an unknown argument or a `--redis` without a URL.
+pub fn redis_url() -> Result<Option<String>, String> {
+    let mut args = std::env::args().skip(1);
+    let mut url = None;
+    while let Some(arg) = args.next() {
+        if arg == "--redis" {
+            match args.next() {
+                Some(value) if !value.is_empty() => url = Some(value),
+                _ => return Err(format!("`--redis` needs a URL; {}", usage())),
+            }
+        } else if let Some(value) = arg.strip_prefix("--redis=") {
+            if value.is_empty() {
+                return Err(format!("`--redis` needs a URL; {}", usage()));
+            }
+            url = Some(value.to_owned());
+        } else {
+            return Err(format!("unknown argument `{arg}`; {}", usage()));
+        }
+    }
+    Ok(url.or_else(|| {
+        std::env::var(REDIS_URL_ENV)
+            .ok()
+            .filter(|url| !url.is_empty())
+    }))
+}
+
+/// The running example's name (its binary's file stem).
+fn example_name() -> String {
+    std::env::args()
+        .next()
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_stem)
+        .and_then(|stem| stem.to_str())
+        .map_or_else(|| "stdio_server".to_owned(), str::to_owned)
+}
+
+fn usage() -> String {
+    format!(
+        "usage: {} [--redis URL] (or {REDIS_URL_ENV}=URL), URL e.g. \
+         redis://127.0.0.1:6379 or redis+unix:///path/to/redis.sock",
+        example_name()
+    )
+}
+
+/// The tasks' retention policy, whatever the store.
+fn ttl_policy() -> TtlPolicy {
+    TtlPolicy::new(Some(DEFAULT_TTL_MS)).with_max(MAX_TTL_MS)
+}
+
+/// The in-process store, or the shared Redis store at `redis_url`.
+fn open_store(redis_url: Option<&str>) -> Result<Store, String> {
+    match redis_url {
+        None => {
+            let registry = TaskRegistry::builder()
+                .ttl_policy(ttl_policy())
+                .poll_interval(Some(POLL_INTERVAL_MS))
+                .build()
+                .map_err(|err| format!("cannot build the task registry: {err}"))?;
+            Ok(Arc::new(registry))
+        }
+        Some(url) => open_redis(url),
+    }
+}
+
+#[cfg(feature = "redis")]
+fn open_redis(url: &str) -> Result<Store, String> {
+    let store = RedisTaskStore::builder(url)
+        .ttl_policy(ttl_policy())
+        .poll_interval(Some(POLL_INTERVAL_MS))
+        .build()
+        .map_err(|err| format!("cannot open the Redis task store at {url}: {err}"))?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "redis"))]
+fn open_redis(url: &str) -> Result<Store, String> {
+    Err(format!(
+        "a Redis store was asked for ({url}), but this example was built without the `redis` \
+         feature: cargo run --features redis --example {} -- --redis URL",
+        example_name()
+    ))
+}
+
+/// The example server: tools, tasks in both generations, and their handshakes.
 pub struct Server {
     v1: Dispatcher<Store>,
     ext: ExtDispatcher<Store>,
@@ -71,16 +177,18 @@ pub struct Server {
 impl Server {
     /// A server whose `tasks/list` pages hold `MCP_TASKS_PAGE_SIZE` tasks (default 50);
     /// tasks live 60 s by default and at most an hour, and suggest polling every 100 ms.
-    pub fn from_env() -> Result<Self, Error> {
+    /// They live in process, or in the shared Redis store named by `--redis URL` or
+    /// `MCP_TASKS_REDIS_URL` ([`redis_url`]).
+    ///
+    /// # Errors
+    /// A message for a bad command line, a store that cannot be opened, or a Redis URL
+    /// given to an example built without the `redis` feature.
+    pub fn from_env() -> Result<Self, String> {
         let page_size = std::env::var("MCP_TASKS_PAGE_SIZE")
             .ok()
             .and_then(|size| size.parse().ok())
             .unwrap_or(protocol::DEFAULT_PAGE_SIZE);
-        let registry = TaskRegistry::builder()
-            .ttl_policy(TtlPolicy::new(Some(60_000)).with_max(3_600_000))
-            .poll_interval(Some(100))
-            .build()?;
-        let store: Store = Arc::new(registry);
+        let store = open_store(redis_url()?.as_deref())?;
         Ok(Self {
             v1: Dispatcher::new(store.clone()).with_page_size(page_size),
             ext: ExtDispatcher::new(store),

@@ -46,6 +46,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use mcp_tasks::TaskStore;
 use mcp_tasks::protocol::{
     self, Augmentation, Dispatcher, PROTOCOL_VERSION, ServerTasksCapability, augmentation,
     insert_related_task, tag_related_task,
