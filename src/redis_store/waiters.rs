@@ -59,17 +59,18 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Waiters {
     /// Registers interest in the task under `key`.
     pub(crate) fn register(&self, key: &str) -> Registration<'_> {
-        let slot = {
-            let mut state = lock(&self.state);
-            Arc::clone(state.slots.entry(key.to_owned()).or_insert_with(|| {
-                Arc::new(Slot {
-                    generation: Mutex::new(0),
-                    wake: Condvar::new(),
-                    waiting: Mutex::new(0),
-                })
-            }))
-        };
+        let mut state = lock(&self.state);
+        let slot = Arc::clone(state.slots.entry(key.to_owned()).or_insert_with(|| {
+            Arc::new(Slot {
+                generation: Mutex::new(0),
+                wake: Condvar::new(),
+                waiting: Mutex::new(0),
+            })
+        }));
+        // Counted under the state's lock, so the last waiter leaving cannot remove the
+        // slot from the map between our lookup and our count.
         *lock(&slot.waiting) += 1;
+        drop(state);
         Registration {
             waiters: self,
             key: key.to_owned(),
@@ -265,5 +266,76 @@ fn subscribe<L: Listener>(
             }
             Err(err) => return Err(err),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// While a waiter is registered, messages about its task reach its slot, however other
+    /// waiters of the same task come and go.
+    #[test]
+    fn a_registered_waiter_is_always_reachable() {
+        let waiters = Arc::new(Waiters::default());
+        let churn = {
+            let waiters = Arc::clone(&waiters);
+            std::thread::spawn(move || {
+                for _ in 0..20_000 {
+                    drop(waiters.register("task"));
+                }
+            })
+        };
+        for _ in 0..20_000 {
+            let registration = waiters.register("task");
+            let in_map = lock(&waiters.state).slots.get("task").cloned();
+            assert!(
+                in_map.is_some_and(|slot| Arc::ptr_eq(&slot, &registration.slot)),
+                "a registered waiter's slot left the map"
+            );
+        }
+        churn.join().unwrap();
+        assert!(lock(&waiters.state).slots.is_empty(), "slots leaked");
+    }
+
+    #[test]
+    fn a_message_or_a_lost_subscription_ends_a_sleep() {
+        let waiters = Arc::new(Waiters::default());
+        waiters.up();
+        let registration = waiters.register("task");
+        let mark = registration.mark(None).unwrap();
+        waiters.bump("task");
+        let started = Instant::now();
+        registration.sleep(mark, Some(Duration::from_secs(10)));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a message was lost"
+        );
+
+        let mark = registration.mark(None).unwrap();
+        let sleeper = {
+            let waiters = Arc::clone(&waiters);
+            std::thread::spawn(move || {
+                let registration = waiters.register("task");
+                let mark = registration.mark(None).unwrap();
+                registration.sleep(mark, Some(Duration::from_secs(10)));
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        waiters.down();
+        let started = Instant::now();
+        sleeper.join().unwrap();
+        registration.sleep(mark, Some(Duration::from_secs(10)));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a lost subscription went unseen"
+        );
+        assert_eq!(
+            registration
+                .mark(Some(Instant::now() + Duration::from_millis(20)))
+                .map(|_| ()),
+            None,
+            "no waiter may read before the subscription is back"
+        );
     }
 }
