@@ -660,3 +660,65 @@ fn an_expired_task_is_gone_for_every_instance() {
         assert!(store.list(&owner, None, 10).unwrap().tasks.is_empty());
     }
 }
+
+/// An instance decides a change first on the copy of the task it last wrote; when another
+/// instance changed the task since, the write must find another version and the change
+/// be decided again on the task as it is (not applied to the stale copy).
+#[test]
+fn a_change_decided_on_a_stale_copy_is_decided_again() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = pair(&server);
+    let owner = alice();
+    let id = a.insert(&owner, req(1)).unwrap().id().to_string();
+    // A wrote the task last (working); B moves it on.
+    a.update_status(&owner, &id, TaskStatus::Working, Some("a".into()))
+        .unwrap();
+    b.update_status(&owner, &id, TaskStatus::InputRequired, Some("b".into()))
+        .unwrap();
+    // On A's copy this is a message update of a working task; on the task as it is, a
+    // resume from input_required.
+    let resumed = a
+        .update_status(&owner, &id, TaskStatus::Working, Some("again".into()))
+        .unwrap();
+    assert_eq!(resumed.status(), TaskStatus::Working);
+    let seen = b.get(&owner, &id).unwrap();
+    assert_eq!(
+        seen, resumed,
+        "B sees what A's change made of the task as it was"
+    );
+    assert_eq!(seen.status_message(), Some("again"));
+
+    // A's copy says working; B finished the task: A's change is refused by the task as it is.
+    a.update_status(&owner, &id, TaskStatus::Working, Some("mine".into()))
+        .unwrap();
+    b.store_result(
+        &owner,
+        &id,
+        TaskStatus::Completed,
+        Outcome::Result(tool_result("b")),
+    )
+    .unwrap();
+    let refused = a.update_status(&owner, &id, TaskStatus::InputRequired, None);
+    assert!(
+        matches!(
+            refused,
+            Err(Error::IllegalTransition {
+                from: TaskStatus::Completed,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    let cancel = a.cancel(&owner, &id, None);
+    assert!(
+        matches!(cancel, Err(Error::AlreadyTerminal { .. })),
+        "{cancel:?}"
+    );
+    assert_eq!(
+        b.get(&owner, &id).unwrap().status(),
+        TaskStatus::Completed,
+        "the first terminal state stays"
+    );
+}

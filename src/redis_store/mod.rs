@@ -54,13 +54,18 @@
 //! - Expiry relies on the server's clock; Redis Cluster works (an owner's keys are in one
 //!   slot; the channel is a plain, cluster-wide `PUBLISH`).
 //!
-//! Costs: a read is one round trip; a change is two (read with version, then the
-//! conditional write), more only under contention on the same task.
+//! Costs: a read is one round trip. A change is two (read with version, then the
+//! conditional write), or one when the instance made the task's last change itself: each
+//! instance remembers the unfinished tasks it last wrote (up to 16,384, with their
+//! version) and decides a change on that copy; if another instance changed the task
+//! since, the write finds another version and the change is read and decided again. A
+//! finished task is never remembered.
 
 mod record;
 mod scripts;
 mod waiters;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -93,6 +98,9 @@ pub const DEFAULT_PREFIX: &str = "mcp-tasks";
 
 /// How often a change is decided again when other writers keep changing the task first.
 const MAX_ATTEMPTS: usize = 64;
+
+/// The most unfinished tasks an instance remembers as it last wrote them.
+const RECENT: usize = 16_384;
 
 /// A task store in Redis, shared by every instance built on the same server and prefix.
 ///
@@ -138,6 +146,10 @@ struct Inner {
     cursors: CursorKey,
     waiters: Waiters,
     notifier: Notifier,
+    /// Unfinished tasks this instance wrote last, by task key, with their version: a
+    /// change to one is decided on that copy and written in one round trip if the version
+    /// still holds; otherwise it is read and decided again.
+    recent: Mutex<HashMap<String, (u64, AnyTask)>>,
     create: Script,
     commit: Script,
     remove: Script,
@@ -220,6 +232,7 @@ impl RedisStoreBuilder {
             cursors: CursorKey::from_secret(secret),
             waiters: Waiters::default(),
             notifier: Notifier::default(),
+            recent: Mutex::new(HashMap::new()),
             create: Script::new(&scripts::source(scripts::CREATE)),
             commit: Script::new(&scripts::source(scripts::COMMIT)),
             remove: Script::new(&scripts::source(scripts::REMOVE)),
@@ -291,7 +304,7 @@ struct Keys {
 
 /// A task as read, with its version.
 struct Read {
-    version: String,
+    version: u64,
     task: AnyTask,
     /// Time left before the task expires, if it has a TTL.
     expires_in: Option<Duration>,
@@ -375,6 +388,9 @@ impl Inner {
             return Ok(None);
         };
         let task = decode(id, &status, &created, &updated, &body)?;
+        let version = version
+            .parse()
+            .map_err(|_| Error::Store(format!("task `{id}` has a bad version `{version}`")))?;
         let expires_in = u64::try_from(pttl).ok().map(Duration::from_millis);
         Ok(Some(Read {
             version,
@@ -388,7 +404,7 @@ impl Inner {
         &self,
         keys: &Keys,
         id: &str,
-        version: &str,
+        version: u64,
         task: &AnyTask,
         notify: bool,
     ) -> Result<Option<AnyTask>, Error> {
@@ -399,7 +415,7 @@ impl Inner {
                 .key(format!("{}{id}", keys.tasks))
                 .key(&keys.index)
                 .key(&keys.counter)
-                .arg(version)
+                .arg(version.to_string())
                 .arg(status.as_str())
                 .arg(&body)
                 .arg(task.ttl().map(|ttl| ttl.to_string()).unwrap_or_default())
@@ -411,7 +427,9 @@ impl Inner {
         })?;
         match reply.first().map(String::as_str) {
             Some("ok") if reply.len() == 3 => {
-                decode(id, status.as_str(), &reply[2], &reply[1], &body).map(Some)
+                let stored = decode(id, status.as_str(), &reply[2], &reply[1], &body)?;
+                self.remember(format!("{}{id}", keys.tasks), version + 1, &stored);
+                Ok(Some(stored))
             }
             Some("stale") => Ok(None),
             Some("gone") => Err(not_found(id)),
@@ -432,6 +450,28 @@ impl Inner {
             }
             _ => Err(unexpected(&reply)),
         }
+    }
+
+    /// Remembers `task` as this instance wrote it (at `version`), if it is unfinished.
+    fn remember(&self, key: String, version: u64, task: &AnyTask) {
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if task.is_terminal() {
+            recent.remove(&key);
+            return;
+        }
+        if recent.len() >= RECENT && !recent.contains_key(&key) {
+            // Bounded: forget everything at once (they are read again when changed).
+            recent.clear();
+        }
+        recent.insert(key, (version, task.clone()));
+    }
+
+    /// Takes the remembered copy of the task under `key`.
+    fn recall(&self, key: &str) -> Option<(u64, AnyTask)> {
+        self.recent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)
     }
 
     /// Blocks until `check` answers for the task, it is gone, or the deadline or its
@@ -616,7 +656,9 @@ impl TaskStore for RedisTaskStore {
                     .get(1)
                     .and_then(|now| now.parse().ok())
                     .ok_or_else(|| unexpected(&reply))?;
-                Ok(fresh(Timestamp::from_unix_millis(now)))
+                let task = fresh(Timestamp::from_unix_millis(now));
+                inner.remember(format!("{}{text}", keys.tasks), 1, &task.clone().into_any());
+                Ok(task)
             }
             Some("limit") => Err(Error::LimitExceeded {
                 limit: inner.per_owner.unwrap_or(usize::MAX),
@@ -712,18 +754,26 @@ impl TaskStore for RedisTaskStore {
         let inner = &*self.inner;
         let id = canonical(task_id)?;
         let keys = inner.keys(owner);
+        // Decided first on the copy this instance last wrote, if any; a refusal, or a
+        // write that finds another version, is decided again on a fresh read.
+        let mut remembered = inner.recall(&format!("{}{id}", keys.tasks));
         for _ in 0..MAX_ATTEMPTS {
-            let Some(read) = inner.read(&keys, id)? else {
-                return Err(not_found(task_id));
+            let (version, task, fresh) = match remembered.take() {
+                Some((version, task)) => (version, task, false),
+                None => match inner.read(&keys, id)? {
+                    Some(read) => (read.version, read.task, true),
+                    None => return Err(not_found(task_id)),
+                },
             };
-            let at = read.task.last_updated_at();
-            let (task, notify) = match update.clone().apply(read.task, at) {
+            let at = task.last_updated_at();
+            let (task, notify) = match update.clone().apply(task, at) {
                 Step::Changed(task) => (task, true),
                 Step::Quiet(task) => (task, false),
-                Step::Unchanged(task) => return Ok(task),
-                Step::Refused(_, error) => return Err(error),
+                Step::Unchanged(task) if fresh => return Ok(task),
+                Step::Refused(_, error) if fresh => return Err(error),
+                Step::Unchanged(_) | Step::Refused(..) => continue,
             };
-            if let Some(stored) = inner.commit(&keys, id, &read.version, &task, notify)? {
+            if let Some(stored) = inner.commit(&keys, id, version, &task, notify)? {
                 return Ok(stored);
             }
         }
@@ -737,6 +787,7 @@ impl TaskStore for RedisTaskStore {
         let inner = &*self.inner;
         let id = canonical(task_id)?;
         let keys = inner.keys(owner);
+        inner.recall(&format!("{}{id}", keys.tasks));
         let fields: Vec<Option<String>> = inner.with(false, |connection| {
             inner
                 .remove
@@ -784,7 +835,7 @@ impl TaskStore for RedisTaskStore {
                 Some(Err(error)) => Err(error),
                 // The answers are taken only if nobody changed the task meanwhile.
                 Some(Ok(answers)) => Ok(
-                    match inner.commit(keys, task_id, &read.version, &task, false)? {
+                    match inner.commit(keys, task_id, read.version, &task, false)? {
                         Some(_) => Check::Done(answers),
                         None => Check::Again,
                     },
