@@ -3,12 +3,18 @@
 
     report.py RESULTS.jsonl   median over runs per (impl, phase), as Markdown tables
     report.py --meta          print one {"meta": {...}} JSON line: machine and tool versions
+    report.py --carry PREV.jsonl PEER...
+                              print PREV's lines of the peers (impl prefix, e.g. ts py)
+                              with "carried": true, for a run that skipped them
 
 Input lines (any other line is ignored):
     {"impl": "...", "n": 100000, "run": 1, "phase": "create", "ns_per_op": 123.4, ...}
     {"impl": "...", "n": 2000, "run": 1, "phase": "bytes_per_task", "bytes_per_task": 880.0}
+    {"impl": "...", "n": 200, "run": 1, "phase": "wake_latency", "median_us": 20.1, "p99_us": 80.2, ...}
     {"meta": {...}}
 Optional fields on the list phase: "pages", "listed", "partial": true, "pages_total".
+Rows of impl "mcp-tasks-redis[@N]" (RedisTaskStore) get their own section, against
+"mcp-tasks@N" (the in-memory registry at the same n, from the same run).
 Standard library only.
 """
 
@@ -47,15 +53,25 @@ def _cmd(*argv: str) -> str | None:
 
 
 def machine_meta() -> dict:
-    cpu = None
+    cpu, virtual, loadavg = None, None, None
     try:
         for ln in Path("/proc/cpuinfo").read_text().splitlines():
-            if ln.lower().startswith("model name"):
+            if ln.lower().startswith("model name") and cpu is None:
                 cpu = ln.split(":", 1)[1].strip()
-                break
+            if ln.lower().startswith("flags") and virtual is None:
+                virtual = "hypervisor" in ln.split(":", 1)[1].split()
+    except OSError:
+        pass
+    try:
+        loadavg = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         pass
     venv_py = HERE / "py" / ".venv" / "bin" / "python"
+    redis = _cmd(os.environ.get("REDIS_SERVER", "redis-server"), "--version")
+    if redis:
+        # "Redis server v=7.0.15 sha=... malloc=jemalloc-5.3.0 bits=64 build=..."
+        fields = dict(f.split("=", 1) for f in redis.split() if "=" in f)
+        redis = f"redis-server {fields.get('v', '?')}" + (f" ({fields['malloc']})" if "malloc" in fields else "")
     return {
         "nproc": _cmd("nproc") or str(os.cpu_count()),
         "cpu": cpu,
@@ -63,6 +79,9 @@ def machine_meta() -> dict:
         "node": _cmd("node", "--version"),
         "python": _cmd(str(venv_py), "--version") if venv_py.exists() else _cmd(sys.executable, "--version"),
         "rustc": _cmd("rustc", "--version"),
+        "redis": redis,
+        "virtual": virtual,
+        "loadavg": loadavg,
     }
 
 
@@ -137,16 +156,38 @@ def report(path: str) -> str:
     out: list[str] = []
     out.append("# Task store peer comparison\n")
     out.append(
-        f"Machine: {meta.get('nproc')} CPU(s), {meta.get('cpu') or 'unknown CPU'}"
+        f"Machine: {meta.get('nproc')} {'vCPU(s) (virtual machine)' if meta.get('virtual') else 'CPU(s)'}, "
+        f"{meta.get('cpu') or 'unknown CPU'}"
         + (f", {meta['kernel']}" if meta.get("kernel") else "")
     )
+    if meta.get("loadavg"):
+        out.append(f"Load average when the run ended (1/5/15 min): {meta['loadavg']}: the CPUs were shared "
+                   "with other work as far as it exceeds 1 (the benchmark itself keeps about one busy).")
     # python and rustc print their own name with the version; node does not
-    tools = [("node " if k == "node" else "") + meta[k] for k in ("node", "python", "rustc") if meta.get(k)]
+    tools = [("node " if k == "node" else "") + meta[k]
+             for k in ("node", "python", "rustc", "redis") if meta.get(k)]
     if tools:
         out.append("Tools: " + "; ".join(tools))
     out.append("")
-    if not rows:
+    out.append("All figures come from one run of `run.sh`, and every ratio compares figures of that same "
+               "run (rows marked as carried over excepted). Absolute ns vary between runs on a small "
+               "shared VM; the ratios are steadier.")
+    out.append("")
+    all_rows = rows
+    wake_rows = [r for r in rows if r["phase"] == "wake_latency"]
+    redis_rows = [r for r in rows if r["phase"] != "wake_latency" and is_redis(r["impl"])]
+    rows = [r for r in rows if r["phase"] != "wake_latency" and not is_redis(r["impl"])]
+    carried = sorted({r["impl"] for r in rows if r.get("carried")})
+    if carried:
+        out.append("**Carried over from an earlier run** (skipped this time): " + ", ".join(carried)
+                   + ". Their ratios against mcp-tasks mix two runs.\n")
+    if not all_rows:
         out.append("No results.")
+        return "\n".join(out) + "\n"
+    if not rows:
+        out.append("No in-memory results.\n")
+        out.extend(redis_section(all_rows, redis_rows, meta))
+        out.extend(wake_section(wake_rows))
         return "\n".join(out) + "\n"
 
     # "mcp-tasks@N" rows are this crate's registry run at the Python store's n, for a
@@ -271,13 +312,127 @@ def report(path: str) -> str:
         for i in impls:
             if i in methods:
                 out.append(f"- {i}: {methods[i]}")
+    out.append("")
+    out.extend(redis_section(all_rows, redis_rows, meta))
+    out.extend(wake_section(wake_rows))
     return "\n".join(out) + "\n"
+
+
+def is_redis(impl: str) -> bool:
+    return impl == "mcp-tasks-redis" or impl.startswith("mcp-tasks-redis@")
+
+
+def ops_per_s(ns: float | None) -> str:
+    if ns is None or ns <= 0:
+        return DASH
+    return f"{1e9 / ns:,.0f}"
+
+
+def redis_section(all_rows: list[dict], redis_rows: list[dict], meta: dict) -> list[str]:
+    """RedisTaskStore against the in-memory registry at the same n, from the same run."""
+    if not redis_rows:
+        return []
+    out: list[str] = []
+    by_impl: dict[tuple[str, str], list[float]] = {}
+    ns: dict[str, set[int]] = {}
+    runs: dict[str, set] = {}
+    methods: dict[str, str] = {}
+    for r in all_rows:
+        v = value(r)
+        if v is None or r["phase"] == "wake_latency":
+            continue
+        by_impl.setdefault((r["impl"], r["phase"]), []).append(v)
+        if r["phase"] in PHASES:
+            ns.setdefault(r["impl"], set()).add(int(r.get("n", 0)))
+            runs.setdefault(r["impl"], set()).add(r.get("run"))
+        if r["phase"] == "bytes_per_task" and r.get("method"):
+            methods[r["impl"]] = r["method"]
+    med = {k: statistics.median(v) for k, v in by_impl.items()}
+    for red in sorted({r["impl"] for r in redis_rows}):
+        n_red = sorted(ns.get(red, set()))
+        n = n_red[0] if len(n_red) == 1 else None
+        base = next((b for b in (f"mcp-tasks@{n}", "mcp-tasks")
+                     if n is not None and ns.get(b) == {n}), None)
+        out.append(f"## Shared store: Redis (`{red}`)\n")
+        out.append(
+            f"`RedisTaskStore` on a private {meta.get('redis') or 'redis-server'} over a unix socket "
+            "(no persistence), the same workload and the same code path (`TaskStore`) as the "
+            f"in-memory registry; n = {'/'.join(map(str, n_red)) or '?'}, runs: {red} "
+            f"{len(runs.get(red, ()))}" + (f", {base} {len(runs.get(base, ()))}" if base else "")
+            + "; each cell is the median over runs. Every Redis operation is at least one round trip, "
+            "so the absolute figures are mostly the server's and the socket's.\n")
+        if base is None:
+            out.append(f"(no in-memory registry rows at n = {n} in these results: no ratio)\n")
+        b = base or "mcp-tasks"
+        out.append(f"| phase | {b} ns/op | {red} ns/op | redis / in-memory | {b} ops/s | {red} ops/s |")
+        out.append("|---|---:|---:|---:|---:|---:|")
+        for p in PHASES:
+            label = p + (f" ({PHASE_UNIT[p]})" if p in PHASE_UNIT else "")
+            a, r_ = (med.get((base, p)) if base else None), med.get((red, p))
+            out.append(f"| {label} | {fmt(a)} | {fmt(r_)} | {ratio(r_, a)} | {ops_per_s(a)} | {ops_per_s(r_)} |")
+        if (red, "bytes_per_task") in med:
+            a = med.get((base, "bytes_per_task")) if base else None
+            out.append(f"| bytes/task (memory, not time) | {fmt(a)} | {fmt(med[(red, 'bytes_per_task')])} | "
+                       f"{ratio(med[(red, 'bytes_per_task')], a)} |  |  |")
+        out.append("")
+        out.append("ops/s = 10⁹ / (ns/op) for one client thread issuing calls back to back (update: single "
+                   "status updates; list: tasks listed). The ratio is how many times slower the shared store is.")
+        if red in methods:
+            out.append(f"- {red} bytes/task: {methods[red]}; {b}: live heap of this process per task.")
+        out.append("")
+    return out
+
+
+def wake_section(wake_rows: list[dict]) -> list[str]:
+    if not wake_rows:
+        return []
+    latest: dict[str, dict] = {}
+    for r in wake_rows:
+        latest[r["impl"]] = r  # one line per impl; the last one wins
+    impls = sorted(latest, key=lambda i: (is_redis(i), i))
+    out = ["## Wake latency (µs)\n",
+           "A thread blocked in `wait(owner, id)`; the task is completed by `store_result` from "
+           "another thread, timed from just before that call to the waiter's return. "
+           "In-memory: waiter and completer on one `TaskRegistry`. Redis: two `RedisTaskStore` "
+           "instances on one server (instance A waits, instance B stores the result; A learns of "
+           "it through its pub/sub subscription). The `store_result` column is how long the "
+           "completing call itself took.\n",
+           "| store | samples | median | p90 | p99 | min | max | store_result call (median) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def us(r: dict, k: str) -> str:
+        v = r.get(k)
+        return fmt(float(v)) if isinstance(v, (int, float)) else DASH
+
+    for i in impls:
+        r = latest[i]
+        out.append(f"| {i} | {r.get('n', '?')} | {us(r, 'median_us')} | {us(r, 'p90_us')} | {us(r, 'p99_us')} "
+                   f"| {us(r, 'min_us')} | {us(r, 'max_us')} | {us(r, 'store_result_median_us')} |")
+    mem = next((latest[i] for i in impls if not is_redis(i)), None)
+    red = next((latest[i] for i in impls if is_redis(i)), None)
+    if mem and red:
+        out.append("")
+        out.append(f"Redis / in-memory: median {ratio(red.get('median_us'), mem.get('median_us'))}, "
+                   f"p99 {ratio(red.get('p99_us'), mem.get('p99_us'))}.")
+    out.append("")
+    return out
+
+
+def carry(prev: str, peers: list[str]) -> int:
+    """Print the lines of `peers` (impl prefixes) from an earlier results file, marked."""
+    rows, _ = load(prev)
+    for r in rows:
+        if any(r["impl"] == p or r["impl"].startswith(p + "-") for p in peers):
+            print(json.dumps({**r, "carried": True}))
+    return 0
 
 
 def main(argv: list[str]) -> int:
     if argv == ["--meta"]:
         print(json.dumps({"meta": machine_meta()}))
         return 0
+    if len(argv) >= 3 and argv[0] == "--carry":
+        return carry(argv[1], argv[2:])
     if len(argv) != 1 or argv[0].startswith("-"):
         print(__doc__, file=sys.stderr)
         return 2
