@@ -40,7 +40,9 @@
 //!   delivers at most once: changes published while an instance's subscriber connection
 //!   is down (until it reconnects, with backoff up to a second) reach its waiters, which
 //!   read again, but not its subscribers. Status notifications are advisory in MCP
-//!   (requestors poll `tasks/get`), so a missed one delays nobody.
+//!   (requestors poll `tasks/get`), so a missed one delays nobody. Subscribers run on the
+//!   instance's subscriber thread, which also wakes its waiters: keep them short and hand
+//!   anything that blocks (or waits on the store) to another thread.
 //!
 //! # Operating Redis for it
 //! - Use `maxmemory-policy noeviction`: an evicted task would silently vanish. With it, a
