@@ -33,8 +33,9 @@
 //! MCP_TASKS_REDIS_URL=redis+unix:///run/redis/redis.sock cargo run --features redis --example stdio_server
 //! ```
 //!
-//! Every stdio server's requestor is the owner `stdio`, so servers sharing a store see
-//! each other's tasks. Built without the feature, a Redis URL is a startup error.
+//! A stdio server's requestor is the owner `stdio`, so servers sharing a store see each
+//! other's tasks; give each requestor its own `MCP_TASKS_OWNER` (for example the user
+//! name) to keep them apart. Built without the feature, a Redis URL is a startup error.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -345,8 +346,14 @@ fn handle_line(server: &Server, connection: &Arc<Connection>, owner: &Owner, lin
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = Arc::new(Server::from_env()?);
     let connection = Arc::new(Connection::new()?);
-    // Over stdio there is one requestor: the process that started this server.
-    let owner = Owner::new("stdio");
+    // Over stdio there is one requestor: the process that started this server. On a shared
+    // store, MCP_TASKS_OWNER tells requestors apart.
+    let owner = Owner::new(
+        std::env::var("MCP_TASKS_OWNER")
+            .ok()
+            .filter(|owner| !owner.is_empty())
+            .unwrap_or_else(|| "stdio".to_owned()),
+    );
 
     let notifier = Arc::clone(&connection);
     let watcher = Arc::clone(&server);
