@@ -182,7 +182,6 @@ impl Update {
 
     /// Decides this update against `task` (as stored, visible to the caller) at `now`.
     pub fn apply(self, task: AnyTask, now: Timestamp) -> Step {
-        let id = task.id().to_string();
         match self.0 {
             Op::Cancel(message) => {
                 if task.is_terminal() {
@@ -248,7 +247,7 @@ impl Update {
             }
             Op::Step(from, transition, message) => {
                 if task.status() != from {
-                    let error = handle_conflict(&id, &task, transition.target());
+                    let error = handle_conflict(&task.id().to_string(), &task, transition.target());
                     return Step::Refused(task, error);
                 }
                 task.apply(transition, Change::at(now).with_optional_message(message))
@@ -256,7 +255,7 @@ impl Update {
             }
             Op::Message(from, message) => {
                 if task.status() != from {
-                    let error = handle_conflict(&id, &task, from);
+                    let error = handle_conflict(&task.id().to_string(), &task, from);
                     return Step::Refused(task, error);
                 }
                 let mut task = task;
@@ -267,7 +266,7 @@ impl Update {
             }
             Op::End(transition, message) => {
                 if task.is_terminal() {
-                    let error = handle_conflict(&id, &task, transition.target());
+                    let error = handle_conflict(&task.id().to_string(), &task, transition.target());
                     return Step::Refused(task, error);
                 }
                 task.apply(transition, Change::at(now).with_optional_message(message))
