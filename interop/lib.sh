@@ -1,10 +1,54 @@
 # Shared by the interop runners (interop/run.sh, interop/http/run.sh,
-# rmcp-example/run.sh): sourced after the runner sets OUT_DIR, the folder where each
-# component's output is kept.
+# interop/http/redis.sh, rmcp-example/run.sh). Sourcing it sets INTEROP, REPO, PYTHON,
+# VENV and CLIENT_TIMEOUT and the totals; the runner sets OUT_DIR, the folder where each
+# component's output is kept, before its first `run`.
+
+INTEROP="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$INTEROP/.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+VENV="$INTEROP/.venv"
+CLIENT_TIMEOUT="${INTEROP_CLIENT_TIMEOUT:-300}"
 
 total_passed=0
 total_failed=0
 status=0
+
+log() { printf '\n== %s\n' "$*"; }
+
+# build ARGS...: cargo build ARGS in the repository.
+build() {
+  log "building the server examples (cargo build $*)"
+  (cd "$REPO" && cargo build "$@")
+}
+
+# need_binary PATH...: exits unless each PATH is an executable.
+need_binary() {
+  local path
+  for path in "$@"; do
+    [[ -x "$path" ]] || { echo "server binary not found at $path" >&2; exit 1; }
+  done
+}
+
+# install_sdks PART...: unless INTEROP_SKIP_INSTALL=1, installs the pinned SDKs the
+# clients use: ts (npm ci in interop/), py (interop/.venv from requirements.txt).
+install_sdks() {
+  [[ "${INTEROP_SKIP_INSTALL:-0}" == 1 ]] && return 0
+  local part
+  for part in "$@"; do
+    case "$part" in
+      ts)
+        log "installing the TypeScript SDK (npm ci in interop/)"
+        (cd "$INTEROP" && npm ci --no-audit --no-fund)
+        ;;
+      py)
+        log "installing the Python SDK into $VENV"
+        [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$INTEROP/requirements.txt"
+        ;;
+      *) echo "install_sdks: unknown part $part" >&2; exit 2 ;;
+    esac
+  done
+}
 
 # run NAME COMMAND...: runs one component, echoing its output, and adds up the
 # "N passed, N failed" closing line it printed (a component that exits non-zero
@@ -28,4 +72,97 @@ run() {
     echo "-- $name exited with status $rc"
     status=1
   fi
+}
+
+# count_failure: one failure outside any component (a server that did not start, ...).
+count_failure() {
+  total_failed=$((total_failed + 1))
+  status=1
+}
+
+# finish LABEL WHAT: keeps OUT_DIR (saying "WHAT kept in ...") if anything failed or
+# INTEROP_KEEP_TRACES=1, removes it otherwise, prints "LABEL: N passed, N failed" and
+# exits with the status.
+finish() {
+  local label="$1" what="$2"
+  if [[ $status -ne 0 || "${INTEROP_KEEP_TRACES:-0}" == 1 ]]; then
+    echo
+    echo "$what kept in $OUT_DIR"
+  else
+    rm -rf "$OUT_DIR"
+  fi
+  echo
+  echo "$label: $total_passed passed, $total_failed failed"
+  exit "$status"
+}
+
+# wait_for PID TEST...: waits (at most 10 s) until the command TEST succeeds, giving up
+# early if process PID exits; returns TEST's last status.
+wait_for() {
+  local pid="$1" _; shift
+  for _ in $(seq 1 200); do
+    "$@" && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  "$@"
+}
+
+# Processes started in the background (servers), stopped by stop_all (the HTTP runners
+# call it on EXIT).
+PIDS=()
+
+# stop PID: stops one process started here.
+stop() {
+  local pid="$1" kept=() p
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  for p in "${PIDS[@]}"; do
+    [[ "$p" == "$pid" ]] || kept+=("$p")
+  done
+  PIDS=("${kept[@]}")
+}
+
+stop_all() {
+  local pid
+  for pid in "${PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${PIDS[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  PIDS=()
+}
+
+# write_tokens: fresh random bearer tokens for two principals, alice and bob, in the
+# private token file $OUT_DIR/tokens; exports MCP_TASKS_ALICE_TOKEN and MCP_TASKS_BOB_TOKEN.
+random_token() { od -An -N24 -tx1 /dev/urandom | tr -d ' \n'; }
+write_tokens() {
+  MCP_TASKS_ALICE_TOKEN="$(random_token)"
+  MCP_TASKS_BOB_TOKEN="$(random_token)"
+  export MCP_TASKS_ALICE_TOKEN MCP_TASKS_BOB_TOKEN
+  (umask 077 && printf '# principal=token\nalice=%s\nbob=%s\n' \
+    "$MCP_TASKS_ALICE_TOKEN" "$MCP_TASKS_BOB_TOKEN" > "$OUT_DIR/tokens")
+}
+
+# start_http_server NAME [ARGS...]: a fresh $SERVER ARGS (examples/http_server) on a free
+# loopback port, with the tokens of write_tokens, tracing into $OUT_DIR/NAME.traces; sets
+# SERVER_URL and SERVER_PID (also kept in PIDS).
+start_http_server() {
+  local name="$1"; shift
+  local base="$OUT_DIR/$name"
+  mkdir -p "$base.traces"
+  : > "$base.server.out"
+  env -u MCP_TASKS_TOKENS MCP_TASKS_TOKENS_FILE="$OUT_DIR/tokens" MCP_TASKS_HTTP_ADDR=127.0.0.1:0 \
+    MCP_TASKS_PAGE_SIZE=2 MCP_TASKS_TRACE_DIR="$base.traces" RUST_BACKTRACE=1 \
+    "$SERVER" "$@" > "$base.server.out" 2> "$base.server.err" &
+  SERVER_PID=$!
+  PIDS+=("$SERVER_PID")
+  if ! wait_for "$SERVER_PID" grep -q '^listening on ' "$base.server.out"; then
+    echo "the server $name did not start; its stderr:" >&2
+    cat "$base.server.err" >&2
+    return 1
+  fi
+  SERVER_URL="$(sed -n 's/^listening on //p' "$base.server.out")"
+  echo "server $name at $SERVER_URL"
 }

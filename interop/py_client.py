@@ -13,11 +13,8 @@ from __future__ import annotations
 import math
 import os
 import pathlib
-import time
 import sys
-import traceback
-import warnings
-from collections.abc import Awaitable, Callable
+import time
 from typing import Any
 
 import anyio
@@ -26,32 +23,27 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.context import RequestContext
-from mcp.shared.exceptions import McpError
 
 # The checks shared with the other interop clients live in interop/harness.py.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from harness import (  # noqa: E402
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     RELATED_TASK,
-    CheckFailure,
+    TERMINAL,
+    BaseExceptionGroup,
+    Scenarios,
     check,
     describe,
     eq,
     expect_error,
     related_task_id,
+    run_main,
+    settle,
     text_of,
+    until_settled,
 )
 
-if sys.version_info < (3, 11):  # pragma: no cover - anyio depends on the backport there
-    from exceptiongroup import BaseExceptionGroup
-
-# session.experimental is marked deprecated in mcp 1.30 (tasks leave the core
-# spec after 2025-11-25); it is still the SDK's API for this revision.
-warnings.filterwarnings("ignore", category=DeprecationWarning)
-
-INVALID_PARAMS = -32602
-METHOD_NOT_FOUND = -32601
-TERMINAL = {"completed", "failed", "cancelled"}
-SCENARIO_TIMEOUT_S = 30
 PAGE_SIZE = int(os.environ.get("MCP_TASKS_PAGE_SIZE", "50"))
 
 
@@ -66,37 +58,15 @@ def only_stream_teardown_errors(err: BaseException) -> bool:
     return isinstance(err, (anyio.BrokenResourceError, anyio.ClosedResourceError))
 
 
-class Suite:
+class Suite(Scenarios):
     def __init__(self) -> None:
-        self.passed = 0
-        self.failed = 0
+        super().__init__()
         self.status_notifications: list[types.TaskStatusNotificationParams] = []
         self.elicitations: list[dict[str, Any]] = []
         self.session: ClientSession | None = None
         self.sleep_task_id: str | None = None
         self.finished = False
         self.fail_task_id: str | None = None
-
-    async def scenario(self, name: str, fn: Callable[[], Awaitable[str | None]]) -> bool:
-        try:
-            with anyio.fail_after(SCENARIO_TIMEOUT_S):
-                detail = await fn()
-        except CheckFailure as err:
-            self.failed += 1
-            print(f"FAIL {name}: {err}", flush=True)
-            return False
-        except TimeoutError:
-            self.failed += 1
-            print(f"FAIL {name}: timed out after {SCENARIO_TIMEOUT_S} s", flush=True)
-            return False
-        except Exception as err:  # noqa: BLE001
-            self.failed += 1
-            print(f"FAIL {name}: unexpected {describe(err)}", flush=True)
-            traceback.print_exc(file=sys.stderr)
-            return False
-        self.passed += 1
-        print(f"PASS {name}" + (f" ({detail})" if detail else ""), flush=True)
-        return True
 
     # -- callbacks handed to ClientSession ---------------------------------
 
@@ -212,24 +182,12 @@ class Suite:
         created = await self.s.experimental.call_tool_as_task("sleep", {"ms": 30000})
         task_id = created.task.taskId
         settled: dict[str, Any] = {}
-
-        async def wait_result() -> None:
-            try:
-                settled["result"] = await self.s.experimental.get_task_result(task_id, types.CallToolResult)
-            except McpError as err:
-                settled["error"] = err
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(wait_result)
+            tg.start_soon(settle, settled, self.s.experimental.get_task_result(task_id, types.CallToolResult))
             await anyio.sleep(0.2)
             cancelled = await self.s.experimental.cancel_task(task_id)
             eq(cancelled.status, "cancelled", "tasks/cancel result status")
-            with anyio.move_on_after(10) as scope:
-                while not settled:
-                    await anyio.sleep(0.05)
-            if scope.cancelled_caught:
-                tg.cancel_scope.cancel()
-                raise CheckFailure("tasks/result was still pending 10 s after the task was cancelled")
+            await until_settled(settled, tg, "tasks/result was still pending 10 s after the task was cancelled")
         if "error" in settled:
             return f"tasks/result answered {describe(settled['error'])}"
         return "tasks/result answered a result"
@@ -433,23 +391,17 @@ class Suite:
                     return
                 await anyio.sleep(0.2)
 
+    def ignored_error(self, err: BaseException) -> str | None:
+        if self.finished and only_stream_teardown_errors(err):
+            return f"note: ignored an SDK stdio teardown error after all scenarios ran: {describe(err)}"
+        return None
+
 
 def main() -> int:
     if len(sys.argv) < 2:
         print("usage: python py_client.py <path-to-stdio_server> [args...]", file=sys.stderr)
         return 2
-    suite = Suite()
-    try:
-        anyio.run(suite.run, sys.argv[1], sys.argv[2:])
-    except BaseException as err:  # noqa: BLE001 - connection-level failure
-        if suite.finished and only_stream_teardown_errors(err):
-            print(f"note: ignored an SDK stdio teardown error after all scenarios ran: {describe(err)}", flush=True)
-        else:
-            suite.failed += 1
-            print(f"FAIL session: {describe(err)}", flush=True)
-            traceback.print_exc(file=sys.stderr)
-    print(f"{suite.passed} passed, {suite.failed} failed", flush=True)
-    return 0 if suite.failed == 0 else 1
+    return run_main(Suite(), sys.argv[1], sys.argv[2:])
 
 
 if __name__ == "__main__":

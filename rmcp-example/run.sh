@@ -12,35 +12,20 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/.." && pwd)"
-INTEROP="$REPO/interop"
-PYTHON="${PYTHON:-python3}"
-VENV="$INTEROP/.venv"
+# shellcheck source=interop/lib.sh
+source "$HERE/../interop/lib.sh"
 SERVER="$HERE/target/debug/mcp-tasks-rmcp-example"
-CLIENT_TIMEOUT="${INTEROP_CLIENT_TIMEOUT:-300}"
-
-log() { printf '\n== %s\n' "$*"; }
 
 log "building the rmcp example (cargo build --manifest-path rmcp-example/Cargo.toml)"
 cargo build --manifest-path "$HERE/Cargo.toml"
 
-if [[ "${INTEROP_SKIP_INSTALL:-0}" != 1 ]]; then
-  log "installing the TypeScript SDK (npm ci in interop/)"
-  (cd "$INTEROP" && npm ci --no-audit --no-fund)
-  if [[ "${RMCP_EXAMPLE_SKIP_PYTHON:-0}" != 1 ]]; then
-    log "installing the Python SDK into $VENV"
-    [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$INTEROP/requirements.txt"
-  fi
-fi
+install_sdks ts
+[[ "${RMCP_EXAMPLE_SKIP_PYTHON:-0}" == 1 ]] || install_sdks py
 
 TRACES="$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-rmcp-interop.XXXXXX")"
+OUT_DIR="$TRACES"
 export MCP_TASKS_PAGE_SIZE=2
 export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
-
-OUT_DIR="$TRACES"
-# shellcheck source=interop/lib.sh
-source "$INTEROP/lib.sh"
 
 traces=("$TRACES/ts.trace.jsonl")
 run rmcp-ts-client env MCP_TASKS_TRACE="$TRACES/ts.trace.jsonl" \
@@ -54,12 +39,4 @@ if [[ -x "$VENV/bin/python" ]]; then
   run rmcp-schema-validation "$VENV/bin/python" "$INTEROP/validate_trace.py" "${traces[@]}"
 fi
 
-if [[ $status -ne 0 || "${INTEROP_KEEP_TRACES:-0}" == 1 ]]; then
-  echo
-  echo "traces and outputs kept in $TRACES"
-else
-  rm -rf "$TRACES"
-fi
-echo
-echo "rmcp-interop: $total_passed passed, $total_failed failed"
-exit "$status"
+finish rmcp-interop "traces and outputs"

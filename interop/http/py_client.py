@@ -12,16 +12,13 @@ tasks/list page size). Each scenario prints one PASS/FAIL line; the last line is
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import pathlib
 import sys
 import time
-import traceback
 import uuid
-import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -29,75 +26,35 @@ import httpx
 
 import mcp.types as types
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import McpError
 
 # The checks shared with the other interop clients live in interop/harness.py.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from harness import (  # noqa: E402
-    RELATED_TASK,
-    CheckFailure,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    BaseExceptionGroup,
+    Scenarios,
     check,
     describe,
     eq,
     expect_error,
+    foreign_like_unknown,
+    http_client,
+    http_session,
+    list_all,
     related_task_id,
+    required,
+    run_main,
+    settle,
     text_of,
+    until_settled,
 )
-
-if sys.version_info < (3, 11):  # pragma: no cover - anyio depends on the backport there
-    from exceptiongroup import BaseExceptionGroup
-
-# session.experimental is marked deprecated in mcp 1.30 (tasks leave the core spec after
-# 2025-11-25); it is still the SDK's API for this revision.
-warnings.filterwarnings("ignore", category=DeprecationWarning)
-
-INVALID_PARAMS = -32602
-METHOD_NOT_FOUND = -32601
-INTERNAL_ERROR = -32603
-TERMINAL = {"completed", "failed", "cancelled"}
-SCENARIO_TIMEOUT_S = 30
-
-
-def required(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        print(f"py_client.py: set {name}", file=sys.stderr)
-        sys.exit(2)
-    return value
-
 
 URL = required("MCP_TASKS_URL")
 ALICE = required("MCP_TASKS_ALICE_TOKEN")
 BOB = required("MCP_TASKS_BOB_TOKEN")
 PAGE_SIZE = int(os.environ.get("MCP_TASKS_PAGE_SIZE", "50"))
-
-
-async def error_of(awaitable: Awaitable[Any], what: str) -> types.ErrorData:
-    try:
-        result = await awaitable
-    except McpError as err:
-        return err.error
-    except Exception as err:  # noqa: BLE001
-        raise CheckFailure(f"{what}: expected a JSON-RPC error, got {describe(err)}") from err
-    raise CheckFailure(f"{what}: expected a JSON-RPC error, got result {result!r}")
-
-
-def same_as_unknown(foreign: types.ErrorData, owned_id: str, unknown: types.ErrorData, unknown_id: str, what: str) -> None:
-    """The error for another principal's task, with its id replaced, equals an unknown id's."""
-
-    def norm(e: types.ErrorData, task_id: str) -> str:
-        return json.dumps({"code": e.code, "message": e.message.replace(task_id, "<id>"), "data": e.data})
-
-    a, b = norm(foreign, owned_id), norm(unknown, unknown_id)
-    check(a == b, f"{what}: the error for another principal's task differs from an unknown id's:\n    {a}\n    {b}")
-    eq(foreign.code, INVALID_PARAMS, f"{what}: error code")
-
-
-def http_client(token: str | None) -> httpx.AsyncClient:
-    """An httpx client carrying the bearer token, with timeouts for a blocking tasks/result."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=120))
 
 
 class Peer:
@@ -117,19 +74,10 @@ async def connect(token: str | None, name: str) -> AsyncIterator[Peer]:
         if isinstance(message, types.ServerNotification):
             notifications.append(message.root)
 
-    async with http_client(token) as http:
-        async with streamable_http_client(URL, http_client=http) as (read, write, get_session_id):
-            async with ClientSession(
-                read,
-                write,
-                message_handler=on_message,
-                client_info=types.Implementation(name=name, version="0.1.0"),
-            ) as session:
-                init = await session.initialize()
-                eq(init.protocolVersion, "2025-11-25", "negotiated protocolVersion")
-                peer = Peer(session, get_session_id)
-                peer.notifications = notifications
-                yield peer
+    async with http_session(URL, token, name, "negotiated protocolVersion", on_message) as (session, get_session_id):
+        peer = Peer(session, get_session_id)
+        peer.notifications = notifications
+        yield peer
 
 
 def find_http_status(err: BaseException) -> int | None:
@@ -144,52 +92,14 @@ def find_http_status(err: BaseException) -> int | None:
     return find_http_status(cause) if cause is not None and cause is not err else None
 
 
-class Suite:
+class Suite(Scenarios):
     def __init__(self) -> None:
-        self.passed = 0
-        self.failed = 0
+        super().__init__()
         self.alice: Peer
         self.bob: Peer
         self.sleep_task_id: str | None = None
         self.fail_task_id: str | None = None
         self.alice_long_id: str | None = None
-
-    async def scenario(self, name: str, fn: Callable[[], Awaitable[str | None]]) -> bool:
-        try:
-            with anyio.fail_after(SCENARIO_TIMEOUT_S):
-                detail = await fn()
-        except CheckFailure as err:
-            self.failed += 1
-            print(f"FAIL {name}: {err}", flush=True)
-            return False
-        except TimeoutError:
-            self.failed += 1
-            print(f"FAIL {name}: timed out after {SCENARIO_TIMEOUT_S} s", flush=True)
-            return False
-        except Exception as err:  # noqa: BLE001
-            self.failed += 1
-            print(f"FAIL {name}: unexpected {describe(err)}", flush=True)
-            traceback.print_exc(file=sys.stderr)
-            return False
-        self.passed += 1
-        print(f"PASS {name}" + (f" ({detail})" if detail else ""), flush=True)
-        return True
-
-    # -- helpers -----------------------------------------------------------
-
-    @staticmethod
-    async def list_all(peer: Peer) -> tuple[list[str], list[types.ListTasksResult]]:
-        ids: list[str] = []
-        pages: list[types.ListTasksResult] = []
-        cursor: str | None = None
-        while True:
-            check(len(pages) < 500, "more than 500 pages; cursor loop?")
-            page = await peer.s.experimental.list_tasks(cursor)
-            pages.append(page)
-            ids += [t.taskId for t in page.tasks]
-            if page.nextCursor is None:
-                return ids, pages
-            cursor = page.nextCursor
 
     # -- scenarios ---------------------------------------------------------
 
@@ -290,7 +200,7 @@ class Suite:
 
     async def sc_list(self) -> str:
         created = [(await self.alice.s.experimental.call_tool_as_task("sleep", {"ms": 50 + i})).task.taskId for i in range(5)]
-        ids, pages = await self.list_all(self.alice)
+        ids, pages = await list_all(self.alice.s)
         for page in pages:
             check(len(page.tasks) <= PAGE_SIZE, f"a page has {len(page.tasks)} tasks")
         for task_id in [*created, self.sleep_task_id, self.fail_task_id]:
@@ -305,24 +215,12 @@ class Suite:
         created = await s.experimental.call_tool_as_task("sleep", {"ms": 30000})
         task_id = created.task.taskId
         settled: dict[str, Any] = {}
-
-        async def wait_result() -> None:
-            try:
-                settled["result"] = await s.experimental.get_task_result(task_id, types.CallToolResult)
-            except McpError as err:
-                settled["error"] = err
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(wait_result)
+            tg.start_soon(settle, settled, s.experimental.get_task_result(task_id, types.CallToolResult))
             await anyio.sleep(0.2)
             cancelled = await s.experimental.cancel_task(task_id)
             eq(cancelled.status, "cancelled", "tasks/cancel result status")
-            with anyio.move_on_after(10) as scope:
-                while not settled:
-                    await anyio.sleep(0.05)
-            if scope.cancelled_caught:
-                tg.cancel_scope.cancel()
-                raise CheckFailure("tasks/result still pending 10 s after the cancel")
+            await until_settled(settled, tg, "tasks/result still pending 10 s after the cancel")
         await expect_error(s.experimental.cancel_task(task_id), INVALID_PARAMS, "second tasks/cancel")
         eq((await s.experimental.get_task(task_id)).status, "cancelled", "tasks/get after cancel")
         check(self.sleep_task_id, "no completed task from scenario a")
@@ -359,25 +257,10 @@ class Suite:
         a, b = self.alice.s, self.bob.s
         self.alice_long_id = (await a.experimental.call_tool_as_task("sleep", {"ms": 25000})).task.taskId
         bob_own = (await b.experimental.call_tool_as_task("sleep", {"ms": 50})).task.taskId
-        unknown = str(uuid.uuid4())
-        cases: list[tuple[str, Callable[[str], Awaitable[Any]]]] = [
-            ("tasks/get", b.experimental.get_task),
-            ("tasks/result", lambda i: b.experimental.get_task_result(i, types.CallToolResult)),
-            ("tasks/cancel", b.experimental.cancel_task),
-        ]
-        for what, call in cases:
-            for target in (self.alice_long_id, self.fail_task_id):
-                assert target is not None
-                t0 = time.monotonic()
-                with anyio.fail_after(5):
-                    foreign = await error_of(call(target), f"bob {what} on alice's task")
-                took = time.monotonic() - t0
-                missing = await error_of(call(unknown), f"bob {what} on an unknown id")
-                same_as_unknown(foreign, target, missing, unknown, f"bob {what}")
-                check(took < 2, f"bob's {what} on alice's task took {took:.1f} s")
+        await foreign_like_unknown(b, (self.alice_long_id, self.fail_task_id))
         eq((await a.experimental.get_task(self.alice_long_id)).status, "working", "alice's task after bob's cancel")
-        bob_ids, _ = await self.list_all(self.bob)
-        alice_ids, alice_pages = await self.list_all(self.alice)
+        bob_ids, _ = await list_all(self.bob.s)
+        alice_ids, alice_pages = await list_all(self.alice.s)
         for task_id in (self.alice_long_id, self.fail_task_id, self.sleep_task_id):
             check(task_id not in bob_ids, f"bob's tasks/list shows alice's task {task_id}")
         check(bob_own in bob_ids, "bob's tasks/list lacks his own task")
@@ -393,7 +276,7 @@ class Suite:
             check(again.session_id() != self.alice.session_id(), "the new connection reused the old session id")
             eq((await again.s.experimental.get_task(self.alice_long_id)).status, "working", "status from the new session")
             eq((await again.s.experimental.get_task(self.fail_task_id)).status, "failed", "finished task from the new session")
-            ids, _ = await self.list_all(again)
+            ids, _ = await list_all(again.s)
             check(self.alice_long_id in ids and self.fail_task_id in ids, "the new session does not list the old tasks")
             eq((await again.s.experimental.cancel_task(self.alice_long_id)).status, "cancelled", "cancel from the new session")
         eq((await self.alice.s.experimental.get_task(self.alice_long_id)).status, "cancelled", "old session sees the cancel")
@@ -405,43 +288,25 @@ class Suite:
 
     async def run(self) -> None:
         await self.scenario("t1. requests without a valid token are refused (401 + WWW-Authenticate), foreign Origin 403, GET 405", self.t1_refused)
-        async with contextlib.AsyncExitStack() as stack:
-            try:
-                self.alice = await stack.enter_async_context(connect(ALICE, "mcp-tasks-interop-py-alice"))
-                self.bob = await stack.enter_async_context(connect(BOB, "mcp-tasks-interop-py-bob"))
-            except BaseException as err:  # noqa: BLE001
-                self.failed += 1
-                print(f"FAIL 0. initialize over HTTP: {describe(err)}", flush=True)
-                return
-            steps: list[tuple[str, Callable[[], Awaitable[str | None]]]] = [
-                ("0. initialize over HTTP (alice and bob): sessions issued, tools listed", self.s0_sessions),
-                ("a. task-augmented sleep: polling to completed, tasks/result with related-task _meta", self.sa_sleep),
-                ("a2. a blocking tasks/result does not stall other requests", self.sa2_concurrent),
-                ("b. fail as a task: failed, tasks/result isError", self.sb_fail),
-                (f"c. tasks/list through nextCursor (page size {PAGE_SIZE}); invalid cursor -32602", self.sc_list),
-                ("d. cancel: pending tasks/result answered, second cancel -32602, cancel of completed -32602", self.sd_cancel),
-                ("e. unknown id -> -32602 on tasks/get, tasks/result, tasks/cancel", self.se_unknown),
-                ("f. taskSupport errors: confirm without task, echo with task -> -32601", self.sf_task_support),
-                ("g. confirm over JSON-only HTTP: the task fails with a clear error", self.sg_confirm),
-                ("i1. owner isolation: bob cannot get, wait on, cancel or list alice's tasks; errors equal an unknown id's", self.si1_isolation),
-                ("i2. reconnect with the same token: a new session sees and cancels the tasks", self.si2_reconnect),
-                ("h. JSON-only mode: no status notifications", self.sh_no_notifications),
-            ]
-            for name, fn in steps:
-                await self.scenario(name, fn)
-
-
-def main() -> int:
-    suite = Suite()
-    try:
-        anyio.run(suite.run)
-    except BaseException as err:  # noqa: BLE001 - connection-level failure
-        suite.failed += 1
-        print(f"FAIL session: {describe(err)}", flush=True)
-        traceback.print_exc(file=sys.stderr)
-    print(f"{suite.passed} passed, {suite.failed} failed", flush=True)
-    return 0 if suite.failed == 0 else 1
+        peers = {
+            "alice": connect(ALICE, "mcp-tasks-interop-py-alice"),
+            "bob": connect(BOB, "mcp-tasks-interop-py-bob"),
+        }
+        await self.connected("0. initialize over HTTP", peers, [
+            ("0. initialize over HTTP (alice and bob): sessions issued, tools listed", self.s0_sessions),
+            ("a. task-augmented sleep: polling to completed, tasks/result with related-task _meta", self.sa_sleep),
+            ("a2. a blocking tasks/result does not stall other requests", self.sa2_concurrent),
+            ("b. fail as a task: failed, tasks/result isError", self.sb_fail),
+            (f"c. tasks/list through nextCursor (page size {PAGE_SIZE}); invalid cursor -32602", self.sc_list),
+            ("d. cancel: pending tasks/result answered, second cancel -32602, cancel of completed -32602", self.sd_cancel),
+            ("e. unknown id -> -32602 on tasks/get, tasks/result, tasks/cancel", self.se_unknown),
+            ("f. taskSupport errors: confirm without task, echo with task -> -32601", self.sf_task_support),
+            ("g. confirm over JSON-only HTTP: the task fails with a clear error", self.sg_confirm),
+            ("i1. owner isolation: bob cannot get, wait on, cancel or list alice's tasks; errors equal an unknown id's", self.si1_isolation),
+            ("i2. reconnect with the same token: a new session sees and cancels the tasks", self.si2_reconnect),
+            ("h. JSON-only mode: no status notifications", self.sh_no_notifications),
+        ])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(Suite()))

@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import pathlib
 import sys
 import time
-import traceback
-import uuid
-import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -31,37 +27,28 @@ import httpx
 
 import mcp.types as types
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import McpError
 
 # The checks shared with the other interop clients live in interop/harness.py.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from harness import (  # noqa: E402
-    CheckFailure,
+    INVALID_PARAMS,
+    Scenarios,
     check,
     describe,
     eq,
     expect_error,
+    foreign_like_unknown,
+    http_session,
+    list_all,
     related_task_id,
+    required,
+    run_main,
+    settle,
     text_of,
+    until_settled,
 )
 
-# session.experimental is marked deprecated in mcp 1.30 (tasks leave the core spec after
-# 2025-11-25); it is still the SDK's API for this revision.
-warnings.filterwarnings("ignore", category=DeprecationWarning)
-
-INVALID_PARAMS = -32602
-SCENARIO_TIMEOUT_S = 30
 SLEEP_MS = 1200
-
-
-def required(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        print(f"py_redis_client.py: set {name}", file=sys.stderr)
-        sys.exit(2)
-    return value
-
 
 URL_A = required("MCP_TASKS_URL_A")
 URL_B = required("MCP_TASKS_URL_B")
@@ -69,27 +56,6 @@ ALICE = required("MCP_TASKS_ALICE_TOKEN")
 BOB = required("MCP_TASKS_BOB_TOKEN")
 TRACES_A = pathlib.Path(required("MCP_TASKS_TRACE_DIR_A"))
 TRACES_B = pathlib.Path(required("MCP_TASKS_TRACE_DIR_B"))
-
-
-async def error_of(awaitable: Awaitable[Any], what: str) -> types.ErrorData:
-    try:
-        result = await awaitable
-    except McpError as err:
-        return err.error
-    except Exception as err:  # noqa: BLE001
-        raise CheckFailure(f"{what}: expected a JSON-RPC error, got {describe(err)}") from err
-    raise CheckFailure(f"{what}: expected a JSON-RPC error, got result {result!r}")
-
-
-def same_as_unknown(foreign: types.ErrorData, owned_id: str, unknown: types.ErrorData, unknown_id: str, what: str) -> None:
-    """The error for another principal's task, with its id replaced, equals an unknown id's."""
-
-    def norm(e: types.ErrorData, task_id: str) -> str:
-        return json.dumps({"code": e.code, "message": e.message.replace(task_id, "<id>"), "data": e.data})
-
-    a, b = norm(foreign, owned_id), norm(unknown, unknown_id)
-    check(a == b, f"{what}: the error for another principal's task differs from an unknown id's:\n    {a}\n    {b}")
-    eq(foreign.code, INVALID_PARAMS, f"{what}: error code")
 
 
 class Peer:
@@ -103,27 +69,8 @@ class Peer:
 
 @contextlib.asynccontextmanager
 async def connect(url: str, token: str, name: str) -> AsyncIterator[Peer]:
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=120)) as http:
-        async with streamable_http_client(url, http_client=http) as (read, write, get_session_id):
-            async with ClientSession(
-                read, write, client_info=types.Implementation(name=name, version="0.1.0")
-            ) as session:
-                init = await session.initialize()
-                eq(init.protocolVersion, "2025-11-25", f"negotiated protocolVersion with {url}")
-                yield Peer(session, url, get_session_id)
-
-
-async def list_all(peer: Peer) -> list[str]:
-    ids: list[str] = []
-    cursor: str | None = None
-    for _ in range(500):
-        page = await peer.s.experimental.list_tasks(cursor)
-        ids += [t.taskId for t in page.tasks]
-        if page.nextCursor is None:
-            return ids
-        cursor = page.nextCursor
-    raise CheckFailure("more than 500 pages; cursor loop?")
+    async with http_session(url, token, name, f"negotiated protocolVersion with {url}") as (session, get_session_id):
+        yield Peer(session, url, get_session_id)
 
 
 def traced(directory: pathlib.Path, session_id: str | None) -> list[dict]:
@@ -151,10 +98,9 @@ def requests_for(entries: list[dict], method: str, task_id: str) -> list[dict]:
     ]
 
 
-class Suite:
+class Suite(Scenarios):
     def __init__(self) -> None:
-        self.passed = 0
-        self.failed = 0
+        super().__init__()
         self.alice_a: Peer
         self.alice_b: Peer
         self.bob_b: Peer
@@ -162,27 +108,6 @@ class Suite:
         self.long_task: str | None = None
         self.cancelled_task: str | None = None
         self.b_task: str | None = None
-
-    async def scenario(self, name: str, fn: Callable[[], Awaitable[str | None]]) -> bool:
-        try:
-            with anyio.fail_after(SCENARIO_TIMEOUT_S):
-                detail = await fn()
-        except CheckFailure as err:
-            self.failed += 1
-            print(f"FAIL {name}: {err}", flush=True)
-            return False
-        except TimeoutError:
-            self.failed += 1
-            print(f"FAIL {name}: timed out after {SCENARIO_TIMEOUT_S} s", flush=True)
-            return False
-        except Exception as err:  # noqa: BLE001
-            self.failed += 1
-            print(f"FAIL {name}: unexpected {describe(err)}", flush=True)
-            traceback.print_exc(file=sys.stderr)
-            return False
-        self.passed += 1
-        print(f"PASS {name}" + (f" ({detail})" if detail else ""), flush=True)
-        return True
 
     # -- scenarios ---------------------------------------------------------
 
@@ -266,8 +191,8 @@ class Suite:
         a, b = self.alice_a.s, self.alice_b.s
         self.long_task = (await a.experimental.call_tool_as_task("sleep", {"ms": 25000})).task.taskId
         self.b_task = (await b.experimental.call_tool_as_task("fail", {})).task.taskId
-        through_b = await list_all(self.alice_b)
-        through_a = await list_all(self.alice_a)
+        through_b, _ = await list_all(self.alice_b.s)
+        through_a, _ = await list_all(self.alice_a.s)
         for task_id in (self.sleep_task, self.long_task, self.b_task):
             eq(through_b.count(task_id), 1, f"{task_id} in tasks/list through B")
             eq(through_a.count(task_id), 1, f"{task_id} in tasks/list through A")
@@ -289,28 +214,15 @@ class Suite:
         task_id = (await a.experimental.call_tool_as_task("sleep", {"ms": 30000})).task.taskId
         self.cancelled_task = task_id
         settled: dict[str, Any] = {}
-
-        async def wait_result_on_a() -> None:
-            try:
-                settled["result"] = await a.experimental.get_task_result(task_id, types.CallToolResult)
-            except McpError as err:
-                settled["error"] = err
-            settled["at"] = time.monotonic()
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(wait_result_on_a)
+            tg.start_soon(settle, settled, a.experimental.get_task_result(task_id, types.CallToolResult))
             await anyio.sleep(0.3)
             check(not settled, "A's tasks/result answered before the cancel")
             cancelled_at = time.monotonic()
             cancelled = await b.experimental.cancel_task(task_id)
             eq(cancelled.status, "cancelled", "tasks/cancel through B: status")
             eq(cancelled.taskId, task_id, "tasks/cancel through B: taskId")
-            with anyio.move_on_after(10) as scope:
-                while not settled:
-                    await anyio.sleep(0.05)
-            if scope.cancelled_caught:
-                tg.cancel_scope.cancel()
-                raise CheckFailure("A's tasks/result still pending 10 s after the cancel through B")
+            await until_settled(settled, tg, "A's tasks/result still pending 10 s after the cancel through B")
         woke = settled["at"] - cancelled_at
         eq((await a.experimental.get_task(task_id)).status, "cancelled", "tasks/get through A after B's cancel")
         await expect_error(a.experimental.cancel_task(task_id), INVALID_PARAMS, "second tasks/cancel, through A")
@@ -325,67 +237,35 @@ class Suite:
     async def r6_isolation_on_b(self) -> str:
         b = self.bob_b.s
         check(self.long_task and self.sleep_task, "no tasks from earlier scenarios")
-        unknown = str(uuid.uuid4())
-        cases: list[tuple[str, Callable[[str], Awaitable[Any]]]] = [
-            ("tasks/get", b.experimental.get_task),
-            ("tasks/result", lambda i: b.experimental.get_task_result(i, types.CallToolResult)),
-            ("tasks/cancel", b.experimental.cancel_task),
-        ]
-        for what, call in cases:
-            for target in (self.long_task, self.sleep_task):
-                assert target is not None
-                t0 = time.monotonic()
-                with anyio.fail_after(5):
-                    foreign = await error_of(call(target), f"bob {what} on alice's task through B")
-                took = time.monotonic() - t0
-                missing = await error_of(call(unknown), f"bob {what} on an unknown id through B")
-                same_as_unknown(foreign, target, missing, unknown, f"bob {what} through B")
-                check(took < 2, f"bob's {what} on alice's task took {took:.1f} s")
+        await foreign_like_unknown(b, (self.long_task, self.sleep_task), " through B")
         eq((await self.alice_a.s.experimental.get_task(self.long_task)).status, "working", "alice's task after bob's cancel")
         bob_own = (await b.experimental.call_tool_as_task("sleep", {"ms": 10})).task.taskId
-        bob_ids = await list_all(self.bob_b)
+        bob_ids, _ = await list_all(self.bob_b.s)
         for task_id in (self.long_task, self.sleep_task, self.cancelled_task, self.b_task):
             check(task_id not in bob_ids, f"bob's tasks/list through B shows alice's task {task_id}")
         check(bob_own in bob_ids, "bob's tasks/list through B lacks his own task")
-        check(bob_own not in await list_all(self.alice_a), "alice's tasks/list through A shows bob's task")
+        alice_ids, _ = await list_all(self.alice_a.s)
+        check(bob_own not in alice_ids, "alice's tasks/list through A shows bob's task")
         # Clean up alice's long task (through B).
         eq((await self.alice_b.s.experimental.cancel_task(self.long_task)).status, "cancelled", "cancel of the long task")
         return f"bob lists {len(bob_ids)} task(s) through B, none of alice's"
 
     async def run(self) -> None:
-        async with contextlib.AsyncExitStack() as stack:
-            try:
-                self.alice_a = await stack.enter_async_context(connect(URL_A, ALICE, "mcp-tasks-redis-alice-a"))
-                self.alice_b = await stack.enter_async_context(connect(URL_B, ALICE, "mcp-tasks-redis-alice-b"))
-                self.bob_b = await stack.enter_async_context(connect(URL_B, BOB, "mcp-tasks-redis-bob-b"))
-            except BaseException as err:  # noqa: BLE001
-                self.failed += 1
-                print(f"FAIL r0. initialize with both instances: {describe(err)}", flush=True)
-                return
-            steps: list[tuple[str, Callable[[], Awaitable[str | None]]]] = [
-                ("r0. sessions with instance A (alice) and B (alice, bob); A's session unknown to B (404)", self.r0_sessions),
-                (f"r1. sleep {SLEEP_MS} ms created through A: tasks/get through B, B's tasks/result blocks until A's handler completes", self.r1_result_through_b),
-                ("r2. the traces: A read the tools/call, B the tasks/result", self.r2_traces),
-                ("r3. tasks/list through B and through A: the same tasks, created on either", self.r3_list_through_b),
-                ("r4. a task created on B (fail): tasks/result and tasks/get through A", self.r4_cross_result_of_b_task),
-                ("r5. tasks/cancel through B of a task running on A: A's pending tasks/result answered, second cancel -32602", self.r5_cancel_through_b),
-                ("r6. bob on B cannot get, wait on, cancel or list alice's tasks; errors equal an unknown id's", self.r6_isolation_on_b),
-            ]
-            for name, fn in steps:
-                await self.scenario(name, fn)
-
-
-def main() -> int:
-    suite = Suite()
-    try:
-        anyio.run(suite.run)
-    except BaseException as err:  # noqa: BLE001 - connection-level failure
-        suite.failed += 1
-        print(f"FAIL session: {describe(err)}", flush=True)
-        traceback.print_exc(file=sys.stderr)
-    print(f"{suite.passed} passed, {suite.failed} failed", flush=True)
-    return 0 if suite.failed == 0 else 1
+        peers = {
+            "alice_a": connect(URL_A, ALICE, "mcp-tasks-redis-alice-a"),
+            "alice_b": connect(URL_B, ALICE, "mcp-tasks-redis-alice-b"),
+            "bob_b": connect(URL_B, BOB, "mcp-tasks-redis-bob-b"),
+        }
+        await self.connected("r0. initialize with both instances", peers, [
+            ("r0. sessions with instance A (alice) and B (alice, bob); A's session unknown to B (404)", self.r0_sessions),
+            (f"r1. sleep {SLEEP_MS} ms created through A: tasks/get through B, B's tasks/result blocks until A's handler completes", self.r1_result_through_b),
+            ("r2. the traces: A read the tools/call, B the tasks/result", self.r2_traces),
+            ("r3. tasks/list through B and through A: the same tasks, created on either", self.r3_list_through_b),
+            ("r4. a task created on B (fail): tasks/result and tasks/get through A", self.r4_cross_result_of_b_task),
+            ("r5. tasks/cancel through B of a task running on A: A's pending tasks/result answered, second cancel -32602", self.r5_cancel_through_b),
+            ("r6. bob on B cannot get, wait on, cancel or list alice's tasks; errors equal an unknown id's", self.r6_isolation_on_b),
+        ])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(Suite()))
