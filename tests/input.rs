@@ -6,26 +6,14 @@ use std::time::Duration;
 
 use mcp_tasks::TaskStore;
 use mcp_tasks::{
-    AnyTask, Error, InputRequest, InputRequests, JsonObject, Limits, ManualClock, Owner,
-    TaskRegistry, TaskRequest, TaskStatus, Timestamp, TtlPolicy,
+    Error, InputRequests, Limits, ManualClock, Owner, TaskRegistry, TaskRequest, TaskStatus,
+    Timestamp, TtlPolicy,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
-fn obj(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-fn ask(message: &str) -> InputRequest {
-    InputRequest::elicitation(obj(json!({"mode": "form", "message": message,
-        "requestedSchema": {"type": "object", "properties": {}}})))
-}
-
-fn accept(answer: &str) -> Value {
-    json!({"action": "accept", "content": {"answer": answer}})
-}
+#[path = "support/common.rs"]
+mod common;
+use common::{accept, ask, input_keys, obj};
 
 fn setup() -> (TaskRegistry, ManualClock, Owner) {
     let clock = ManualClock::new(Timestamp::parse("2025-11-25T10:30:00Z").unwrap());
@@ -36,12 +24,6 @@ fn setup() -> (TaskRegistry, ManualClock, Owner) {
         .build()
         .unwrap();
     (registry, clock, Owner::new("alice"))
-}
-
-fn keys(task: &AnyTask) -> Vec<String> {
-    task.input_requests()
-        .map(|requests| requests.iter().map(|(key, _)| key.to_owned()).collect())
-        .unwrap_or_default()
 }
 
 #[test]
@@ -59,7 +41,7 @@ fn input_keys_are_unique_over_the_whole_life_of_a_task() {
         )
         .unwrap();
     assert_eq!(
-        keys(&registry.get(&owner, &id).unwrap()),
+        input_keys(&registry.get(&owner, &id).unwrap()),
         ["confirm", "name"]
     );
     registry
@@ -78,12 +60,18 @@ fn input_keys_are_unique_over_the_whole_life_of_a_task() {
     let waiting = working
         .require_input(InputRequests::new().with("confirm", ask("two?")))
         .unwrap();
-    assert_eq!(keys(&registry.get(&owner, &id).unwrap()), ["confirm-2"]);
+    assert_eq!(
+        input_keys(&registry.get(&owner, &id).unwrap()),
+        ["confirm-2"]
+    );
     // An answer to the old, used key is ignored; the new key is taken.
     registry
         .respond(&owner, &id, obj(json!({"confirm": accept("stale")})))
         .unwrap();
-    assert_eq!(keys(&registry.get(&owner, &id).unwrap()), ["confirm-2"]);
+    assert_eq!(
+        input_keys(&registry.get(&owner, &id).unwrap()),
+        ["confirm-2"]
+    );
     registry
         .respond(&owner, &id, obj(json!({"confirm-2": accept("again")})))
         .unwrap();
@@ -99,7 +87,10 @@ fn input_keys_are_unique_over_the_whole_life_of_a_task() {
     let waiting = working
         .require_input(InputRequests::new().with("confirm", ask("three?")))
         .unwrap();
-    assert_eq!(keys(&registry.get(&owner, &id).unwrap()), ["confirm-3"]);
+    assert_eq!(
+        input_keys(&registry.get(&owner, &id).unwrap()),
+        ["confirm-3"]
+    );
     drop(waiting.cancel().unwrap());
 }
 
@@ -132,7 +123,7 @@ fn partial_answers_keep_the_task_waiting_for_the_rest() {
     let task = registry.get(&owner, &id).unwrap();
     assert_eq!(task.status(), TaskStatus::InputRequired);
     assert_eq!(
-        keys(&task),
+        input_keys(&task),
         ["b"],
         "answered keys leave the outstanding requests"
     );
@@ -280,7 +271,7 @@ fn answers_for_someone_elses_task_are_not_found() {
         Err(Error::TaskNotFound { .. })
     ));
     assert_eq!(
-        keys(&registry.get(&owner, &id).unwrap()),
+        input_keys(&registry.get(&owner, &id).unwrap()),
         ["x"],
         "nothing answered"
     );

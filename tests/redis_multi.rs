@@ -10,49 +10,27 @@
 mod redis_server;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Barrier, Mutex};
-use std::thread::{self, JoinHandle};
+use std::sync::{Arc, Barrier};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
-    AnyTask, Error, InputRequest, InputRequests, JsonObject, LimitScope, Limits, Outcome, Owner,
-    RedisTaskStore, StatusChange, TaskRequest, TaskStatus, TaskStore, TtlPolicy,
+    Error, InputRequest, InputRequests, LimitScope, Limits, Outcome, Owner, RedisTaskStore,
+    TaskRequest, TaskStatus, TaskStore, TtlPolicy,
 };
 use redis_server::RedisServer;
-use serde_json::{Value, json};
+use serde_json::json;
 
-/// The timeout of every wait that is expected to end by an event.
-const BOUND: Duration = Duration::from_secs(30);
-
-/// How soon an event must end such a wait (far below [`BOUND`]).
-const WAKE: Duration = Duration::from_secs(5);
+#[path = "support/common.rs"]
+mod common;
+use common::{
+    BOUND, WAKE, alice, assert_not_found, bob, eventually, ids, join_within, ms, obj, recorder,
+    req, spawn_at_barrier, spawn_wait, tool_outcome, tool_result,
+};
 
 /// The name the store gives each instance's subscriber connection.
 const SUBSCRIBER_NAME: &str = "mcp-tasks-subscriber";
-
-fn ms(millis: u64) -> Duration {
-    Duration::from_millis(millis)
-}
-
-fn obj(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-fn tool_result(text: &str) -> JsonObject {
-    obj(json!({"content": [{"type": "text", "text": text}]}))
-}
-
-fn req(n: i64) -> TaskRequest {
-    TaskRequest::new(n, "tools/call")
-}
-
-fn alice() -> Owner {
-    Owner::new("alice")
-}
 
 fn policy() -> TtlPolicy {
     TtlPolicy::new(Some(60_000)).with_max(600_000)
@@ -82,47 +60,6 @@ fn pair(server: &RedisServer) -> (RedisTaskStore, RedisTaskStore) {
     )
 }
 
-fn ids(tasks: &[AnyTask]) -> Vec<String> {
-    tasks.iter().map(|task| task.id().to_string()).collect()
-}
-
-/// Joins `handle`, failing the test if the thread is still running after `limit`.
-#[track_caller]
-fn join_within<T>(handle: JoinHandle<T>, limit: Duration, what: &str) -> T {
-    let started = Instant::now();
-    while !handle.is_finished() {
-        assert!(
-            started.elapsed() < limit,
-            "{what}: still blocked after {limit:?}"
-        );
-        thread::sleep(ms(1));
-    }
-    match handle.join() {
-        Ok(value) => value,
-        Err(_) => panic!("{what}: the thread panicked"),
-    }
-}
-
-/// Waits (bounded) until `done` holds.
-#[track_caller]
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < WAKE, "{what}: not within {WAKE:?}");
-        thread::sleep(ms(2));
-    }
-}
-
-/// A waiter on `store` for `id`, in its own thread.
-fn spawn_wait(
-    store: &RedisTaskStore,
-    owner: &Owner,
-    id: &str,
-) -> JoinHandle<Result<AnyTask, Error>> {
-    let (store, owner, id) = (store.clone(), owner.clone(), id.to_owned());
-    thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
-}
-
 #[test]
 fn a_task_created_on_one_instance_is_finished_on_another() {
     let Some(server) = RedisServer::start() else {
@@ -139,23 +76,15 @@ fn a_task_created_on_one_instance_is_finished_on_another() {
         b.origin(&owner, &id).unwrap(),
         a.origin(&owner, &id).unwrap()
     );
-    assert!(matches!(
-        b.get(&Owner::new("bob"), &id),
-        Err(Error::TaskNotFound { .. })
-    ));
+    assert_not_found(b.get(&bob(), &id), &id, "another owner on B");
     let done = b
-        .store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("from b")),
-        )
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("from b"))
         .unwrap();
     assert_eq!(a.get(&owner, &id).unwrap(), done);
     assert_eq!(a.result(&owner, &id).unwrap(), done);
     assert_eq!(
         a.get(&owner, &id).unwrap().outcome(),
-        Some(&Outcome::Result(tool_result("from b")))
+        Some(&tool_outcome("from b"))
     );
     // The loser on A sees B's result.
     match a.cancel(&owner, &id, None) {
@@ -175,10 +104,7 @@ fn a_task_created_on_one_instance_is_finished_on_another() {
         Some(INTERNAL_ERROR)
     );
     b.remove(&owner, &id).unwrap();
-    assert!(matches!(
-        a.get(&owner, &id),
-        Err(Error::TaskNotFound { .. })
-    ));
+    assert_not_found(a.get(&owner, &id), &id, "a task removed on B, on A");
 }
 
 #[test]
@@ -197,12 +123,7 @@ fn a_waiter_on_one_instance_is_woken_by_a_completion_on_another() {
     );
     let finished_at = Instant::now();
     let done = b
-        .store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("b did it")),
-        )
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("b did it"))
         .unwrap();
     let waited = join_within(waiter, WAKE, "A's waiter").unwrap();
     assert!(
@@ -225,10 +146,11 @@ fn a_waiter_on_one_instance_is_woken_by_a_completion_on_another() {
     let waiter = spawn_wait(&a, &owner, &id);
     thread::sleep(ms(50));
     b.remove(&owner, &id).unwrap();
-    assert!(matches!(
+    assert_not_found(
         join_within(waiter, WAKE, "A's waiter on a removal"),
-        Err(Error::TaskNotFound { .. })
-    ));
+        &id,
+        "A's wait on a task removed on B",
+    );
 }
 
 #[test]
@@ -297,22 +219,15 @@ fn cancel_and_complete_racing_across_instances_have_one_winner() {
         let id = a.insert(&owner, req(round)).unwrap().id().to_string();
         let barrier = Arc::new(Barrier::new(2));
         let canceller = {
-            let (a, owner, id, barrier) = (a.clone(), owner.clone(), id.clone(), barrier.clone());
-            thread::spawn(move || {
-                barrier.wait();
+            let (a, owner, id) = (a.clone(), owner.clone(), id.clone());
+            spawn_at_barrier(&barrier, move || {
                 a.cancel(&owner, &id, Some("from a".into()))
             })
         };
         let completer = {
-            let (b, owner, id, barrier) = (b.clone(), owner.clone(), id.clone(), barrier.clone());
-            thread::spawn(move || {
-                barrier.wait();
-                b.store_result(
-                    &owner,
-                    &id,
-                    TaskStatus::Completed,
-                    Outcome::Result(tool_result("from b")),
-                )
+            let (b, owner, id) = (b.clone(), owner.clone(), id.clone());
+            spawn_at_barrier(&barrier, move || {
+                b.store_result(&owner, &id, TaskStatus::Completed, tool_outcome("from b"))
             })
         };
         let cancelled = join_within(canceller, WAKE, "A.cancel");
@@ -331,10 +246,7 @@ fn cancel_and_complete_racing_across_instances_have_one_winner() {
                 completions += 1;
                 assert_eq!(*task, done, "round {round}: the loser saw the winner");
                 assert_eq!(on_a, done, "round {round}");
-                assert_eq!(
-                    on_a.outcome(),
-                    Some(&Outcome::Result(tool_result("from b")))
-                );
+                assert_eq!(on_a.outcome(), Some(&tool_outcome("from b")));
             }
             other => panic!("round {round}: not exactly one winner: {other:?}"),
         }
@@ -356,15 +268,9 @@ fn racing_results_across_instances_keep_the_first() {
         let racers: Vec<_> = [(a.clone(), "a"), (b.clone(), "b")]
             .into_iter()
             .map(|(store, name)| {
-                let (owner, id, barrier) = (owner.clone(), id.clone(), barrier.clone());
-                thread::spawn(move || {
-                    barrier.wait();
-                    store.store_result(
-                        &owner,
-                        &id,
-                        TaskStatus::Completed,
-                        Outcome::Result(tool_result(name)),
-                    )
+                let (owner, id) = (owner.clone(), id.clone());
+                spawn_at_barrier(&barrier, move || {
+                    store.store_result(&owner, &id, TaskStatus::Completed, tool_outcome(name))
                 })
             })
             .collect();
@@ -422,7 +328,7 @@ fn a_waiter_survives_its_subscriber_connection_being_killed() {
                 &owner,
                 &id,
                 TaskStatus::Completed,
-                Outcome::Result(tool_result("after the kill")),
+                tool_outcome("after the kill"),
             )
             .unwrap();
         let waited = join_within(waiter, WAKE, "a waiter whose subscriber was killed");
@@ -477,7 +383,7 @@ fn a_cursor_issued_by_one_instance_continues_on_another() {
 
     // Not for another owner on B, nor for another deployment (prefix) on the same server.
     assert!(matches!(
-        b.list(&Owner::new("bob"), Some(&cursor), 2),
+        b.list(&bob(), Some(&cursor), 2),
         Err(Error::InvalidCursor { .. })
     ));
     let elsewhere = instance(&server, &fresh_prefix(), Limits::none());
@@ -577,11 +483,8 @@ fn the_per_owner_limit_is_shared_by_the_instances() {
     let inserters: Vec<_> = (0..8)
         .map(|n| {
             let store = if n % 2 == 0 { a.clone() } else { b.clone() };
-            let (owner, barrier) = (owner.clone(), barrier.clone());
-            thread::spawn(move || {
-                barrier.wait();
-                store.insert(&owner, req(n)).is_ok()
-            })
+            let owner = owner.clone();
+            spawn_at_barrier(&barrier, move || store.insert(&owner, req(n)).is_ok())
         })
         .collect();
     let created = inserters
@@ -599,20 +502,13 @@ fn subscribers_of_one_instance_see_changes_made_on_another() {
         return;
     };
     let (a, b) = pair(&server);
-    let seen: Arc<Mutex<Vec<StatusChange>>> = Arc::default();
-    let sink = Arc::clone(&seen);
-    a.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
+    let (seen, _) = recorder(&a);
     let owner = alice();
     let id = b.insert(&owner, req(1)).unwrap().id().to_string();
     b.update_status(&owner, &id, TaskStatus::InputRequired, Some("?".into()))
         .unwrap();
     let done = b
-        .store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("ok")),
-        )
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("ok"))
         .unwrap();
     eventually("B's completion reaches A's subscriber", || {
         seen.lock()
@@ -646,17 +542,14 @@ fn an_expired_task_is_gone_for_every_instance() {
     let id = a.insert(&owner, req(1)).unwrap().id().to_string();
     let started = Instant::now();
     let waiter = spawn_wait(&b, &owner, &id);
-    let waited = join_within(waiter, WAKE, "B's waiter on an expiring task");
-    assert!(
-        matches!(waited, Err(Error::TaskNotFound { .. })),
-        "{waited:?}"
+    assert_not_found(
+        join_within(waiter, WAKE, "B's waiter on an expiring task"),
+        &id,
+        "B's wait on a task expiring",
     );
     assert!(started.elapsed() >= ms(250), "{:?}", started.elapsed());
     for store in [&a, &b] {
-        assert!(matches!(
-            store.get(&owner, &id),
-            Err(Error::TaskNotFound { .. })
-        ));
+        assert_not_found(store.get(&owner, &id), &id, "an expired task");
         assert!(store.list(&owner, None, 10).unwrap().tasks.is_empty());
     }
 }
@@ -693,13 +586,8 @@ fn a_change_decided_on_a_stale_copy_is_decided_again() {
     // A's copy says working; B finished the task: A's change is refused by the task as it is.
     a.update_status(&owner, &id, TaskStatus::Working, Some("mine".into()))
         .unwrap();
-    b.store_result(
-        &owner,
-        &id,
-        TaskStatus::Completed,
-        Outcome::Result(tool_result("b")),
-    )
-    .unwrap();
+    b.store_result(&owner, &id, TaskStatus::Completed, tool_outcome("b"))
+        .unwrap();
     let refused = a.update_status(&owner, &id, TaskStatus::InputRequired, None);
     assert!(
         matches!(

@@ -13,41 +13,21 @@ use std::time::{Duration, Instant};
 use mcp_tasks::TaskStore;
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
-    AnyTask, Clock, Error, InputRequest, InputRequests, JsonObject, LimitScope, Limits,
-    ManualClock, Outcome, Owner, RequestId, StatusChange, TaskHandle, TaskRegistry, TaskRequest,
-    TaskStatus, Timestamp, TtlPolicy, Working,
+    AnyTask, Clock, Error, InputRequest, InputRequests, LimitScope, Limits, ManualClock, Outcome,
+    Owner, RequestId, StatusChange, TaskHandle, TaskRegistry, TaskRequest, TaskStatus, Timestamp,
+    TtlPolicy, Working,
 };
 use serde_json::{Value, json};
 
-/// The timeout of every wait that is expected to end by an event: never reached when the
-/// registry works.
-const BOUND: Duration = Duration::from_secs(30);
-
-/// How soon an event must end such a wait (much less than [`BOUND`], so that a lost wakeup
-/// cannot hide behind a waiter that times out, looks again and finds the task finished).
-const WAKE: Duration = Duration::from_secs(5);
+#[path = "support/common.rs"]
+mod common;
+use common::{
+    BOUND, Seen, WAKE, ids, join_within, ms, obj, recorder, req, spawn_wait, tool_outcome,
+    tool_result,
+};
 
 fn t0() -> Timestamp {
     Timestamp::parse("2025-11-25T10:30:00Z").unwrap()
-}
-
-fn obj(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-fn tool_result(text: &str) -> JsonObject {
-    obj(json!({"content": [{"type": "text", "text": text}]}))
-}
-
-fn req(n: i64) -> TaskRequest {
-    TaskRequest::new(n, "tools/call")
-}
-
-fn ms(millis: u64) -> Duration {
-    Duration::from_millis(millis)
 }
 
 /// A registry on a manual clock at [`t0`]: default TTL 60 s, at most 1 h, no limits.
@@ -90,22 +70,6 @@ fn not_found(id: &str) -> Error {
     }
 }
 
-/// Joins `handle`, failing the test if the thread has not finished within [`WAKE`].
-fn join_within<T>(handle: JoinHandle<T>) -> T {
-    let deadline = Instant::now() + WAKE;
-    while !handle.is_finished() {
-        assert!(
-            Instant::now() < deadline,
-            "thread still running after {WAKE:?}: deadlock or lost wakeup"
-        );
-        thread::sleep(ms(1));
-    }
-    match handle.join() {
-        Ok(value) => value,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
-}
-
 /// `registry.wait` on another thread, failing the test if it blocks longer than [`WAKE`].
 fn wait_bounded(
     registry: &TaskRegistry,
@@ -114,11 +78,11 @@ fn wait_bounded(
     timeout: Option<Duration>,
 ) -> Result<AnyTask, Error> {
     let (registry, owner, id) = (registry.clone(), owner.clone(), id.to_owned());
-    join_within(thread::spawn(move || registry.wait(&owner, &id, timeout)))
-}
-
-fn ids(tasks: &[AnyTask]) -> Vec<String> {
-    tasks.iter().map(|task| task.id().to_string()).collect()
+    join_within(
+        thread::spawn(move || registry.wait(&owner, &id, timeout)),
+        WAKE,
+        "wait",
+    )
 }
 
 /// Every task of `owner`, walking all pages of `page_size`.
@@ -175,12 +139,7 @@ fn attempt_all(
         ),
         (
             "store_result completed",
-            shown(registry.store_result(
-                owner,
-                id,
-                TaskStatus::Completed,
-                Outcome::Result(tool_result("stolen")),
-            )),
+            shown(registry.store_result(owner, id, TaskStatus::Completed, tool_outcome("stolen"))),
         ),
         (
             "store_result failed",
@@ -489,12 +448,7 @@ fn expired_tasks_behave_as_unknown_ids_everywhere() {
     }
     // One of the short ones finished before it expired: that does not keep it.
     registry
-        .store_result(
-            &owner,
-            &short[3],
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("r")),
-        )
+        .store_result(&owner, &short[3], TaskStatus::Completed, tool_outcome("r"))
         .unwrap();
 
     clock.advance(ms(1_000));
@@ -686,7 +640,7 @@ fn handle_transitions_write_through_with_the_registry_clock() {
         wait_bounded(&registry, &owner, &id, Some(BOUND))
             .unwrap()
             .outcome(),
-        Some(&Outcome::Result(tool_result("42")))
+        Some(&tool_outcome("42"))
     );
 }
 
@@ -802,12 +756,7 @@ fn the_first_terminal_state_wins_and_results_are_never_overwritten() {
     // store_result by id first: the handle's completion is refused.
     let (handle, id) = start(&registry, &owner);
     let first = registry
-        .store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("first")),
-        )
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("first"))
         .unwrap();
     let err = handle.complete(tool_result("second")).unwrap_err();
     assert_eq!(err.code(), -32602);
@@ -835,10 +784,7 @@ fn the_first_terminal_state_wins_and_results_are_never_overwritten() {
         .unwrap();
     for (status, outcome) in [
         (TaskStatus::Failed, Outcome::error(-32000, "second")),
-        (
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("second")),
-        ),
+        (TaskStatus::Completed, tool_outcome("second")),
     ] {
         let err = registry
             .store_result(&owner, &id, status, outcome)
@@ -862,12 +808,7 @@ fn the_first_terminal_state_wins_and_results_are_never_overwritten() {
     let done = handle.complete(tool_result("mine")).unwrap().into_any();
     assert!(
         registry
-            .store_result(
-                &owner,
-                &id,
-                TaskStatus::Completed,
-                Outcome::Result(tool_result("x"))
-            )
+            .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("x"))
             .is_err()
     );
     assert!(registry.cancel(&owner, &id, None).is_err());
@@ -885,12 +826,7 @@ fn dropping_an_unfinished_handle_fails_the_task_and_wakes_waiters() {
     let owner = Owner::new("alice");
     let (handle, id) = start(&registry, &owner);
     let handle = handle.require_input(InputRequests::new()).unwrap();
-    let waiters: Vec<_> = (0..4)
-        .map(|_| {
-            let (registry, owner, id) = (registry.clone(), owner.clone(), id.clone());
-            thread::spawn(move || registry.wait(&owner, &id, Some(BOUND)))
-        })
-        .collect();
+    let waiters: Vec<_> = (0..4).map(|_| spawn_wait(&registry, &owner, &id)).collect();
     thread::sleep(ms(50));
     assert!(waiters.iter().all(|w| !w.is_finished()), "waiters block");
     drop(handle);
@@ -903,7 +839,7 @@ fn dropping_an_unfinished_handle_fails_the_task_and_wakes_waiters() {
     assert_eq!(error.code, -32603);
     assert!(stored.status_message().is_some());
     for waiter in waiters {
-        assert_eq!(join_within(waiter).unwrap(), stored);
+        assert_eq!(join_within(waiter, WAKE, "a waiter").unwrap(), stored);
     }
 }
 
@@ -923,16 +859,11 @@ fn a_detached_handle_leaves_the_task_working_for_the_by_id_api() {
         .update_status(&owner, &id, TaskStatus::Working, None)
         .unwrap();
     registry
-        .store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("by id")),
-        )
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("by id"))
         .unwrap();
     assert_eq!(
         registry.result(&owner, &id).unwrap().outcome(),
-        Some(&Outcome::Result(tool_result("by id")))
+        Some(&tool_outcome("by id"))
     );
 }
 
@@ -965,17 +896,14 @@ fn a_panicking_handler_thread_fails_its_task_and_the_registry_stays_usable() {
         sink.lock().unwrap().push(change.task.status());
     });
     let (handle, id) = start(&registry, &owner);
-    let waiter = {
-        let (registry, owner, id) = (registry.clone(), owner.clone(), id.clone());
-        thread::spawn(move || registry.wait(&owner, &id, Some(BOUND)))
-    };
+    let waiter = spawn_wait(&registry, &owner, &id);
     let worker = thread::spawn(move || {
         let _waiting = handle.require_input(InputRequests::new()).unwrap();
         panic!("handler bug (expected by the test)");
     });
     assert!(worker.join().is_err(), "the worker panicked");
 
-    let failed = join_within(waiter).unwrap();
+    let failed = join_within(waiter, WAKE, "a waiter").unwrap();
     assert_eq!(failed.status(), TaskStatus::Failed);
     assert_eq!(failed.outcome().unwrap().as_error().unwrap().code, -32603);
     assert_eq!(registry.get(&owner, &id).unwrap(), failed);
@@ -1024,7 +952,7 @@ fn task_in(registry: &TaskRegistry, owner: &Owner, status: TaskStatus) -> String
         }
         TaskStatus::Completed => {
             registry
-                .store_result(owner, &id, status, Outcome::Result(tool_result("ok")))
+                .store_result(owner, &id, status, tool_outcome("ok"))
                 .unwrap();
         }
         TaskStatus::Failed => {
@@ -1091,7 +1019,7 @@ fn result_is_not_finished_while_the_task_runs() {
     let id = task_in(&registry, &owner, TaskStatus::Completed);
     assert_eq!(
         registry.result(&owner, &id).unwrap().outcome(),
-        Some(&Outcome::Result(tool_result("ok")))
+        Some(&tool_outcome("ok"))
     );
     let id = task_in(&registry, &owner, TaskStatus::Failed);
     assert_eq!(
@@ -1172,9 +1100,9 @@ fn store_result_takes_completed_or_failed_only() {
             TaskStatus::Completed,
             Outcome::error(-32000, "an error is not a completion"),
         ),
-        (TaskStatus::Working, Outcome::Result(tool_result("x"))),
-        (TaskStatus::InputRequired, Outcome::Result(tool_result("x"))),
-        (TaskStatus::Cancelled, Outcome::Result(tool_result("x"))),
+        (TaskStatus::Working, tool_outcome("x")),
+        (TaskStatus::InputRequired, tool_outcome("x")),
+        (TaskStatus::Cancelled, tool_outcome("x")),
     ];
     for (status, outcome) in refused {
         let err = registry
@@ -1188,12 +1116,7 @@ fn store_result_takes_completed_or_failed_only() {
         assert_eq!(registry.get(&owner, &id).unwrap(), before);
     }
     let stored = registry
-        .store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("ok")),
-        )
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("ok"))
         .unwrap();
     assert_eq!(stored.status(), TaskStatus::Completed);
 
@@ -1215,12 +1138,7 @@ fn store_result_takes_completed_or_failed_only() {
         let id = task_in(&registry, &owner, from);
         let current = registry.get(&owner, &id).unwrap();
         let err = registry
-            .store_result(
-                &owner,
-                &id,
-                TaskStatus::Completed,
-                Outcome::Result(tool_result("late")),
-            )
+            .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("late"))
             .unwrap_err();
         assert_eq!(err.code(), -32602);
         if from == TaskStatus::Cancelled {
@@ -1522,12 +1440,9 @@ fn every_waiter_wakes_on_completion_with_the_stored_outcome() {
     let _ = handle.complete(tool_result("the answer")).unwrap();
     let stored = registry.result(&owner, &id).unwrap();
     for waiter in blocked {
-        let got = join_within(waiter).unwrap();
+        let got = join_within(waiter, WAKE, "a waiter").unwrap();
         assert_eq!(got, stored);
-        assert_eq!(
-            got.outcome(),
-            Some(&Outcome::Result(tool_result("the answer")))
-        );
+        assert_eq!(got.outcome(), Some(&tool_outcome("the answer")));
     }
 }
 
@@ -1539,7 +1454,10 @@ fn every_waiter_wakes_on_cancellation() {
     let blocked = waiters(&registry, &owner, &id, 8);
     let cancelled = registry.cancel(&owner, &id, Some("stop".into())).unwrap();
     for waiter in blocked {
-        assert_eq!(join_within(waiter).unwrap(), cancelled.clone().into_any());
+        assert_eq!(
+            join_within(waiter, WAKE, "a waiter").unwrap(),
+            cancelled.clone().into_any()
+        );
     }
     assert!(handle.complete(tool_result("late")).is_err());
 }
@@ -1559,7 +1477,7 @@ fn every_waiter_wakes_on_failure_stored_by_id() {
         )
         .unwrap();
     for waiter in blocked {
-        assert_eq!(join_within(waiter).unwrap(), failed);
+        assert_eq!(join_within(waiter, WAKE, "a waiter").unwrap(), failed);
     }
 }
 
@@ -1575,7 +1493,7 @@ fn every_waiter_wakes_on_expiry_swept_by_purge() {
     clock.advance(ms(60_000));
     assert_eq!(registry.purge_expired(), 1);
     for waiter in blocked {
-        assert_eq!(join_within(waiter), Err(not_found(&id)));
+        assert_eq!(join_within(waiter, WAKE, "a waiter"), Err(not_found(&id)));
     }
     assert_eq!(
         handle.complete(tool_result("late")).unwrap_err(),
@@ -1592,7 +1510,7 @@ fn every_waiter_wakes_on_expiry_noticed_by_a_lookup() {
     clock.advance(ms(60_000));
     assert_eq!(registry.get(&owner, &id), Err(not_found(&id)));
     for waiter in blocked {
-        assert_eq!(join_within(waiter), Err(not_found(&id)));
+        assert_eq!(join_within(waiter, WAKE, "a waiter"), Err(not_found(&id)));
     }
 }
 
@@ -1604,7 +1522,7 @@ fn every_waiter_wakes_on_removal() {
     let blocked = waiters(&registry, &owner, &id, 8);
     registry.remove(&owner, &id).unwrap();
     for waiter in blocked {
-        assert_eq!(join_within(waiter), Err(not_found(&id)));
+        assert_eq!(join_within(waiter, WAKE, "a waiter"), Err(not_found(&id)));
     }
 }
 
@@ -1649,7 +1567,10 @@ fn a_wait_times_out_and_a_finished_task_returns_at_once() {
         let (registry, owner, id) = (registry.clone(), owner.clone(), id.clone());
         thread::spawn(move || registry.wait(&owner, &id, None))
     };
-    assert_eq!(join_within(unbounded).unwrap(), done);
+    assert_eq!(
+        join_within(unbounded, WAKE, "a waiter without a timeout").unwrap(),
+        done
+    );
     assert_eq!(
         wait_bounded(&registry, &owner, &id, Some(Duration::ZERO)).unwrap(),
         done
@@ -1670,7 +1591,10 @@ fn waiters_of_one_task_are_not_woken_by_others_and_late_waiters_still_wake() {
     let on_second = waiters(&registry, &owner, &second_id, 3);
     let _ = second.complete(tool_result("2")).unwrap();
     for waiter in on_second {
-        assert_eq!(join_within(waiter).unwrap().status(), TaskStatus::Completed);
+        assert_eq!(
+            join_within(waiter, WAKE, "a waiter").unwrap().status(),
+            TaskStatus::Completed
+        );
     }
     thread::sleep(ms(20));
     assert!(on_first.iter().all(|h| !h.is_finished()));
@@ -1682,7 +1606,10 @@ fn waiters_of_one_task_are_not_woken_by_others_and_late_waiters_still_wake() {
     let late = waiters(&registry, &owner, &first_id, 2);
     let _ = first.complete(tool_result("1")).unwrap();
     for waiter in on_first.into_iter().chain(late) {
-        assert_eq!(join_within(waiter).unwrap().status(), TaskStatus::Completed);
+        assert_eq!(
+            join_within(waiter, WAKE, "a waiter").unwrap().status(),
+            TaskStatus::Completed
+        );
     }
 }
 
@@ -1690,17 +1617,7 @@ fn waiters_of_one_task_are_not_woken_by_others_and_late_waiters_still_wake() {
 // Notifications
 // ---------------------------------------------------------------------------------------
 
-type Log = Arc<Mutex<Vec<StatusChange>>>;
-
-fn record(registry: &TaskRegistry) -> (Log, mcp_tasks::SubscriptionId) {
-    let log: Log = Arc::default();
-    let sink = Arc::clone(&log);
-    let id =
-        registry.subscribe(move |change: &StatusChange| sink.lock().unwrap().push(change.clone()));
-    (log, id)
-}
-
-fn statuses(log: &Log) -> Vec<(TaskStatus, Option<String>)> {
+fn statuses(log: &Seen) -> Vec<(TaskStatus, Option<String>)> {
     log.lock()
         .unwrap()
         .iter()
@@ -1712,7 +1629,7 @@ fn statuses(log: &Log) -> Vec<(TaskStatus, Option<String>)> {
 fn subscribers_see_every_status_and_message_change_in_order() {
     let (registry, clock) = manual();
     let owner = Owner::new("alice");
-    let (log, _) = record(&registry);
+    let (log, _) = recorder(&registry);
     let (handle, id) = start(&registry, &owner);
     clock.advance(ms(1));
     handle.set_status_message(Some("step 1".into())).unwrap();
@@ -1771,7 +1688,7 @@ fn subscribers_see_every_status_and_message_change_in_order() {
 fn a_failure_by_a_dropped_handle_is_notified_and_an_unchanged_task_is_not() {
     let (registry, _clock) = manual();
     let owner = Owner::new("alice");
-    let (log, _) = record(&registry);
+    let (log, _) = recorder(&registry);
     let (handle, _) = start(&registry, &owner);
     drop(handle);
     assert_eq!(statuses(&log).len(), 1);
@@ -1802,7 +1719,7 @@ fn notifications_stay_in_order_per_task_across_threads() {
         .build()
         .unwrap();
     let owner = Owner::new("alice");
-    let (log, _) = record(&registry);
+    let (log, _) = recorder(&registry);
     let workers: Vec<_> = (0..THREADS)
         .map(|_| {
             let (registry, owner) = (registry.clone(), owner.clone());
@@ -1825,7 +1742,10 @@ fn notifications_stay_in_order_per_task_across_threads() {
             })
         })
         .collect();
-    let ids: Vec<String> = workers.into_iter().map(join_within).collect();
+    let ids: Vec<String> = workers
+        .into_iter()
+        .map(|worker| join_within(worker, WAKE, "a worker"))
+        .collect();
 
     let log = log.lock().unwrap();
     for id in &ids {
@@ -1894,7 +1814,7 @@ fn a_subscriber_may_call_back_into_the_registry() {
             (id, late)
         })
     };
-    let (id, late) = join_within(worker);
+    let (id, late) = join_within(worker, WAKE, "the worker");
     assert_eq!(
         late.unwrap_err(),
         Error::TaskCancelled {
@@ -1926,7 +1846,7 @@ fn a_panicking_subscriber_neither_poisons_nor_stalls_the_registry() {
         counted.fetch_add(1, Ordering::SeqCst);
         panic!("subscriber bug (expected by the test)");
     });
-    let (log, _) = record(&registry);
+    let (log, _) = recorder(&registry);
     let worker = {
         let (registry, owner) = (registry.clone(), owner.clone());
         thread::spawn(move || {
@@ -1937,7 +1857,7 @@ fn a_panicking_subscriber_neither_poisons_nor_stalls_the_registry() {
             id
         })
     };
-    let id = join_within(worker);
+    let id = join_within(worker, WAKE, "the worker");
     assert_eq!(calls.load(Ordering::SeqCst), 3, "kept its registration");
     assert_eq!(
         statuses(&log).len(),
@@ -1968,7 +1888,7 @@ fn a_handler_panic_with_a_panicking_subscriber_does_not_abort() {
     let (registry, _clock) = manual();
     let owner = Owner::new("alice");
     registry.subscribe(|_: &StatusChange| panic!("subscriber bug (expected by the test)"));
-    let (log, _) = record(&registry);
+    let (log, _) = recorder(&registry);
     let (handle, id) = start(&registry, &owner);
     let worker = thread::spawn(move || {
         let _handle = handle;
@@ -1986,8 +1906,8 @@ fn a_handler_panic_with_a_panicking_subscriber_does_not_abort() {
 fn unsubscribe_stops_deliveries() {
     let (registry, _clock) = manual();
     let owner = Owner::new("alice");
-    let (log, sub) = record(&registry);
-    let (kept, _) = record(&registry);
+    let (log, sub) = recorder(&registry);
+    let (kept, _) = recorder(&registry);
     let id = start_detached(&registry, &owner);
     registry
         .update_status(&owner, &id, TaskStatus::Working, Some("1".into()))
@@ -2044,17 +1964,17 @@ fn the_clock_is_never_read_under_the_lock() {
             matches!(timed_out, Err(Error::Timeout { .. })),
             "{timed_out:?}"
         );
-        let waiter = {
-            let (registry, owner, id) = (registry.clone(), owner.clone(), id.clone());
-            thread::spawn(move || registry.wait(&owner, &id, Some(BOUND)))
-        };
+        let waiter = spawn_wait(&registry, &owner, &id);
         thread::sleep(ms(20));
         let _ = handle.complete(tool_result("x")).unwrap();
-        assert_eq!(join_within(waiter).unwrap().status(), TaskStatus::Completed);
+        assert_eq!(
+            join_within(waiter, WAKE, "a waiter").unwrap().status(),
+            TaskStatus::Completed
+        );
         registry.purge_expired();
         registry.remove(&owner, &id).unwrap();
     });
-    join_within(worker);
+    join_within(worker, WAKE, "the worker");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2114,12 +2034,7 @@ fn a_failed_result_must_report_the_failure() {
     let id = start_detached(&registry, &owner);
     let before = registry.get(&owner, &id).unwrap();
     let err = registry
-        .store_result(
-            &owner,
-            &id,
-            TaskStatus::Failed,
-            Outcome::Result(tool_result("fine")),
-        )
+        .store_result(&owner, &id, TaskStatus::Failed, tool_outcome("fine"))
         .unwrap_err();
     assert_eq!(err.code(), -32602);
     assert!(err.to_string().contains("isError"), "{err}");

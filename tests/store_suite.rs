@@ -12,29 +12,28 @@
 use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Instant;
 
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
-    AnyTask, Error, InputRequest, InputRequests, JsonObject, LimitScope, Limits, Outcome, Owner,
-    RequestId, StatusChange, TaskOrigin, TaskRegistry, TaskRequest, TaskStatus, TaskStore,
-    Timestamp, TtlPolicy,
+    AnyTask, Error, InputRequests, LimitScope, Limits, Outcome, Owner, RequestId, StatusChange,
+    TaskOrigin, TaskRegistry, TaskRequest, TaskStatus, TaskStore, Timestamp, TtlPolicy,
 };
 use serde_json::{Value, json};
+
+#[path = "support/common.rs"]
+mod common;
+use common::{
+    BOUND, Seen, WAKE, accept, alice, ask, assert_not_found, bob, error_result, eventually, ids,
+    input_keys, join_within, ms, obj, recorder, req, spawn_at_barrier, spawn_wait, tool_outcome,
+    tool_result,
+};
 
 #[cfg(feature = "redis")]
 #[path = "support/redis.rs"]
 mod redis_server;
-
-/// The timeout of every wait that is expected to end by an event: never reached when the
-/// store works.
-const BOUND: Duration = Duration::from_secs(30);
-
-/// How soon an event must end such a wait (much less than [`BOUND`], so that a lost wakeup
-/// cannot hide behind a waiter that times out and looks again).
-const WAKE: Duration = Duration::from_secs(5);
 
 // ---------------------------------------------------------------------------------------
 // Backends
@@ -165,46 +164,6 @@ suite!(redis, super::Redis::start());
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-fn obj(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-fn tool_result(text: &str) -> JsonObject {
-    obj(json!({"content": [{"type": "text", "text": text}]}))
-}
-
-fn error_result(text: &str) -> JsonObject {
-    obj(json!({"content": [{"type": "text", "text": text}], "isError": true}))
-}
-
-fn ask(message: &str) -> InputRequest {
-    InputRequest::elicitation(obj(json!({"mode": "form", "message": message,
-        "requestedSchema": {"type": "object", "properties": {}}})))
-}
-
-fn accept(answer: &str) -> Value {
-    json!({"action": "accept", "content": {"answer": answer}})
-}
-
-fn req(n: i64) -> TaskRequest {
-    TaskRequest::new(n, "tools/call")
-}
-
-fn ms(millis: u64) -> Duration {
-    Duration::from_millis(millis)
-}
-
-fn alice() -> Owner {
-    Owner::new("alice")
-}
-
-fn bob() -> Owner {
-    Owner::new("bob")
-}
-
 /// Creates a task for `owner` by id; returns its id.
 fn new_task<S: TaskStore>(store: &S, owner: &Owner) -> String {
     store
@@ -212,30 +171,6 @@ fn new_task<S: TaskStore>(store: &S, owner: &Owner) -> String {
         .expect("insert a task")
         .id()
         .to_string()
-}
-
-fn input_keys(task: &AnyTask) -> Vec<String> {
-    task.input_requests()
-        .map(|requests| requests.iter().map(|(key, _)| key.to_owned()).collect())
-        .unwrap_or_default()
-}
-
-fn ids(tasks: &[AnyTask]) -> Vec<String> {
-    tasks.iter().map(|task| task.id().to_string()).collect()
-}
-
-#[track_caller]
-fn assert_not_found<T: Debug>(result: Result<T, Error>, id: &str, what: &str) {
-    match result {
-        Err(err @ Error::TaskNotFound { .. }) => {
-            assert_eq!(err.code(), -32602, "{what}");
-            let Error::TaskNotFound { task_id } = err else {
-                unreachable!()
-            };
-            assert_eq!(task_id, id, "{what}: the error names the id asked for");
-        }
-        other => panic!("{what}: expected TaskNotFound for `{id}`, got {other:?}"),
-    }
 }
 
 #[track_caller]
@@ -290,33 +225,6 @@ fn assert_already_terminal<T: Debug>(result: Result<T, Error>, stored: &AnyTask)
             *task
         }
         other => panic!("expected AlreadyTerminal, got {other:?}"),
-    }
-}
-
-/// Joins `handle`, failing the test if the thread is still running after `limit`.
-#[track_caller]
-fn join_within<T>(handle: JoinHandle<T>, limit: Duration, what: &str) -> T {
-    let started = Instant::now();
-    while !handle.is_finished() {
-        assert!(
-            started.elapsed() < limit,
-            "{what}: still blocked after {limit:?}"
-        );
-        thread::sleep(ms(1));
-    }
-    match handle.join() {
-        Ok(value) => value,
-        Err(_) => panic!("{what}: the thread panicked"),
-    }
-}
-
-/// Waits (bounded) until `done` holds; fails the test otherwise.
-#[track_caller]
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < WAKE, "{what}: not within {WAKE:?}");
-        thread::sleep(ms(2));
     }
 }
 
@@ -469,7 +377,7 @@ fn other_owners_see_the_error_of_an_unknown_id<B: Backend>(backend: &B) {
                 &stranger,
                 &id,
                 TaskStatus::Completed,
-                Outcome::Result(tool_result("stolen")),
+                tool_outcome("stolen"),
             ),
             &id,
             "store_result",
@@ -534,17 +442,17 @@ fn update_status_follows_the_transition_table<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let id = new_task(&store, &owner);
+    // Moves the task, checks the status and message it returns, and returns it.
+    let moved = |status: TaskStatus, message: &str| {
+        let task = store
+            .update_status(&owner, &id, status, Some(message.into()))
+            .unwrap();
+        assert_eq!(task.status(), status);
+        assert_eq!(task.status_message(), Some(message));
+        task
+    };
 
-    let waiting = store
-        .update_status(
-            &owner,
-            &id,
-            TaskStatus::InputRequired,
-            Some("need a name".into()),
-        )
-        .unwrap();
-    assert_eq!(waiting.status(), TaskStatus::InputRequired);
-    assert_eq!(waiting.status_message(), Some("need a name"));
+    let waiting = moved(TaskStatus::InputRequired, "need a name");
     assert_eq!(store.get(&owner, &id).unwrap(), waiting);
 
     // A terminal status needs a result: refused before the store, nothing changes.
@@ -557,29 +465,12 @@ fn update_status_follows_the_transition_table<B: Backend>(backend: &B) {
     assert_eq!(store.get(&owner, &id).unwrap(), waiting);
 
     // The same status with a new message updates the message.
-    let noted = store
-        .update_status(
-            &owner,
-            &id,
-            TaskStatus::InputRequired,
-            Some("still need a name".into()),
-        )
-        .unwrap();
-    assert_eq!(noted.status(), TaskStatus::InputRequired);
-    assert_eq!(noted.status_message(), Some("still need a name"));
+    moved(TaskStatus::InputRequired, "still need a name");
 
-    let working = store
-        .update_status(&owner, &id, TaskStatus::Working, Some("thanks".into()))
-        .unwrap();
-    assert_eq!(working.status(), TaskStatus::Working);
-    assert_eq!(working.status_message(), Some("thanks"));
+    let working = moved(TaskStatus::Working, "thanks");
     assert_eq!(store.get(&owner, &id).unwrap(), working);
 
-    let cancelled = store
-        .update_status(&owner, &id, TaskStatus::Cancelled, Some("stop".into()))
-        .unwrap();
-    assert_eq!(cancelled.status(), TaskStatus::Cancelled);
-    assert_eq!(cancelled.status_message(), Some("stop"));
+    let cancelled = moved(TaskStatus::Cancelled, "stop");
     assert_eq!(cancelled.outcome(), None);
 
     // Nothing moves a cancelled task.
@@ -603,9 +494,9 @@ fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
     let malformed = [
         (TaskStatus::Completed, Outcome::error(-32000, "boom")),
         (TaskStatus::Completed, Outcome::Result(error_result("bad"))),
-        (TaskStatus::Failed, Outcome::Result(tool_result("fine"))),
-        (TaskStatus::Working, Outcome::Result(tool_result("x"))),
-        (TaskStatus::Cancelled, Outcome::Result(tool_result("x"))),
+        (TaskStatus::Failed, tool_outcome("fine")),
+        (TaskStatus::Working, tool_outcome("x")),
+        (TaskStatus::Cancelled, tool_outcome("x")),
     ];
     for (status, outcome) in malformed {
         assert_invalid_params(
@@ -617,24 +508,14 @@ fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
 
     // Completed first: every later terminal move is refused, the result stays.
     let done = store
-        .store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("42")),
-        )
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("42"))
         .unwrap();
     assert_eq!(done.status(), TaskStatus::Completed);
-    assert_eq!(done.outcome(), Some(&Outcome::Result(tool_result("42"))));
+    assert_eq!(done.outcome(), Some(&tool_outcome("42")));
     assert_eq!(store.get(&owner, &id).unwrap(), done);
     assert_eq!(store.result(&owner, &id).unwrap(), done);
     assert_illegal(
-        store.store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("43")),
-        ),
+        store.store_result(&owner, &id, TaskStatus::Completed, tool_outcome("43")),
         TaskStatus::Completed,
         TaskStatus::Completed,
     );
@@ -679,7 +560,7 @@ fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
             &owner,
             &id,
             TaskStatus::Completed,
-            Outcome::Result(tool_result("recovered")),
+            tool_outcome("recovered"),
         ),
         TaskStatus::Failed,
         TaskStatus::Completed,
@@ -716,12 +597,7 @@ fn a_cancelled_task_never_gains_a_result<B: Backend>(backend: &B) {
     assert_eq!(stored, cancelled.clone().into_any());
 
     assert_cancelled(
-        store.store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("late")),
-        ),
+        store.store_result(&owner, &id, TaskStatus::Completed, tool_outcome("late")),
         &id,
         "a late result",
     );
@@ -826,10 +702,7 @@ fn a_handler_gets_input_answered_from_another_thread<B: Backend>(backend: &B) {
     assert_eq!(done.status(), TaskStatus::Completed);
     let finished = store.wait(&owner, &id, Some(BOUND)).unwrap();
     assert_eq!(finished.status(), TaskStatus::Completed);
-    assert_eq!(
-        finished.outcome(),
-        Some(&Outcome::Result(tool_result("yes")))
-    );
+    assert_eq!(finished.outcome(), Some(&tool_outcome("yes")));
     assert_eq!(finished, done.into_any());
 }
 
@@ -943,30 +816,19 @@ fn wait_blocks_until_another_thread_finishes_the_task<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let id = new_task(&store, &owner);
-    let waiter = {
-        let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
-        thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
-    };
+    let waiter = spawn_wait(&store, &owner, &id);
     thread::sleep(ms(100));
     assert!(!waiter.is_finished(), "wait blocks while the task works");
     let finisher = {
         let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
         thread::spawn(move || {
-            store.store_result(
-                &owner,
-                &id,
-                TaskStatus::Completed,
-                Outcome::Result(tool_result("done")),
-            )
+            store.store_result(&owner, &id, TaskStatus::Completed, tool_outcome("done"))
         })
     };
     let finished = join_within(finisher, WAKE, "store_result").unwrap();
     let waited = join_within(waiter, WAKE, "the waiter").unwrap();
     assert_eq!(waited.status(), TaskStatus::Completed);
-    assert_eq!(
-        waited.outcome(),
-        Some(&Outcome::Result(tool_result("done")))
-    );
+    assert_eq!(waited.outcome(), Some(&tool_outcome("done")));
     assert_eq!(waited, finished);
 
     // A finished task is returned at once.
@@ -977,12 +839,7 @@ fn wait_blocks_until_another_thread_finishes_the_task<B: Backend>(backend: &B) {
 
     // Several waiters on one task all wake.
     let id = new_task(&store, &owner);
-    let waiters: Vec<_> = (0..4)
-        .map(|_| {
-            let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
-            thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
-        })
-        .collect();
+    let waiters: Vec<_> = (0..4).map(|_| spawn_wait(&store, &owner, &id)).collect();
     thread::sleep(ms(50));
     let failed = store
         .store_result(
@@ -1000,20 +857,15 @@ fn wait_blocks_until_another_thread_finishes_the_task<B: Backend>(backend: &B) {
 fn wait_ends_with_cancel_and_remove<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
-    let spawn_waiter = |id: &str| {
-        let (store, owner, id) = (store.clone(), owner.clone(), id.to_owned());
-        thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
-    };
-
     let first = new_task(&store, &owner);
-    let waiter = spawn_waiter(&first);
+    let waiter = spawn_wait(&store, &owner, &first);
     thread::sleep(ms(50));
     let cancelled = store.cancel(&owner, &first, Some("stop".into())).unwrap();
     let waited = join_within(waiter, WAKE, "a waiter on a cancelled task").unwrap();
     assert_eq!(waited, cancelled.into_any());
 
     let id = new_task(&store, &owner);
-    let waiter = spawn_waiter(&id);
+    let waiter = spawn_wait(&store, &owner, &id);
     thread::sleep(ms(50));
     let removed = store.remove(&owner, &id).unwrap();
     assert_eq!(removed.id().to_string(), id);
@@ -1325,12 +1177,7 @@ fn the_per_owner_limit_refuses_and_creates_nothing<B: Backend>(backend: &B) {
     );
     // Finished tasks still count until they are gone.
     store
-        .store_result(
-            &owner,
-            &mine[0],
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("ok")),
-        )
+        .store_result(&owner, &mine[0], TaskStatus::Completed, tool_outcome("ok"))
         .unwrap();
     check_refused(store.insert(&owner, req(6)).map(|t| t.id().to_string()));
     // Other owners have their own allowance.
@@ -1349,15 +1196,6 @@ fn the_per_owner_limit_refuses_and_creates_nothing<B: Backend>(backend: &B) {
 // ---------------------------------------------------------------------------------------
 // Subscribers
 // ---------------------------------------------------------------------------------------
-
-type Seen = Arc<Mutex<Vec<StatusChange>>>;
-
-fn recorder<S: TaskStore>(store: &S) -> (Seen, mcp_tasks::SubscriptionId) {
-    let seen: Seen = Arc::default();
-    let sink = Arc::clone(&seen);
-    let id = store.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
-    (seen, id)
-}
 
 fn changes_of(seen: &Seen, id: &str) -> Vec<StatusChange> {
     seen.lock()
@@ -1382,12 +1220,7 @@ fn subscribers_see_status_changes_in_order<B: Backend>(backend: &B) {
         .update_status(&owner, &id, TaskStatus::Working, Some("back".into()))
         .unwrap();
     let done = store
-        .store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("r")),
-        )
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("r"))
         .unwrap();
     let bobs = new_task(&store, &bob());
     let bob_cancelled = store.cancel(&bob(), &bobs, Some("bye".into())).unwrap();
@@ -1585,12 +1418,7 @@ fn last_updated_at_moves_forward_from_created_at<B: Backend>(backend: &B) {
     );
     thread::sleep(ms(5));
     let done = store
-        .store_result(
-            &owner,
-            &id,
-            TaskStatus::Completed,
-            Outcome::Result(tool_result("x")),
-        )
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("x"))
         .unwrap();
     step("store_result", done.clone(), true);
     // A refused change leaves the time alone.
@@ -1612,32 +1440,13 @@ fn racing_cancel_and_result_have_one_winner<B: Backend>(backend: &B) {
         let id = new_task(&store, &owner);
         let barrier = Arc::new(Barrier::new(2));
         let canceller = {
-            let (store, owner, id, barrier) = (
-                store.clone(),
-                owner.clone(),
-                id.clone(),
-                Arc::clone(&barrier),
-            );
-            thread::spawn(move || {
-                barrier.wait();
-                store.cancel(&owner, &id, None)
-            })
+            let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
+            spawn_at_barrier(&barrier, move || store.cancel(&owner, &id, None))
         };
         let finisher = {
-            let (store, owner, id, barrier) = (
-                store.clone(),
-                owner.clone(),
-                id.clone(),
-                Arc::clone(&barrier),
-            );
-            thread::spawn(move || {
-                barrier.wait();
-                store.store_result(
-                    &owner,
-                    &id,
-                    TaskStatus::Completed,
-                    Outcome::Result(tool_result("won")),
-                )
+            let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
+            spawn_at_barrier(&barrier, move || {
+                store.store_result(&owner, &id, TaskStatus::Completed, tool_outcome("won"))
             })
         };
         let cancelled = join_within(canceller, WAKE, "cancel");
@@ -1653,7 +1462,7 @@ fn racing_cancel_and_result_have_one_winner<B: Backend>(backend: &B) {
                 results += 1;
                 assert_eq!(*task, done, "round {round}: the loser saw the winner");
                 assert_eq!(stored, done, "round {round}");
-                assert_eq!(stored.outcome(), Some(&Outcome::Result(tool_result("won"))));
+                assert_eq!(stored.outcome(), Some(&tool_outcome("won")));
             }
             other => panic!("round {round}: not exactly one winner: {other:?}"),
         }
@@ -1666,10 +1475,7 @@ fn a_shared_dyn_store_is_a_store<B: Backend>(backend: &B) {
     let owner = alice();
     let (handle, task) = store.create(&owner, req(1)).unwrap();
     let id = task.id().to_string();
-    let waiter = {
-        let (store, owner, id) = (Arc::clone(&store), owner.clone(), id.clone());
-        thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
-    };
+    let waiter = spawn_wait(&store, &owner, &id);
     let done = handle.complete(tool_result("dyn")).unwrap();
     assert_eq!(
         join_within(waiter, WAKE, "a waiter through Arc<dyn TaskStore>").unwrap(),
