@@ -114,6 +114,13 @@ impl AnyTask {
         each!(self, task => task.last_updated_at())
     }
 
+    /// Sets when the task last changed, as a store that keeps time itself recorded it
+    /// (never earlier than the time the task already shows).
+    #[cfg(feature = "redis")]
+    pub(crate) fn set_last_updated_at(&mut self, at: Timestamp) {
+        each!(self, task => task.last_updated_at = task.last_updated_at.max(at));
+    }
+
     /// The retention time in milliseconds from creation; `None` is unlimited.
     #[must_use]
     pub fn ttl(&self) -> Option<u64> {

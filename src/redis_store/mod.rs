@@ -312,16 +312,28 @@ struct Read {
     expires_in: Option<Duration>,
 }
 
-impl Inner {
-    fn keys(&self, owner: &Owner) -> Keys {
-        let tag = owner_tag(owner);
-        let base = format!("{}:{{{tag}}}", self.prefix);
+impl Keys {
+    /// The keys of the owner with hash tag `tag`: all of them carry it, so they share
+    /// one cluster slot.
+    fn new(prefix: &str, tag: String) -> Self {
+        let base = format!("{prefix}:{{{tag}}}");
         Keys {
             tasks: format!("{base}:t:"),
             index: format!("{base}:i"),
             counter: format!("{base}:n"),
             tag,
         }
+    }
+
+    /// The key of the task `id`.
+    fn task(&self, id: &str) -> String {
+        format!("{}{id}", self.tasks)
+    }
+}
+
+impl Inner {
+    fn keys(&self, owner: &Owner) -> Keys {
+        Keys::new(&self.prefix, owner_tag(owner))
     }
 
     /// Runs `f` on a pooled connection. A connection that failed is dropped; a read is
@@ -369,7 +381,7 @@ impl Inner {
 
     /// Reads the task `id` of `keys` with its version and remaining lifetime.
     fn read(&self, keys: &Keys, id: &str) -> Result<Option<Read>, Error> {
-        let key = format!("{}{id}", keys.tasks);
+        let key = keys.task(id);
         let (fields, pttl): (Vec<Option<String>>, i64) = self.with(true, |connection| {
             redis::pipe()
                 .cmd("HMGET")
@@ -414,7 +426,7 @@ impl Inner {
         let status = task.status();
         let reply: Vec<String> = self.with(false, |connection| {
             self.commit
-                .key(format!("{}{id}", keys.tasks))
+                .key(keys.task(id))
                 .key(&keys.index)
                 .key(&keys.counter)
                 .arg(version.to_string())
@@ -428,9 +440,15 @@ impl Inner {
                 .invoke(connection)
         })?;
         match reply.first().map(String::as_str) {
-            Some("ok") if reply.len() == 3 => {
-                let stored = decode(id, status.as_str(), &reply[2], &reply[1], &body)?;
-                self.remember(format!("{}{id}", keys.tasks), version + 1, &stored);
+            Some("ok") => {
+                let updated = reply
+                    .get(1)
+                    .and_then(|updated| updated.parse().ok())
+                    .ok_or_else(|| unexpected(&reply))?;
+                // What was written, with the server's time of the write.
+                let mut stored = task.clone();
+                stored.set_last_updated_at(Timestamp::from_unix_millis(updated));
+                self.remember(keys.task(id), version + 1, &stored);
                 Ok(Some(stored))
             }
             Some("stale") => Ok(None),
@@ -493,7 +511,7 @@ impl Inner {
             task_id: task_id.to_owned(),
             waited: started.elapsed(),
         };
-        let registration = self.waiters.register(&format!("{}{id}", keys.tasks));
+        let registration = self.waiters.register(&keys.task(id));
         loop {
             let mark = registration.mark(deadline).ok_or_else(timed_out)?;
             let Some(read) = self.read(&keys, id)? else {
@@ -561,7 +579,7 @@ impl Listener for Inner {
             return;
         };
         self.waiters
-            .bump(&format!("{}:{{{tag}}}:t:{id}", self.prefix));
+            .bump(&Keys::new(&self.prefix, tag.to_owned()).task(id));
         if notify != "1" || !self.notifier.has_subscribers() {
             return;
         }
@@ -641,7 +659,7 @@ impl TaskStore for RedisTaskStore {
         let reply: Vec<String> = inner.with(false, |connection| {
             inner
                 .create
-                .key(format!("{}{text}", keys.tasks))
+                .key(keys.task(&text))
                 .key(&keys.index)
                 .key(&keys.counter)
                 .arg(&text)
@@ -659,7 +677,7 @@ impl TaskStore for RedisTaskStore {
                     .and_then(|now| now.parse().ok())
                     .ok_or_else(|| unexpected(&reply))?;
                 let task = fresh(Timestamp::from_unix_millis(now));
-                inner.remember(format!("{}{text}", keys.tasks), 1, &task.clone().into_any());
+                inner.remember(keys.task(&text), 1, &task.clone().into_any());
                 Ok(task)
             }
             Some("limit") => Err(Error::LimitExceeded {
@@ -673,25 +691,16 @@ impl TaskStore for RedisTaskStore {
     fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
         let id = canonical(task_id)?;
         let keys = self.inner.keys(owner);
-        let key = format!("{}{id}", keys.tasks);
-        let fields: Vec<Option<String>> = self.inner.with(true, |connection| {
-            redis::cmd("HMGET")
-                .arg(&key)
-                .arg(&["s", "b", "c", "u"])
-                .query(connection)
-        })?;
-        match <[Option<String>; 4]>::try_from(fields).unwrap_or_default() {
-            [Some(status), Some(body), Some(created), Some(updated)] => {
-                decode(id, &status, &created, &updated, &body)
-            }
-            _ => Err(not_found(task_id)),
+        match self.inner.read(&keys, id)? {
+            Some(read) => Ok(read.task),
+            None => Err(not_found(task_id)),
         }
     }
 
     fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
         let id = canonical(task_id)?;
         let keys = self.inner.keys(owner);
-        let key = format!("{}{id}", keys.tasks);
+        let key = keys.task(id);
         let (request_id, method): (Option<String>, Option<String>) =
             self.inner.with(true, |connection| {
                 redis::cmd("HMGET")
@@ -758,7 +767,7 @@ impl TaskStore for RedisTaskStore {
         let keys = inner.keys(owner);
         // Decided first on the copy this instance last wrote, if any; a refusal, or a
         // write that finds another version, is decided again on a fresh read.
-        let mut remembered = inner.recall(&format!("{}{id}", keys.tasks));
+        let mut remembered = inner.recall(&keys.task(id));
         for _ in 0..MAX_ATTEMPTS {
             let (version, task, fresh) = match remembered.take() {
                 Some((version, task)) => (version, task, false),
@@ -789,11 +798,11 @@ impl TaskStore for RedisTaskStore {
         let inner = &*self.inner;
         let id = canonical(task_id)?;
         let keys = inner.keys(owner);
-        inner.recall(&format!("{}{id}", keys.tasks));
+        inner.recall(&keys.task(id));
         let fields: Vec<Option<String>> = inner.with(false, |connection| {
             inner
                 .remove
-                .key(format!("{}{id}", keys.tasks))
+                .key(keys.task(id))
                 .key(&keys.index)
                 .arg(id)
                 .arg(&inner.channel)

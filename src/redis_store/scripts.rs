@@ -86,7 +86,7 @@ return {'ok', num(now)}
 ///
 /// KEYS: task, index, counter. ARGV: version, status, record, ttl (`''` = unlimited),
 /// notify (`'1'` when the wire-visible task changed), channel, owner tag, id.
-/// Returns (as strings) `{'ok', updated, created}`, `{'gone'}`, `{'stale'}` or `{'illegal', status}`.
+/// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'stale'}` or `{'illegal', status}`.
 pub(crate) const COMMIT: &str = r"
 local current = redis.call('HMGET', KEYS[1], 'v', 's', 'c', 'u')
 if not current[1] then
@@ -124,7 +124,7 @@ if ARGV[5] == '1' then
   event = event .. '\n' .. to .. '\n' .. num(created) .. '\n' .. num(updated) .. '\n' .. ARGV[3]
 end
 redis.call('PUBLISH', ARGV[6], event)
-return {'ok', num(updated), num(created)}
+return {'ok', num(updated)}
 ";
 
 /// Removes a task and publishes it.
