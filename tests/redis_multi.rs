@@ -610,3 +610,31 @@ fn a_change_decided_on_a_stale_copy_is_decided_again() {
         "the first terminal state stays"
     );
 }
+
+/// Bad settings are typed errors that say what to fix, before or without a server.
+#[test]
+fn bad_settings_are_typed_errors() {
+    let braces = RedisTaskStore::builder("redis://127.0.0.1:1")
+        .prefix("tasks{a}")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&braces, Error::InvalidConfig(m) if m.contains("brace")),
+        "{braces}"
+    );
+    let url = RedisTaskStore::open("not a url").unwrap_err();
+    assert!(
+        matches!(&url, Error::InvalidConfig(m) if m.contains("not a Redis URL")),
+        "{url}"
+    );
+    let policy = RedisTaskStore::builder("redis://127.0.0.1:1")
+        .ttl_policy(TtlPolicy::new(Some(10_000)).with_max(1_000))
+        .build()
+        .unwrap_err();
+    assert!(matches!(policy, Error::InvalidConfig(_)), "{policy}");
+    let dir = std::env::temp_dir().join(format!("no-redis-{}", uuid::Uuid::new_v4().simple()));
+    let unreachable =
+        RedisTaskStore::open(&format!("redis+unix://{}/redis.sock", dir.display())).unwrap_err();
+    assert!(matches!(unreachable, Error::Store(_)), "{unreachable}");
+    assert_eq!(unreachable.code(), -32603);
+}
