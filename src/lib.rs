@@ -131,16 +131,14 @@ pub use jsonrpc::{JsonObject, JsonRpcError, RequestId};
 pub use outcome::Outcome;
 #[cfg(feature = "redis")]
 pub use redis_store::{RedisStoreBuilder, RedisTaskStore};
-pub use registry::{
-    Limits, Owner, RegistryBuilder, StatusChange, SubscriptionId, TaskRegistry, TtlPolicy,
-};
+pub use registry::{RegistryBuilder, TaskRegistry};
 pub use status::{
     CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
     TaskState, TaskStatus, UnknownStatus, Working,
 };
 pub use store::{
-    MAX_PAGE_SIZE, Step, Subscriber, TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore,
-    Update,
+    Limits, MAX_PAGE_SIZE, Owner, StatusChange, Step, Subscriber, SubscriptionId, TaskHandle,
+    TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
 };
 pub use task::{Change, Finished, Task};
 

@@ -36,7 +36,10 @@ fn setup() -> (Dispatcher, ManualClock) {
 fn new_task(
     dispatcher: &Dispatcher,
     owner: &Owner,
-) -> (mcp_tasks::TaskHandle<mcp_tasks::Working>, String) {
+) -> (
+    mcp_tasks::TaskHandle<mcp_tasks::Working, TaskRegistry>,
+    String,
+) {
     let (handle, created) = dispatcher
         .accept(owner, 1.into(), "tools/call", Some(30_000))
         .unwrap();

@@ -923,8 +923,8 @@ impl Model {
 // ---------------------------------------------------------------------------------------
 
 enum AnyHandle {
-    Working(TaskHandle<Working>),
-    InputRequired(TaskHandle<InputRequired>),
+    Working(TaskHandle<Working, TaskRegistry>),
+    InputRequired(TaskHandle<InputRequired, TaskRegistry>),
 }
 
 impl AnyHandle {

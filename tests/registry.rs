@@ -50,7 +50,7 @@ fn manual_with(ttl: TtlPolicy, limits: Limits) -> (TaskRegistry, ManualClock) {
 }
 
 /// Creates a task for `owner` and returns its handle and id.
-fn start(registry: &TaskRegistry, owner: &Owner) -> (TaskHandle<Working>, String) {
+fn start(registry: &TaskRegistry, owner: &Owner) -> (TaskHandle<Working, TaskRegistry>, String) {
     let (handle, task) = registry.create(owner, req(1)).unwrap();
     assert_eq!(task.status(), TaskStatus::Working);
     let id = task.id().to_string();

@@ -86,7 +86,7 @@ struct Tracked {
     owner: Owner,
     expires_at: Option<Timestamp>,
     /// The typed handle, for whichever worker takes it first.
-    handle: Mutex<Option<TaskHandle<Working>>>,
+    handle: Mutex<Option<TaskHandle<Working, TaskRegistry>>>,
     /// Every finishing call that succeeded: the task it left.
     winners: Mutex<Vec<AnyTask>>,
     /// The terminal tasks waiters got.

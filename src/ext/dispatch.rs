@@ -7,7 +7,8 @@ use crate::error::Error;
 use crate::ext::messages::{Acknowledgement, GetTaskResult, missing_capability};
 use crate::ext::methods;
 use crate::jsonrpc::JsonRpcError;
-use crate::registry::{Owner, TaskRegistry};
+use crate::registry::TaskRegistry;
+use crate::store::Owner;
 use crate::store::TaskStore;
 
 /// Answers the extension's `tasks/get`, `tasks/update` and `tasks/cancel` from a

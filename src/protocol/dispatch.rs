@@ -15,8 +15,9 @@ use crate::protocol::messages::{
     CreateTaskResult, GetTaskPayloadResult, ListTasksResult, TaskResult,
 };
 use crate::protocol::methods;
-use crate::registry::{Owner, TaskRegistry};
+use crate::registry::TaskRegistry;
 use crate::status::Working;
+use crate::store::Owner;
 use crate::store::{TaskHandle, TaskRequest, TaskStore};
 
 /// The default number of tasks per `tasks/list` page.

@@ -80,13 +80,10 @@ use crate::error::{Error, LimitScope};
 use crate::id::TaskId;
 use crate::input::InputResponses;
 use crate::jsonrpc::RequestId;
-use crate::registry::cursor::CursorKey;
-use crate::registry::notify::Notifier;
-use crate::registry::{Limits, Owner, SubscriptionId, TtlPolicy};
 use crate::status::{TaskStatus, Working};
 use crate::store::{
-    MAX_PAGE_SIZE, Step, Subscriber, TaskOrigin, TaskPage, TaskRequest, TaskStore, Update,
-    take_answers,
+    CursorKey, Limits, MAX_PAGE_SIZE, Notifier, Owner, Step, Subscriber, SubscriptionId,
+    TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update, take_answers,
 };
 use crate::task::Task;
 

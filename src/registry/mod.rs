@@ -13,10 +13,6 @@
 //! the guard, which this crate's code cannot cause) leaves consistent data: `lock()` takes
 //! the guard back from the poison error and the registry keeps working.
 
-pub(crate) mod cursor;
-pub(crate) mod notify;
-mod owner;
-mod policy;
 mod shard;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,16 +26,11 @@ use crate::id::TaskId;
 use crate::input::InputResponses;
 use crate::status::Working;
 use crate::store::{
-    MAX_PAGE_SIZE, Step, Subscriber, TaskOrigin, TaskPage, TaskRequest, TaskStore, Update,
+    CursorKey, Limits, MAX_PAGE_SIZE, Notifier, Owner, Step, Subscriber, SubscriptionId,
+    TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
 };
 use crate::task::Task;
 
-pub use notify::{StatusChange, SubscriptionId};
-pub use owner::Owner;
-pub use policy::{Limits, TtlPolicy};
-
-use cursor::CursorKey;
-use notify::Notifier;
 use shard::{Entry, Inner, Key, take};
 
 /// The number of shards (a power of two).

@@ -13,7 +13,7 @@ use crate::clock::Timestamp;
 use crate::error::Error;
 use crate::id::TaskId;
 use crate::jsonrpc::RequestId;
-use crate::registry::owner::Owner;
+use crate::store::Owner;
 use crate::task::Task;
 
 /// The map key of a task: its UUID as two words (8-byte aligned, unlike `u128`).

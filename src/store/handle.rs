@@ -11,19 +11,18 @@ use crate::id::TaskId;
 use crate::input::{InputRequests, InputResponses};
 use crate::jsonrpc::JsonObject;
 use crate::outcome::Outcome;
-use crate::registry::{Owner, TaskRegistry};
 use crate::status::{
     CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
     TaskState, TaskStatus, Working,
 };
-use crate::store::{TaskStore, Update};
+use crate::store::{Owner, TaskStore, Update};
 use crate::task::{Finished, Task};
 
 /// The typed handle of a stored task in status `S`: the task's one writer.
 ///
-/// Its transitions are those of [`Task<S>`], and each writes through to the store `T` (the
-/// in-process [`TaskRegistry`] unless named) as one atomic [`Update`], re-checked there
-/// against the stored status: over a shared store, other instances race. If the task was cancelled, expired or removed meanwhile (or another
+/// Its transitions are those of [`Task<S>`], and each writes through to the store `T` (for
+/// example the in-process [`TaskRegistry`](crate::TaskRegistry)) as one atomic [`Update`],
+/// re-checked there against the stored status: over a shared store, other instances race. If the task was cancelled, expired or removed meanwhile (or another
 /// writer moved it), the transition changes nothing and returns the error: a cancelled task
 /// stays cancelled, a late result is never stored over it, and the first terminal status
 /// wins.
@@ -32,7 +31,7 @@ use crate::task::{Finished, Task};
 /// fails the task with a JSON-RPC error `-32603`, so that no requestor waits for it
 /// forever; [`detach`](TaskHandle::detach) opts out.
 #[must_use = "dropping the handle of a running task fails the task"]
-pub struct TaskHandle<S: TaskState, T: TaskStore = TaskRegistry> {
+pub struct TaskHandle<S: TaskState, T: TaskStore> {
     store: Option<T>,
     id: TaskId,
     /// The id as text, as the store's by-id operations take it.

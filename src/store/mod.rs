@@ -11,7 +11,11 @@
 //! guarantees is atomicity: an update is decided on the task as stored and written only if
 //! nobody changed the task meanwhile.
 
+mod cursor;
 mod handle;
+mod notify;
+mod owner;
+mod policy;
 mod update;
 
 use std::sync::Arc;
@@ -22,11 +26,15 @@ use crate::error::Error;
 use crate::input::InputResponses;
 use crate::jsonrpc::{JsonObject, RequestId};
 use crate::outcome::Outcome;
-use crate::registry::{Owner, StatusChange, SubscriptionId, TtlPolicy};
 use crate::status::{Cancelled, TaskStatus, Working};
 use crate::task::Task;
 
+pub(crate) use cursor::CursorKey;
 pub use handle::TaskHandle;
+pub(crate) use notify::Notifier;
+pub use notify::{StatusChange, SubscriptionId};
+pub use owner::Owner;
+pub use policy::{Limits, TtlPolicy};
 pub(crate) use update::take_answers;
 pub use update::{Step, Update};
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, TryLockError};
 
 use crate::any::AnyTask;
-use crate::registry::owner::Owner;
+use crate::store::Owner;
 
 /// A task changed status or status message: the task as it is now and whose it is (to
 /// route a `notifications/tasks/status` to the right requestor).
@@ -22,7 +22,7 @@ pub struct StatusChange {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SubscriptionId(u64);
 
-type Subscriber = Arc<dyn Fn(&StatusChange) + Send + Sync>;
+use crate::store::Subscriber;
 
 /// Changes are queued in the registry's critical section (so the queue order is the order
 /// of the changes) and delivered after it by whichever thread holds the delivery lock.

@@ -10,7 +10,7 @@
 use std::hash::{Hash, Hasher};
 
 use crate::error::Error;
-use crate::registry::owner::Owner;
+use crate::store::Owner;
 
 /// Length of an encoded cursor: 16 hex digits of sequence number, 16 of tag.
 const LEN: usize = 32;
