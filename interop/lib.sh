@@ -5,6 +5,8 @@
 
 INTEROP="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$INTEROP/.." && pwd)"
+# Where cargo puts what it builds (CARGO_TARGET_DIR is honoured, as cargo does).
+TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
 PYTHON="${PYTHON:-python3}"
 VENV="$INTEROP/.venv"
 CLIENT_TIMEOUT="${INTEROP_CLIENT_TIMEOUT:-300}"
@@ -17,7 +19,7 @@ log() { printf '\n== %s\n' "$*"; }
 
 # build ARGS...: cargo build ARGS in the repository.
 build() {
-  log "building the server examples (cargo build $*)"
+  log "building the example servers (cargo build $*)"
   (cd "$REPO" && cargo build "$@")
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interop suite: drives examples/stdio_server with the official TypeScript and
+# Interop suite: drives the stdio_server of servers/ with the official TypeScript and
 # Python MCP SDKs, then validates every message the server wrote against the
 # official 2025-11-25 JSON schema. See interop/README.md.
 #
@@ -13,10 +13,10 @@ set -euo pipefail
 
 # shellcheck source=interop/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-SERVER="${INTEROP_SERVER:-$REPO/target/debug/examples/stdio_server}"
+SERVER="${INTEROP_SERVER:-$TARGET/debug/stdio_server}"
 
 if [[ -z "${INTEROP_SERVER:-}" ]]; then
-  build --example stdio_server
+  build -p mcp-tasks-servers --bin stdio_server
 fi
 need_binary "$SERVER"
 install_sdks ts py

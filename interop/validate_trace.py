@@ -23,7 +23,7 @@ $defs type of the 2025-11-25 schema:
 Besides the schema, a few MUSTs of the tasks utility that the schema cannot
 express are checked on the same messages (see protocol_checks()).
 
-The schema defaults to $REPO/../shared/spec/mcp-schema-2025-11-25.json, $REPO being
+The schema defaults to $REPO/schema/mcp-schema-2025-11-25.json, $REPO being
 the parent of this file's directory. Exit status is 1 if any message is invalid or
 if there are no server messages at all.
 """
@@ -40,7 +40,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_SCHEMA = HERE.parent.parent / "shared" / "spec" / "mcp-schema-2025-11-25.json"
+DEFAULT_SCHEMA = HERE.parent / "schema" / "mcp-schema-2025-11-25.json"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 # Result type of each client->server request method.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the rmcp example server and drives it over stdio with the official TypeScript
 # and Python clients of the interop suite (interop/ts_client.mjs, interop/py_client.py:
-# the same scenarios as for examples/stdio_server), then validates every message it
+# the same scenarios as for the stdio_server of servers/), then validates every message it
 # wrote against the official 2025-11-25 JSON schema (interop/validate_trace.py).
 #
 # Reuses interop/node_modules and interop/.venv (run interop/run.sh first, or without
@@ -14,7 +14,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=interop/lib.sh
 source "$HERE/../interop/lib.sh"
-SERVER="$HERE/target/debug/mcp-tasks-rmcp-example"
+SERVER="${CARGO_TARGET_DIR:-$HERE/target}/debug/mcp-tasks-rmcp-example"
 
 log "building the rmcp example (cargo build --manifest-path rmcp-example/Cargo.toml)"
 cargo build --manifest-path "$HERE/Cargo.toml"

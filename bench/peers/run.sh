@@ -61,7 +61,7 @@ if [[ -f "$OUT" ]]; then cp "$OUT" "$PREV"; fi
 : >"$OUT"
 
 HAVE_EXAMPLE=""
-if [[ -f "$ROOT/examples/peer_workload.rs" || -f "$ROOT/examples/peer_workload/main.rs" ]]; then
+if [[ -f "$ROOT/suites/examples/peer_workload.rs" ]]; then
   HAVE_EXAMPLE=1
 fi
 
@@ -70,7 +70,7 @@ RUN_REDIS=""
 if skipped redis; then
   log "redis: skipped (SKIP)"
 elif [[ -z "$HAVE_EXAMPLE" ]]; then
-  log "redis: examples/peer_workload.rs not found, skipping mcp-tasks-redis"
+  log "redis: suites/examples/peer_workload.rs not found, skipping mcp-tasks-redis"
 elif ! command -v "$REDIS_SERVER" >/dev/null; then
   log "redis: $REDIS_SERVER not found, skipping mcp-tasks-redis and the wake latency"
 else
@@ -81,19 +81,19 @@ fi
 if skipped rust; then
   log "rust: skipped (SKIP)"
 elif [[ -n "$HAVE_EXAMPLE" ]]; then
-  log "rust: cargo run --release --example peer_workload -- --n $N --runs $RUNS"
-  (cd "$ROOT" && cargo run --quiet --release --example peer_workload -- --n "$N" --runs "$RUNS") | collect
+  log "rust: cargo run --release -p mcp-tasks-suites --example peer_workload -- --n $N --runs $RUNS"
+  (cd "$ROOT" && cargo run --quiet --release -p mcp-tasks-suites --example peer_workload -- --n "$N" --runs "$RUNS") | collect
   # The registry again at the Python store's n, so the Python ratio compares like with like
   # (the Redis part below does it at REDIS_N; no need twice).
   if [[ -n "$RUN_REDIS" && "$REDIS_N" == "$PY_N" ]]; then
     log "rust: n=$PY_N comes with the Redis part"
   else
     log "rust: the same at n=$PY_N (for the Python ratio)"
-    (cd "$ROOT" && cargo run --quiet --release --example peer_workload -- --n "$PY_N" --runs "$RUNS" \
+    (cd "$ROOT" && cargo run --quiet --release -p mcp-tasks-suites --example peer_workload -- --n "$PY_N" --runs "$RUNS" \
       --only mcp-tasks --suffix "@$PY_N") | collect
   fi
 else
-  log "rust: examples/peer_workload.rs not found, skipping rust-floor and mcp-tasks"
+  log "rust: suites/examples/peer_workload.rs not found, skipping rust-floor and mcp-tasks"
 fi
 
 # --- Redis (RedisTaskStore, feature `redis`) ---------------------------------
@@ -111,9 +111,9 @@ if [[ -n "$RUN_REDIS" ]]; then
   done
   [[ -S "$SOCK" ]] || { log "redis: no socket after 5 s"; exit 1; }
   URL="redis+unix://$SOCK"
-  log "redis: cargo build --release --features redis --example peer_workload"
-  (cd "$ROOT" && cargo build --quiet --release --features redis --example peer_workload)
-  BIN="$ROOT/target/release/examples/peer_workload"
+  log "redis: cargo build --release -p mcp-tasks-suites --features redis --example peer_workload"
+  (cd "$ROOT" && cargo build --quiet --release -p mcp-tasks-suites --features redis --example peer_workload)
+  BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/peer_workload"
   # Both stores in one process, run after run, at the same n.
   log "redis: mcp-tasks and mcp-tasks-redis at n=$REDIS_N, runs=$RUNS"
   "$BIN" --redis "$URL" --n "$REDIS_N" --runs "$RUNS" --only mcp-tasks,mcp-tasks-redis \

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Interop suite for the 2026-07-28 tasks extension (io.modelcontextprotocol/tasks):
-# drives examples/stdio_server with the official extension client
+# drives the stdio_server of servers/ with the official extension client
 # @modelcontextprotocol/ext-tasks 0.2.2 (ext_client.mjs), then validates every extension
-# message the server wrote against ../shared/spec/ext-tasks-schema.json
+# message the server wrote against schema/ext-tasks-schema.json
 # (validate_ext_trace.py). See interop/ext/README.md.
 #
 # Needs: Node >= 20 with npm, Python >= 3.10 with venv/pip, and (unless INTEROP_SERVER is
@@ -22,14 +22,14 @@ INTEROP="$(cd "$EXT/.." && pwd)"
 REPO="$(cd "$INTEROP/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 VENV="$INTEROP/.venv"
-SERVER="${INTEROP_SERVER:-$REPO/target/debug/examples/stdio_server}"
+SERVER="${INTEROP_SERVER:-${CARGO_TARGET_DIR:-$REPO/target}/debug/stdio_server}"
 CLIENT_TIMEOUT="${INTEROP_CLIENT_TIMEOUT:-300}"
 
 log() { printf '\n== %s\n' "$*"; }
 
 if [[ -z "${INTEROP_SERVER:-}" ]]; then
-  log "ext: building the server example (cargo build --example stdio_server)"
-  (cd "$REPO" && cargo build --example stdio_server)
+  log "ext: building the stdio server (cargo build -p mcp-tasks-servers --bin stdio_server)"
+  (cd "$REPO" && cargo build -p mcp-tasks-servers --bin stdio_server)
 fi
 [[ -x "$SERVER" ]] || { echo "server binary not found at $SERVER" >&2; exit 1; }
 

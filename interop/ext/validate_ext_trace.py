@@ -27,7 +27,7 @@ requested task with exactly the payload of its status; no 2025-11-25 keys on ext
 tasks; non-negative integer ttlMs/pollIntervalMs; tasks/update and tasks/cancel answers
 are the bare acknowledgement.
 
-The schema defaults to $REPO/../shared/spec/ext-tasks-schema.json, $REPO being two levels
+The schema defaults to $REPO/schema/ext-tasks-schema.json, $REPO being two levels
 above this file. Prints "N passed, N failed" (one per validated message); exits 1 if any
 message is invalid or none was validated.
 """
@@ -44,7 +44,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_SCHEMA = HERE.parent.parent.parent / "shared" / "spec" / "ext-tasks-schema.json"
+DEFAULT_SCHEMA = HERE.parent.parent / "schema" / "ext-tasks-schema.json"
 PROTOCOL_VERSION = "2026-07-28"
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"

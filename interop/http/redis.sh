@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# HTTP interop over a shared Redis store: examples/http_server built with the `redis`
+# HTTP interop over a shared Redis store: servers/ http_server built with the `redis`
 # feature, its tasks in a throwaway redis-server on a unix socket (no persistence).
-#   0. examples/stdio_server on Redis: the whole Python stdio suite (../py_client.py:
+#   0. the stdio_server on Redis: the whole Python stdio suite (../py_client.py:
 #      elicitation, status notifications), its trace validated against the schema;
 #   1. one instance on Redis: the whole Python HTTP suite (py_client.py), its traces
 #      validated against the official 2025-11-25 schema;
@@ -24,8 +24,8 @@ set -euo pipefail
 # shellcheck source=interop/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$INTEROP/http"
-SERVER="${INTEROP_HTTP_SERVER:-$REPO/target/debug/examples/http_server}"
-STDIO_SERVER="${INTEROP_SERVER:-$REPO/target/debug/examples/stdio_server}"
+SERVER="${INTEROP_HTTP_SERVER:-$TARGET/debug/http_server}"
+STDIO_SERVER="${INTEROP_SERVER:-$TARGET/debug/stdio_server}"
 REDIS_SERVER="${REDIS_SERVER:-redis-server}"
 
 # give_up: the closing line for a run that could not start.
@@ -41,7 +41,7 @@ if ! command -v "$REDIS_SERVER" >/dev/null 2>&1; then
 fi
 
 if [[ -z "${INTEROP_HTTP_SERVER:-}" || -z "${INTEROP_SERVER:-}" ]]; then
-  build --features redis --example http_server --example stdio_server
+  build -p mcp-tasks-servers --features redis --bin http_server --bin stdio_server
 fi
 need_binary "$SERVER" "$STDIO_SERVER"
 install_sdks py

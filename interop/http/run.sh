@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HTTP interop suite: drives examples/http_server (Streamable HTTP, bearer tokens) with the
+# HTTP interop suite: drives the http_server of servers/ (Streamable HTTP, bearer tokens) with the
 # official TypeScript and Python MCP SDKs, two principals each, then validates every
 # message the server wrote against the official 2025-11-25 JSON schema.
 # See interop/http/README.md.
@@ -15,10 +15,10 @@ set -euo pipefail
 # shellcheck source=interop/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$INTEROP/http"
-SERVER="${INTEROP_HTTP_SERVER:-$REPO/target/debug/examples/http_server}"
+SERVER="${INTEROP_HTTP_SERVER:-$TARGET/debug/http_server}"
 
 if [[ -z "${INTEROP_HTTP_SERVER:-}" ]]; then
-  build --example http_server
+  build -p mcp-tasks-servers --bin http_server
 fi
 need_binary "$SERVER"
 install_sdks ts py

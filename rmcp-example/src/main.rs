@@ -1,6 +1,6 @@
 //! The example MCP server built on [`rmcp`] 2.2.0, with its task methods delegating to
 //! `mcp-tasks`: the registry stores the tasks, the `Dispatcher` answers `tasks/*`, and the
-//! tools are the very handlers of the crate's own examples (`examples/common/tools.rs`).
+//! tools are the very handlers of the crate's own examples (`servers/src/tools.rs`).
 //!
 //! ```text
 //! cargo run --manifest-path rmcp-example/Cargo.toml      # MCP over stdio
@@ -36,9 +36,7 @@
 //! `MCP_TASKS_RESULT_DEADLINE_MS`, `MCP_TASKS_TRACE=<file>` (appends every message read
 //! and written, `{"dir": "in" | "out", "msg": ...}`, as the stdio example does).
 
-#[allow(dead_code)]
-#[path = "../../examples/common/tools.rs"]
-mod tools;
+use mcp_tasks_servers::tools;
 
 mod trace;
 

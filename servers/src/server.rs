@@ -27,7 +27,7 @@ use mcp_tasks::{
 };
 use serde_json::{Value, json};
 
-use super::tools::{self, Call};
+use crate::tools::{self, Call};
 
 /// A request's answer: now, or from work the transport runs on a thread that may block.
 pub enum Reply {

@@ -1,17 +1,13 @@
 //! Two independent cross-checks of the golden JSON in `tests/golden/cases.rs`:
 //!
 //! 1. every golden message validates against the official JSON schema of MCP 2025-11-25
-//!    (`../shared/spec/mcp-schema-2025-11-25.json` next to the crate), each against its own
+//!    (`schema/mcp-schema-2025-11-25.json` in the repository), each against its own
 //!    `$defs` entry, and the validator is shown to be live by messages it must reject;
 //! 2. every golden message deserializes into the types of `rust-mcp-schema` 2.0.0 (feature
 //!    `2025_11_25`), generated independently from the same schema, and re-serializing their
 //!    value gives the same JSON.
 //!
-//! Without the schema file the first group is skipped with a message, unless
-//! `MCP_TASKS_REQUIRE_SCHEMA=1` (set in CI), which turns the absence into a failure.
-
-use std::io::Write as _;
-use std::sync::OnceLock;
+//! Without the schema file the first group fails: a schema check never passes unchecked.
 
 use jsonschema::ValidatorMap;
 use mcp_tasks::protocol::{
@@ -31,38 +27,9 @@ use cases::{ALL, Golden, Kind};
 // The official schema
 // ---------------------------------------------------------------------------------------
 
-const SCHEMA_PATH: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/spec/mcp-schema-2025-11-25.json"
-);
-
-/// Validators for every subschema of the official schema, keyed by JSON pointer
-/// (`#/$defs/Task`), or `None` (with a message) if the file is absent and not required.
-fn schema() -> Option<&'static ValidatorMap> {
-    static MAP: OnceLock<Option<ValidatorMap>> = OnceLock::new();
-    MAP.get_or_init(|| {
-        let required = std::env::var("MCP_TASKS_REQUIRE_SCHEMA").is_ok_and(|v| v == "1");
-        let text = match std::fs::read_to_string(SCHEMA_PATH) {
-            Ok(text) => text,
-            Err(err) if !required => {
-                // Straight to stderr: libtest would swallow `eprintln!` of a passing test.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "skipped: the official schema is not at {SCHEMA_PATH} ({err}); \
-                     set MCP_TASKS_REQUIRE_SCHEMA=1 to make this a failure"
-                );
-                return None;
-            }
-            Err(err) => panic!("MCP_TASKS_REQUIRE_SCHEMA=1 but {SCHEMA_PATH} is unreadable: {err}"),
-        };
-        let document: Value = serde_json::from_str(&text).expect("the schema file is JSON");
-        assert_eq!(
-            document["$schema"], "https://json-schema.org/draft/2020-12/schema",
-            "the 2025-11-25 schema is written in the 2020-12 dialect"
-        );
-        Some(jsonschema::validator_map_for(&document).expect("the schema compiles"))
-    })
-    .as_ref()
+/// The official 2025-11-25 schema's validators (a missing schema fails the test).
+fn schema() -> &'static ValidatorMap {
+    mcp_tasks_suites::validators(mcp_tasks_suites::MCP_2025_11_25)
 }
 
 /// The errors of `instance` against `$defs/<def>`, as text.
@@ -182,7 +149,7 @@ fn parse(golden: &Golden) -> Value {
 
 #[test]
 fn every_golden_validates_against_its_schema_definition() {
-    let Some(schema) = schema() else { return };
+    let schema = schema();
     let mut checked = 0;
     for golden in ALL {
         let value = parse(golden);
@@ -196,7 +163,7 @@ fn every_golden_validates_against_its_schema_definition() {
 
 #[test]
 fn the_schema_in_use_is_the_fixed_one_that_accepts_ttl_null() {
-    let Some(schema) = schema() else { return };
+    let schema = schema();
     let task: Value = serde_json::from_str(cases::TASK_WORKING_MINIMAL).unwrap();
     assert_eq!(task["ttl"], Value::Null);
     assert_valid(schema, "Task", &task, "a task with ttl null");
@@ -211,7 +178,7 @@ fn task_with(edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> Value {
 
 #[test]
 fn the_validator_is_live_and_agrees_with_our_parser_on_broken_tasks() {
-    let Some(schema) = schema() else { return };
+    let schema = schema();
     let broken = [
         ("no ttl", task_with(|t| drop(t.remove("ttl")))),
         ("no taskId", task_with(|t| drop(t.remove("taskId")))),
@@ -261,7 +228,7 @@ fn the_validator_is_live_and_agrees_with_our_parser_on_broken_tasks() {
 
 #[test]
 fn the_validator_rejects_broken_messages() {
-    let Some(schema) = schema() else { return };
+    let schema = schema();
     let value = |text: &str| -> Value { serde_json::from_str(text).unwrap() };
     let cases = [
         (
@@ -342,7 +309,7 @@ fn the_validator_rejects_broken_messages() {
 
 #[test]
 fn errors_built_by_the_crate_are_valid_error_objects() {
-    let Some(schema) = schema() else { return };
+    let schema = schema();
     let t0 = Timestamp::parse("2025-11-25T10:30:00Z").unwrap();
     let done = Task::new(TaskId::from(cases::ID), t0).cancel(t0).into_any();
     let refused = done
@@ -381,7 +348,7 @@ fn errors_built_by_the_crate_are_valid_error_objects() {
 
 #[test]
 fn messages_built_by_the_crate_validate_for_every_status() {
-    let Some(schema) = schema() else { return };
+    let schema = schema();
     let t = |s: &str| Timestamp::parse(s).unwrap();
     let working =
         Task::new(TaskId::random(), t("2025-11-25T10:30:00.5Z")).with_poll_interval(Some(1_000));

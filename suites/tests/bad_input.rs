@@ -1658,13 +1658,16 @@ fn shorten(text: &str) -> String {
 // The stdio server example
 // ---------------------------------------------------------------------------------------
 
-/// Builds `examples/stdio_server.rs` with the cargo running this test and returns its path.
+/// Builds the `stdio_server` of `servers/` with the cargo running this test and returns
+/// its path.
 fn stdio_server() -> PathBuf {
     let output = Command::new(env!("CARGO"))
         .args([
             "build",
             "--quiet",
-            "--example",
+            "-p",
+            "mcp-tasks-servers",
+            "--bin",
             "stdio_server",
             "--message-format=json",
         ])
@@ -1674,7 +1677,7 @@ fn stdio_server() -> PathBuf {
         .expect("cargo runs");
     assert!(
         output.status.success(),
-        "cargo build --example stdio_server failed"
+        "cargo build -p mcp-tasks-servers --bin stdio_server failed"
     );
     String::from_utf8_lossy(&output.stdout)
         .lines()

@@ -2,10 +2,10 @@
 //! tokens as authorization contexts: each token's principal owns its tasks.
 //!
 //! ```text
-//! MCP_TASKS_TOKENS='alice=token-a,bob=token-b' cargo run --example http_server
+//! MCP_TASKS_TOKENS='alice=token-a,bob=token-b' cargo run --bin http_server
 //! ```
 //!
-//! Same tools, routing and handlers as `stdio_server` (`examples/common`): `sleep` {ms},
+//! Same tools, routing and handlers as `stdio_server` (`servers/src`): `sleep` {ms},
 //! `fail` {} and `crash` {} (task optional), `confirm` {question} (task required), `echo`
 //! {text} (never a task). One endpoint, `/mcp`:
 //!
@@ -16,7 +16,7 @@
 //! - `initialize` issues an `Mcp-Session-Id`; every later 2025-11-25 message must carry it
 //!   (`400` without, `404` for a session this server does not know or that belongs to
 //!   another principal). A request framed for 2026-07-28 (the tasks extension, see
-//!   `common::server`) stands alone and needs no session.
+//!   `mcp_tasks_servers::server`) stands alone and needs no session.
 //! - `MCP-Protocol-Version` must be `2025-11-25` (or `2026-07-28`) when present (`400`
 //!   otherwise); absent, the transport's default is assumed.
 //! - `Origin`, when present, must be a loopback origin (`http(s)://localhost`,
@@ -66,15 +66,12 @@
 //!
 //! ```text
 //! export MCP_TASKS_TOKENS='alice=token-a,bob=token-b'
-//! cargo build --features redis --example http_server
-//! MCP_TASKS_HTTP_ADDR=127.0.0.1:8808 ./target/debug/examples/http_server --redis redis://127.0.0.1:6379 &
-//! MCP_TASKS_HTTP_ADDR=127.0.0.1:8809 ./target/debug/examples/http_server --redis redis://127.0.0.1:6379 &
+//! cargo build -p mcp-tasks-servers --features redis --bin http_server
+//! MCP_TASKS_HTTP_ADDR=127.0.0.1:8808 ./target/debug/http_server --redis redis://127.0.0.1:6379 &
+//! MCP_TASKS_HTTP_ADDR=127.0.0.1:8809 ./target/debug/http_server --redis redis://127.0.0.1:6379 &
 //! ```
 //!
 //! Built without the feature, a Redis URL is a startup error.
-
-#[path = "common/mod.rs"]
-mod common;
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -83,12 +80,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
-use common::server::{Generation, Reply, Server};
 use mcp_tasks::TaskStore;
 use mcp_tasks::protocol::PROTOCOL_VERSION;
 use mcp_tasks::{
     AnyTask, JsonRpcError, Outcome, Owner, RequestId, TaskId, TaskStatus, ext, jsonrpc,
 };
+use mcp_tasks_servers::server::{Generation, Reply, Server};
 use serde_json::{Value, json};
 use tiny_http::{Header, Method, Request, Response};
 

@@ -6,7 +6,7 @@
 //! (the minimized corpus, seeds included) and of `fuzz/regressions/<target>/` (inputs kept
 //! on purpose, such as past crashes) goes through `<target>`. See `fuzz/README.md`.
 
-#[path = "../fuzz/harness.rs"]
+#[path = "../../fuzz/harness.rs"]
 mod harness;
 
 use std::any::Any;

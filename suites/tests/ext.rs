@@ -2,11 +2,9 @@
 //! wire shapes, validation against its official schema, its dispatcher, and tasks shared
 //! with the 2025-11-25 dialect.
 //!
-//! The schema is read from `../shared/spec/ext-tasks-schema.json`. Without it the schema
-//! checks are skipped, unless `MCP_TASKS_REQUIRE_SCHEMA=1` (set in CI).
+//! The schema is read from the repository's `schema/ext-tasks-schema.json`; without it the
+//! schema checks fail.
 
-use std::io::Write as _;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use jsonschema::ValidatorMap;
@@ -22,35 +20,14 @@ use mcp_tasks::{
 };
 use serde_json::{Value, json};
 
-const SCHEMA_PATH: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/spec/ext-tasks-schema.json"
-);
-
-fn schema() -> Option<&'static ValidatorMap> {
-    static MAP: OnceLock<Option<ValidatorMap>> = OnceLock::new();
-    MAP.get_or_init(|| {
-        let required = std::env::var("MCP_TASKS_REQUIRE_SCHEMA").is_ok_and(|v| v == "1");
-        let text = match std::fs::read_to_string(SCHEMA_PATH) {
-            Ok(text) => text,
-            Err(err) if !required => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "skipped: the extension schema is not at {SCHEMA_PATH} ({err})"
-                );
-                return None;
-            }
-            Err(err) => panic!("MCP_TASKS_REQUIRE_SCHEMA=1 but {SCHEMA_PATH} is unreadable: {err}"),
-        };
-        let document: Value = serde_json::from_str(&text).expect("the schema file is JSON");
-        Some(jsonschema::validator_map_for(&document).expect("the schema compiles"))
-    })
-    .as_ref()
+/// The extension schema's validators (a missing schema fails the test).
+fn schema() -> &'static ValidatorMap {
+    mcp_tasks_suites::validators(mcp_tasks_suites::EXT_TASKS)
 }
 
 #[track_caller]
 fn check(def: &str, instance: &Value, valid: bool) {
-    let Some(schema) = schema() else { return };
+    let schema = schema();
     let validator = schema
         .get(&format!("#/$defs/{def}"))
         .unwrap_or_else(|| panic!("the extension schema has no {def}"));

@@ -1,7 +1,7 @@
 //! A real MCP server over stdio (newline-delimited JSON-RPC 2.0) that runs tools as tasks.
 //!
 //! ```text
-//! cargo run --example stdio_server
+//! cargo run --bin stdio_server
 //! ```
 //!
 //! Tools: `sleep` {ms}, `fail` {} (a tool error) and `crash` {} (a JSON-RPC error), task
@@ -29,16 +29,13 @@
 //! cargo feature `redis`), shared by every server started with the same URL:
 //!
 //! ```text
-//! cargo run --features redis --example stdio_server -- --redis redis://127.0.0.1:6379
-//! MCP_TASKS_REDIS_URL=redis+unix:///run/redis/redis.sock cargo run --features redis --example stdio_server
+//! cargo run -p mcp-tasks-servers --features redis --bin stdio_server -- --redis redis://127.0.0.1:6379
+//! MCP_TASKS_REDIS_URL=redis+unix:///run/redis/redis.sock cargo run -p mcp-tasks-servers --features redis --bin stdio_server
 //! ```
 //!
 //! A stdio server's requestor is the owner `stdio`, so servers sharing a store see each
 //! other's tasks; give each requestor its own `MCP_TASKS_OWNER` (for example the user
 //! name) to keep them apart. Built without the feature, a Redis URL is a startup error.
-
-#[path = "common/mod.rs"]
-mod common;
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -48,13 +45,13 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use common::server::{Reply, Server, Store};
 use mcp_tasks::TaskStore;
 use mcp_tasks::protocol::{TaskStatusNotification, tag_related_task};
 use mcp_tasks::{
     AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, Task, TaskId, TaskStatus,
     jsonrpc,
 };
+use mcp_tasks_servers::server::{Reply, Server, Store};
 use serde_json::{Value, json};
 
 /// How long a task waits for the client to answer an elicitation.
