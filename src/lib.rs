@@ -133,8 +133,8 @@ pub use outcome::Outcome;
 pub use redis_store::{RedisStoreBuilder, RedisTaskStore};
 pub use registry::{RegistryBuilder, TaskRegistry};
 pub use status::{
-    CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
-    TaskState, TaskStatus, UnknownStatus, Working,
+    AwaitsInput, Buildable, CanRequireInput, CanResume, Cancelled, Completed, Failed, HasFailure,
+    HasResult, InputRequired, NonTerminal, TaskState, TaskStatus, UnknownStatus, Working,
 };
 pub use store::{
     Limits, MAX_PAGE_SIZE, Owner, StatusChange, Step, Subscriber, SubscriptionId, TaskHandle,

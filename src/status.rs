@@ -4,7 +4,11 @@
 //! is an uninhabited enum: it exists only as a type parameter of [`Task`](crate::Task) and
 //! cannot be constructed. The sealed [`TaskState`] trait ties each marker to its runtime
 //! twin, and small capability traits ([`NonTerminal`], [`CanRequireInput`], [`CanResume`])
-//! gate the transitions, so the compiler enforces the spec's transition table.
+//! gate the transitions, so the compiler enforces the spec's transition table. Four more
+//! ([`Buildable`], [`AwaitsInput`], [`HasResult`], [`HasFailure`]) gate the methods that
+//! exist in one status only. Every capability bound sits on its method, not on an impl
+//! block, so a misuse is reported in task words (E0277 with the trait's message) rather
+//! than as a bare "method not found".
 
 use std::fmt;
 use std::str::FromStr;
@@ -223,6 +227,42 @@ pub trait CanRequireInput: TaskState {}
 )]
 pub trait CanResume: TaskState {}
 
+/// A status in which a task still takes its builders (`with_ttl`, `with_poll_interval`):
+/// only `Working`.
+#[diagnostic::on_unimplemented(
+    message = "the task is `{Self}`: only a `Working` task takes the `with_*` builders",
+    label = "this builder needs a `Working` task",
+    note = "a task that has moved on changes its retention and poll interval with `set_ttl` and `set_poll_interval`"
+)]
+pub trait Buildable: TaskState {}
+
+/// A status in which a task waits for the requestor's input: only `InputRequired`.
+///
+/// Bounds `input_requests`, `answer`, `all_answered`, `take_answers` and the handle's
+/// `wait_for_input`.
+#[diagnostic::on_unimplemented(
+    message = "the task is `{Self}`: only an `InputRequired` task has input requests",
+    label = "this needs an `InputRequired` task",
+    note = "a task waits for input from `require_input` until `resume`"
+)]
+pub trait AwaitsInput: TaskState<Data = std::sync::Arc<InputState>> {}
+
+/// A status in which a task has a result: only `Completed`. Bounds `result`.
+#[diagnostic::on_unimplemented(
+    message = "the task is `{Self}`: only a `Completed` task has a result",
+    label = "`result` needs a `Completed` task",
+    note = "a failed task has an `outcome` instead; an unfinished task has neither yet"
+)]
+pub trait HasResult: TaskState<Data = Option<std::sync::Arc<Outcome>>> {}
+
+/// A status in which a task has what it failed with: only `Failed`. Bounds `outcome`.
+#[diagnostic::on_unimplemented(
+    message = "the task is `{Self}`: only a `Failed` task has a failure outcome",
+    label = "`outcome` needs a `Failed` task",
+    note = "a completed task has a `result` instead; an unfinished task has neither yet"
+)]
+pub trait HasFailure: TaskState<Data = Option<std::sync::Arc<Outcome>>> {}
+
 macro_rules! marker {
     ($(#[$doc:meta])* $name:ident, $status:ident, $data:ty) => {
         $(#[$doc])*
@@ -293,6 +333,10 @@ impl NonTerminal for Working {}
 impl NonTerminal for InputRequired {}
 impl CanRequireInput for Working {}
 impl CanResume for InputRequired {}
+impl Buildable for Working {}
+impl AwaitsInput for InputRequired {}
+impl HasResult for Completed {}
+impl HasFailure for Failed {}
 
 #[cfg(test)]
 mod tests {

@@ -12,8 +12,8 @@ use crate::jsonrpc::JsonObject;
 use crate::millis::OptMillis;
 use crate::outcome::Outcome;
 use crate::status::{
-    CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
-    TaskState, TaskStatus, Working,
+    AwaitsInput, Buildable, CanRequireInput, CanResume, Cancelled, Completed, Failed, HasFailure,
+    HasResult, InputRequired, NonTerminal, TaskState, TaskStatus, Working,
 };
 
 /// When a change happens, and the status message the task shows afterwards.
@@ -64,6 +64,14 @@ impl From<Timestamp> for Change {
 /// | `InputRequired` | [`resume`](Task::resume), [`complete`](Task::complete), [`fail`](Task::fail), [`cancel`](Task::cancel) |
 /// | `Completed`, `Failed`, `Cancelled` | none |
 ///
+/// Some readers, too, exist in one status only: the builders [`with_ttl`](Task::with_ttl)
+/// and [`with_poll_interval`](Task::with_poll_interval) in `Working`; the input methods
+/// ([`input_requests`](Task::input_requests), [`answer`](Task::answer),
+/// [`all_answered`](Task::all_answered), [`take_answers`](Task::take_answers)) in
+/// `InputRequired`; [`result`](Task::result) in `Completed`; [`outcome`](Task::outcome) in
+/// `Failed`. Each method is bounded by a capability trait of its own, so calling one in the
+/// wrong status is refused with a message naming the task's status.
+///
 /// Every change moves `lastUpdatedAt` (never backwards). A transition replaces the status
 /// message with the one in its [`Change`] (or none); a failure without one gets a
 /// diagnostic from its outcome.
@@ -96,19 +104,6 @@ impl Task<Working> {
             data: WorkingData::default(),
             state: PhantomData,
         }
-    }
-
-    /// The same task with a retention time in milliseconds from creation (`None` keeps it
-    /// forever).
-    pub fn with_ttl(mut self, ttl: Option<u64>) -> Self {
-        self.ttl = OptMillis::new(ttl);
-        self
-    }
-
-    /// The same task with a suggested polling interval in milliseconds.
-    pub fn with_poll_interval(mut self, poll_interval: Option<u64>) -> Self {
-        self.poll_interval = OptMillis::new(poll_interval);
-        self
     }
 }
 
@@ -165,6 +160,93 @@ impl<S: TaskState> Task<S> {
     #[must_use]
     pub fn is_expired(&self, now: Timestamp) -> bool {
         self.expires_at().is_some_and(|end| now >= end)
+    }
+
+    /// The same task with a retention time in milliseconds from creation (`None` keeps it
+    /// forever). A builder of a `working` task; later, use [`set_ttl`](Task::set_ttl).
+    pub fn with_ttl(mut self, ttl: Option<u64>) -> Self
+    where
+        S: Buildable,
+    {
+        self.ttl = OptMillis::new(ttl);
+        self
+    }
+
+    /// The same task with a suggested polling interval in milliseconds. A builder of a
+    /// `working` task; later, use [`set_poll_interval`](Task::set_poll_interval).
+    pub fn with_poll_interval(mut self, poll_interval: Option<u64>) -> Self
+    where
+        S: Buildable,
+    {
+        self.poll_interval = OptMillis::new(poll_interval);
+        self
+    }
+
+    /// The input requests still unanswered, by wire key.
+    #[must_use]
+    pub fn input_requests(&self) -> &InputRequests
+    where
+        S: AwaitsInput,
+    {
+        &self.data.outstanding
+    }
+
+    /// Records answers to outstanding requests, by wire key (unknown or already answered
+    /// keys are ignored), and returns how many were taken. The status stays
+    /// `input_required` until the handler resumes.
+    pub fn answer(
+        &mut self,
+        responses: impl IntoIterator<Item = (String, JsonObject)>,
+        at: Timestamp,
+    ) -> usize
+    where
+        S: AwaitsInput,
+    {
+        let taken = Arc::make_mut(&mut self.data).answer(responses);
+        if taken > 0 {
+            self.last_updated_at = self.last_updated_at.max(at);
+        }
+        taken
+    }
+
+    /// Whether every request is answered.
+    #[must_use]
+    pub fn all_answered(&self) -> bool
+    where
+        S: AwaitsInput,
+    {
+        self.data.all_answered()
+    }
+
+    /// Takes the answers received so far, under the handler's names.
+    pub fn take_answers(&mut self) -> InputResponses
+    where
+        S: AwaitsInput,
+    {
+        Arc::make_mut(&mut self.data).take_answers()
+    }
+
+    /// The result of the underlying request.
+    ///
+    /// `None` only for a task read from a peer's `Task` object, which never carries the
+    /// result (fetch it with `tasks/result`).
+    #[must_use]
+    pub fn result(&self) -> Option<&JsonObject>
+    where
+        S: HasResult,
+    {
+        self.data.as_deref().and_then(Outcome::as_result)
+    }
+
+    /// What the underlying request failed with: a JSON-RPC error or a failing result.
+    ///
+    /// `None` only for a task read from a peer's `Task` object.
+    #[must_use]
+    pub fn outcome(&self) -> Option<&Outcome>
+    where
+        S: HasFailure,
+    {
+        self.data.as_deref()
     }
 
     /// Erases the status: the same task as an [`AnyTask`].
@@ -311,61 +393,6 @@ impl<S: TaskState> Task<S> {
         S: NonTerminal,
     {
         self.into_state((), change.into())
-    }
-}
-
-impl Task<InputRequired> {
-    /// The input requests still unanswered, by wire key.
-    #[must_use]
-    pub fn input_requests(&self) -> &InputRequests {
-        &self.data.outstanding
-    }
-
-    /// Records answers to outstanding requests, by wire key (unknown or already answered
-    /// keys are ignored), and returns how many were taken. The status stays
-    /// `input_required` until the handler resumes.
-    pub fn answer(
-        &mut self,
-        responses: impl IntoIterator<Item = (String, JsonObject)>,
-        at: Timestamp,
-    ) -> usize {
-        let taken = Arc::make_mut(&mut self.data).answer(responses);
-        if taken > 0 {
-            self.last_updated_at = self.last_updated_at.max(at);
-        }
-        taken
-    }
-
-    /// Whether every request is answered.
-    #[must_use]
-    pub fn all_answered(&self) -> bool {
-        self.data.all_answered()
-    }
-
-    /// Takes the answers received so far, under the handler's names.
-    pub fn take_answers(&mut self) -> InputResponses {
-        Arc::make_mut(&mut self.data).take_answers()
-    }
-}
-
-impl Task<Completed> {
-    /// The result of the underlying request.
-    ///
-    /// `None` only for a task read from a peer's `Task` object, which never carries the
-    /// result (fetch it with `tasks/result`).
-    #[must_use]
-    pub fn result(&self) -> Option<&JsonObject> {
-        self.data.as_deref().and_then(Outcome::as_result)
-    }
-}
-
-impl Task<Failed> {
-    /// What the underlying request failed with: a JSON-RPC error or a failing result.
-    ///
-    /// `None` only for a task read from a peer's `Task` object.
-    #[must_use]
-    pub fn outcome(&self) -> Option<&Outcome> {
-        self.data.as_deref()
     }
 }
 

@@ -12,8 +12,8 @@ use crate::input::{InputRequests, InputResponses};
 use crate::jsonrpc::JsonObject;
 use crate::outcome::Outcome;
 use crate::status::{
-    CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired, NonTerminal,
-    TaskState, TaskStatus, Working,
+    AwaitsInput, CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired,
+    NonTerminal, TaskState, TaskStatus, Working,
 };
 use crate::store::{Owner, TaskStore, Update};
 use crate::task::{Finished, Task};
@@ -198,6 +198,23 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
         Ok(parts.into_handle())
     }
 
+    /// Blocks until every input request is answered, then returns the answers under the
+    /// names given in [`require_input`](TaskHandle::require_input). Follow with
+    /// [`resume`](TaskHandle::resume).
+    ///
+    /// # Errors
+    /// [`Error::CancelRequested`] if the requestor asks to cancel meanwhile (the handle is
+    /// intact: [`cancel`](TaskHandle::cancel) or carry on); [`Error::TaskCancelled`] if the
+    /// task was cancelled; [`Error::TaskNotFound`] if it expired or was removed;
+    /// [`Error::Timeout`] if `timeout` passed.
+    pub fn wait_for_input(&self, timeout: Option<Duration>) -> Result<InputResponses, Error>
+    where
+        S: AwaitsInput,
+    {
+        self.store()?
+            .wait_for_input(&self.owner, &self.key, timeout)
+    }
+
     /// → `completed` with `result`; returns the finished task.
     ///
     /// # Errors
@@ -259,22 +276,6 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
         S: NonTerminal,
     {
         typed(self.end(Transition::Cancel)?)
-    }
-}
-
-impl<T: TaskStore> TaskHandle<InputRequired, T> {
-    /// Blocks until every input request is answered, then returns the answers under the
-    /// names given in [`require_input`](TaskHandle::require_input). Follow with
-    /// [`resume`](TaskHandle::resume).
-    ///
-    /// # Errors
-    /// [`Error::CancelRequested`] if the requestor asks to cancel meanwhile (the handle is
-    /// intact: [`cancel`](TaskHandle::cancel) or carry on); [`Error::TaskCancelled`] if the
-    /// task was cancelled; [`Error::TaskNotFound`] if it expired or was removed;
-    /// [`Error::Timeout`] if `timeout` passed.
-    pub fn wait_for_input(&self, timeout: Option<Duration>) -> Result<InputResponses, Error> {
-        self.store()?
-            .wait_for_input(&self.owner, &self.key, timeout)
     }
 }
 

@@ -1,0 +1,7 @@
+use mcp_tasks::{JsonObject, Task, TaskId, Timestamp};
+
+fn main() {
+    let now = Timestamp::UNIX_EPOCH;
+    let done = Task::new(TaskId::from("t"), now).complete(JsonObject::new(), now);
+    let _ = done.with_ttl(Some(60_000));
+}
