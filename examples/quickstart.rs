@@ -57,7 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "message": "Overwrite the file?",
         "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
     })));
-    let waiting = task.require_input(
+    let mut waiting = task.require_input(
         InputRequests::new().with("confirm-1", question),
         Change::at(at(100)).with_message("waiting for the user"),
     );
@@ -71,6 +71,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "the task holds its input request",
     )?;
 
+    // The user's answer arrives under the request's key; the handler takes it and resumes.
+    let yes = object(json!({"action": "accept", "content": {"ok": true}}));
+    check(
+        waiting.answer([("confirm-1".to_owned(), yes.clone())], at(150)) == 1,
+        "the answer is taken",
+    )?;
+    check(
+        waiting.take_answers().get("confirm-1") == Some(&yes),
+        "the handler reads the answer under its own name",
+    )?;
     let working = waiting.resume(at(200));
     let polled = send(&TaskResult::new(working.clone()))?;
     check(
@@ -83,9 +93,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
 
     let result = object(json!({"content": [{"type": "text", "text": "file overwritten"}]}));
-    let done = working.complete(result.clone(), at(300));
+    let done = working.complete(result, at(300));
     send(&TaskStatusNotification::new(done.clone()))?;
-    let payload = send(&GetTaskPayloadResult::new(result, done.id()))?;
+    // tasks/result answers with the result the completed task keeps.
+    let stored = done
+        .result()
+        .cloned()
+        .ok_or("the completed task lost its result")?;
+    let payload = send(&GetTaskPayloadResult::new(stored, done.id()))?;
     check(
         payload["content"][0]["text"] == "file overwritten",
         "tasks/result is the result",

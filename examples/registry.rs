@@ -63,10 +63,11 @@ fn main() -> Result<(), Error> {
             .require_input(question)?;
         thread::sleep(Duration::from_millis(20));
         let working = waiting.resume()?;
-        let done = working.complete(object(json!({
+        let summary = object(json!({
             "content": [{"type": "text", "text": "3 files summarised"}]
-        })))?;
-        assert_eq!(done.status(), TaskStatus::Completed);
+        }));
+        let done = working.complete(summary.clone())?;
+        assert_eq!(done.result(), Some(&summary));
         Ok(())
     });
 
