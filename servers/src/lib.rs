@@ -2,9 +2,14 @@
 //!
 //! - [`tools`]: the example tools and their handlers, written once for every transport and
 //!   both generations of MCP tasks.
+//! - [`framing`]: JSON-RPC 2.0 framing both transports share: which messages are valid,
+//!   how invalid ones are refused, and ids echoed exactly as the client wrote them.
 //! - [`server`]: the request routing over any transport, for both generations.
 //! - `src/bin/stdio_server.rs` (`cargo run --bin stdio_server`) and
 //!   `src/bin/http_server.rs` (`cargo run --bin http_server`): the transports.
 
+#![deny(missing_docs)]
+
+pub mod framing;
 pub mod server;
 pub mod tools;

@@ -75,6 +75,73 @@ const MAX_TTL_MS: u64 = 3_600_000;
 /// The suggested polling interval (ms).
 const POLL_INTERVAL_MS: u64 = 100;
 
+/// How long a 2026-07-28 client may cache `server/discover` and `tools/list` (ms): both
+/// are fixed for the life of the process, so a few minutes of caching cost nothing, and
+/// a restarted (perhaps rebuilt) server is seen again soon.
+pub const CACHE_TTL_MS: u64 = 300_000;
+
+/// The cache scope of `server/discover` and `tools/list`: `public`, because neither
+/// depends on who asks (no per-principal tools, capabilities or instructions), so a
+/// shared cache may serve them across authorization contexts.
+pub const CACHE_SCOPE: &str = "public";
+
+/// The example's name, as its `Implementation` says.
+const SERVER_NAME: &str = "mcp-tasks-example";
+
+/// Where a 2026-07-28 result names the server (`ResultMetaObject`).
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// How the requestor of a 2025-11-25 task can be asked for input, on this connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Elicitation {
+    /// The transport forwards `elicitation/create` and the client declared the
+    /// `elicitation` capability (form mode) at `initialize`.
+    Declared,
+    /// The transport could forward it, but the client did not declare `elicitation`: a
+    /// tool that asks for input (`confirm`) is refused at `tools/call` with `-32602`,
+    /// naming the missing capability in the message and in `data.requiredCapabilities`.
+    Undeclared,
+    /// The transport cannot send requests to the client (Streamable HTTP in JSON-only
+    /// mode): such a task fails as soon as it asks.
+    Unreachable,
+}
+
+impl Elicitation {
+    /// What a client declared in its `initialize` params: `capabilities.elicitation` is an
+    /// object that allows form mode (it names `form`, or is empty, which 2025-11-25 reads
+    /// as form mode).
+    pub fn declared_in(initialize_params: Option<&Value>) -> Self {
+        let elicitation = initialize_params
+            .and_then(|params| params.get("capabilities"))
+            .and_then(|capabilities| capabilities.get("elicitation"))
+            .and_then(Value::as_object);
+        let form = elicitation.is_some_and(|modes| {
+            modes.get("form").is_some_and(Value::is_object)
+                || (!modes.contains_key("form") && !modes.contains_key("url"))
+        });
+        if form {
+            Elicitation::Declared
+        } else {
+            Elicitation::Undeclared
+        }
+    }
+}
+
+/// The `-32602` for a tool that needs input from a client that did not declare
+/// `elicitation`.
+fn elicitation_undeclared(tool: &str) -> JsonRpcError {
+    invalid(&format!(
+        "the `{tool}` tool asks the user through `elicitation/create` (form mode), and this \
+         client did not declare the `elicitation` capability at initialize"
+    ))
+    .with_data(json!({"requiredCapabilities": {"elicitation": {"form": {}}}}))
+}
+
+/// The server's `Implementation`.
+fn server_info() -> Value {
+    json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")})
+}
+
 /// The example's command line: nothing, or `--redis URL` (also `--redis=URL`). Returns the
 /// Redis URL, from the command line first, else from `MCP_TASKS_REDIS_URL` (unset or empty:
 /// none).
@@ -217,16 +284,18 @@ impl Server {
         self.v1_tasks().remove(task);
     }
 
-    /// Answers one request from `owner`.
+    /// Answers one request from `owner`; `elicitation` says whether a 2025-11-25 task may
+    /// ask this connection's client for input.
     pub fn request(
         &self,
         owner: &Owner,
         id: &RequestId,
         method: &str,
         params: Option<Value>,
+        elicitation: Elicitation,
     ) -> Reply {
         match Generation::of(method, params.as_ref()) {
-            Generation::V2025 => self.request_v1(owner, id, method, params),
+            Generation::V2025 => self.request_v1(owner, id, method, params, elicitation),
             Generation::Extension => self.request_ext(owner, id, method, params),
         }
     }
@@ -237,13 +306,14 @@ impl Server {
         id: &RequestId,
         method: &str,
         params: Option<Value>,
+        elicitation: Elicitation,
     ) -> Reply {
         match method {
             "initialize" => Reply::Now(Ok(json!({
                 "protocolVersion": PROTOCOL_VERSION,
                 "capabilities": {"tools": {}, "tasks": self.capabilities},
-                "serverInfo": {"name": "mcp-tasks-example", "version": env!("CARGO_PKG_VERSION")},
-                "instructions": "Tools: sleep, fail, confirm (task only), echo (never a task)."
+                "serverInfo": server_info(),
+                "instructions": tools::INSTRUCTIONS
             }))),
             "ping" => Reply::Now(Ok(json!({}))),
             "tools/list" => Reply::Now(Ok(json!({"tools": tools::list()}))),
@@ -260,6 +330,11 @@ impl Server {
                     Augmentation::Normal => {
                         let call = call.0;
                         Reply::Later(Box::new(move || call.run().map(Value::Object)))
+                    }
+                    Augmentation::Task { .. }
+                        if call.0.asks_for_input() && elicitation == Elicitation::Undeclared =>
+                    {
+                        Reply::Now(Err(elicitation_undeclared(call.0.name())))
                     }
                     Augmentation::Task { ttl } => {
                         match self.v1.accept(owner, id.clone(), "tools/call", ttl) {
@@ -317,14 +392,17 @@ impl Server {
     ) -> Reply {
         let declared = ext::declares_extension(params.as_ref());
         let answer = match method {
+            // A `CacheableResult` (SEP-2549); the server names itself in `_meta`.
             ext::methods::SERVER_DISCOVER => Ok(json!({
                 "supportedVersions": [ext::PROTOCOL_VERSION],
                 "capabilities": {
                     "tools": {},
                     "extensions": {ext::EXTENSION_ID: TasksExtensionCapability}
                 },
-                "serverInfo": {"name": "mcp-tasks-example", "version": env!("CARGO_PKG_VERSION")},
-                "instructions": "Tools: sleep, fail, confirm (task only), echo (never a task)."
+                "instructions": tools::INSTRUCTIONS,
+                "ttlMs": CACHE_TTL_MS,
+                "cacheScope": CACHE_SCOPE,
+                "_meta": {META_SERVER_INFO: server_info()}
             })),
             "ping" => Ok(json!({})),
             "tools/list" => {
@@ -337,9 +415,12 @@ impl Server {
                         }
                     }
                 }
-                Ok(json!({"tools": tools}))
+                Ok(json!({"tools": tools, "ttlMs": CACHE_TTL_MS, "cacheScope": CACHE_SCOPE}))
             }
             "tools/call" => return self.call_tool_ext(owner, id, params, declared),
+            ext::methods::TASKS_UPDATE if declared => self
+                .check_answers(owner, params.as_ref())
+                .and_then(|()| self.ext.dispatch(owner, method, params.as_ref(), declared)),
             method if ExtDispatcher::handles(method) => {
                 self.ext.dispatch(owner, method, params.as_ref(), declared)
             }
@@ -392,6 +473,38 @@ impl Server {
                 call.run().map(|result| complete(Value::Object(result)))
             })),
         }
+    }
+}
+
+impl Server {
+    /// Refuses (`-32602`) a `tasks/update` whose answer to an outstanding input request
+    /// does not match what was asked ([`tools::check_answer`]); the task keeps waiting.
+    /// Anything else (an unknown task, malformed params, a late answer) is left to the
+    /// dispatcher.
+    fn check_answers(&self, owner: &Owner, params: Option<&Value>) -> Result<(), JsonRpcError> {
+        let Some(params) = params else { return Ok(()) };
+        let (Some(task_id), Some(responses)) = (
+            params.get("taskId").and_then(Value::as_str),
+            params.get("inputResponses").and_then(Value::as_object),
+        ) else {
+            return Ok(());
+        };
+        let Ok(task) = self.ext.store().get(owner, task_id) else {
+            return Ok(());
+        };
+        let Some(requests) = task.input_requests() else {
+            return Ok(());
+        };
+        for (key, answer) in responses {
+            if let Some(request) = requests.get(key) {
+                tools::check_answer(request, answer).map_err(|why| {
+                    invalid(&format!(
+                        "`inputResponses.{key}` does not match the request it answers: {why}"
+                    ))
+                })?;
+            }
+        }
+        Ok(())
     }
 }
 

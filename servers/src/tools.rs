@@ -17,6 +17,10 @@ use mcp_tasks::{
     Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskStatus,
     TaskStore, Working, jsonrpc,
 };
+
+/// What the example tells a client it is about (`initialize` and `server/discover`).
+pub const INSTRUCTIONS: &str = "Tools: sleep, fail, crash (task optional), confirm (task only; \
+     asks the user for input), echo (never a task).";
 use serde_json::{Value, json};
 
 /// How long a handler waits for the requestor's answer.
@@ -97,10 +101,15 @@ fn invalid(message: &str) -> JsonRpcError {
 
 /// The arguments a tool needs, checked before any work starts.
 pub enum Call {
+    /// `sleep {ms}`: sleeps, then answers.
     Sleep(u64),
+    /// `fail {}`: a tool error (`isError: true`).
     Fail,
+    /// `crash {}`: a JSON-RPC error.
     Crash,
+    /// `confirm {question}`: asks the user (task only).
     Confirm(String),
+    /// `echo {text}`: answers at once (never a task).
     Echo(String),
 }
 
@@ -132,7 +141,27 @@ impl Call {
         }
     }
 
+    /// The tool's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Call::Sleep(_) => "sleep",
+            Call::Fail => "fail",
+            Call::Crash => "crash",
+            Call::Confirm(_) => "confirm",
+            Call::Echo(_) => "echo",
+        }
+    }
+
+    /// Whether the call asks the requestor for input while it runs (`confirm`: one
+    /// form-mode `elicitation/create`).
+    pub fn asks_for_input(&self) -> bool {
+        matches!(self, Call::Confirm(_))
+    }
+
     /// Runs the call as a normal request and returns its `CallToolResult`.
+    ///
+    /// # Errors
+    /// The `crash` tool's `-32603`, and the task-required error for `confirm`.
     pub fn run(self) -> Result<JsonObject, JsonRpcError> {
         match self {
             Call::Sleep(ms) => {
@@ -199,18 +228,84 @@ fn sleep_task<T: TaskStore>(handle: TaskHandle<Working, T>, ms: u64) -> Result<(
     Ok(())
 }
 
-/// `working` → `input_required` (one elicitation) → `working` → `completed`.
+/// The form `confirm` asks: one string, `answer`.
+pub fn confirm_schema() -> Value {
+    json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
+}
+
+/// Checks a requestor's answer to an input request of this server before it is used: the
+/// answer to a form-mode `elicitation/create` is an `ElicitResult` (`action` `accept`,
+/// `decline` or `cancel`) whose `content`, when accepted, holds every required field of
+/// the requested schema with the requested type (and one of its `enum` values, if any).
+/// Answers to other requests are not checked here.
+///
+/// # Errors
+/// What does not match, in a short sentence naming the field.
+pub fn check_answer(request: &InputRequest, answer: &Value) -> Result<(), String> {
+    if request.method != "elicitation/create" {
+        return Ok(());
+    }
+    let Some(answer) = answer.as_object() else {
+        return Err("an elicitation answer is an object".into());
+    };
+    match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => {}
+        Some("decline" | "cancel") => return Ok(()),
+        _ => return Err("`action` must be \"accept\", \"decline\" or \"cancel\"".into()),
+    }
+    let Some(schema) = request.params.get("requestedSchema") else {
+        // URL mode: no content is expected.
+        return Ok(());
+    };
+    let Some(content) = answer.get("content").and_then(Value::as_object) else {
+        return Err("an accepted answer needs an object `content`".into());
+    };
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let required = schema.get("required").and_then(Value::as_array);
+    for name in required.into_iter().flatten().filter_map(Value::as_str) {
+        if !content.contains_key(name) {
+            return Err(format!("`content.{name}` is required"));
+        }
+    }
+    for (name, value) in content {
+        let Some(property) = properties.and_then(|properties| properties.get(name)) else {
+            continue;
+        };
+        let kind = property.get("type").and_then(Value::as_str).unwrap_or("");
+        let fits = match kind {
+            "string" => value.is_string(),
+            "boolean" => value.is_boolean(),
+            "number" => value.is_number(),
+            "integer" => value.is_i64() || value.is_u64(),
+            "array" => value
+                .as_array()
+                .is_some_and(|items| items.iter().all(Value::is_string)),
+            _ => true,
+        };
+        if !fits {
+            return Err(format!("`content.{name}` must be of type {kind}"));
+        }
+        if let Some(allowed) = property.get("enum").and_then(Value::as_array)
+            && !allowed.contains(value)
+        {
+            return Err(format!("`content.{name}` is not one of the offered values"));
+        }
+    }
+    Ok(())
+}
+
+/// `working` → `input_required` (one elicitation) → `working` → `completed`. An answer
+/// that does not match the requested form fails the task with `-32602`; it is never
+/// read as an empty answer.
 fn confirm_task<T: TaskStore>(handle: TaskHandle<Working, T>, question: &str) -> Result<(), Error> {
     let mut params = JsonObject::new();
     params.insert("mode".into(), json!("form"));
     params.insert("message".into(), json!(question));
-    params.insert(
-        "requestedSchema".into(),
-        json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}),
-    );
+    params.insert("requestedSchema".into(), confirm_schema());
+    let request = InputRequest::elicitation(params);
     let waiting = handle
         .with_message("waiting for the user's answer")
-        .require_input(InputRequests::new().with("confirm", InputRequest::elicitation(params)))?;
+        .require_input(InputRequests::new().with("confirm", request.clone()))?;
     let mut answers = match waiting.wait_for_input(Some(ANSWER_TIMEOUT)) {
         Ok(answers) => answers,
         Err(Error::CancelRequested { .. }) => {
@@ -229,28 +324,28 @@ fn confirm_task<T: TaskStore>(handle: TaskHandle<Working, T>, question: &str) ->
         // Cancelled, expired or removed meanwhile: nothing more to do.
         Err(_) => return Ok(()),
     };
-    let answer = answers.remove("confirm").unwrap_or_default();
+    let answer = Value::Object(answers.remove("confirm").unwrap_or_default());
+    if let Err(why) = check_answer(&request, &answer) {
+        let _failed = waiting.fail(Outcome::error(
+            jsonrpc::INVALID_PARAMS,
+            format!(
+                "invalid params: the answer to `confirm` does not match the requested schema: {why}"
+            ),
+        ))?;
+        return Ok(());
+    }
     let working = waiting.resume()?;
     let text = match answer.get("action").and_then(Value::as_str) {
         Some("accept") => {
             let said = answer
                 .get("content")
-                .and_then(|c| c.get("answer"))
-                .map_or_else(
-                    || "(nothing)".to_owned(),
-                    |a| a.as_str().map_or_else(|| a.to_string(), str::to_owned),
-                );
+                .and_then(|content| content.get("answer"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             format!("the user answered: {said}")
         }
         Some("decline") => "the user declined".to_owned(),
-        Some("cancel") => "the user cancelled".to_owned(),
-        _ => {
-            let _failed = working.fail(Outcome::error(
-                jsonrpc::INTERNAL_ERROR,
-                "the elicitation answer had no valid `action`",
-            ))?;
-            return Ok(());
-        }
+        _ => "the user cancelled".to_owned(),
     };
     let _done = working.complete(text_result(text, false))?;
     Ok(())

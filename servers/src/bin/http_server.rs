@@ -17,6 +17,11 @@
 //!   (`400` without, `404` for a session this server does not know or that belongs to
 //!   another principal). A request framed for 2026-07-28 (the tasks extension, see
 //!   `mcp_tasks_servers::server`) stands alone and needs no session.
+//! - Messages follow JSON-RPC 2.0 exactly, as over stdio (`mcp_tasks_servers::framing`):
+//!   `"jsonrpc": "2.0"` is required; a message that is not JSON is `400` with `-32700`, one
+//!   that is not a valid JSON-RPC 2.0 message `400` with `-32600`; ids are echoed byte for
+//!   byte; an error whose request id cannot be read (and every HTTP-level refusal) has no
+//!   `id` member.
 //! - `MCP-Protocol-Version` must be `2025-11-25` (or `2026-07-28`) when present (`400`
 //!   otherwise); absent, the transport's default is assumed.
 //! - `Origin`, when present, must be a loopback origin (`http(s)://localhost`,
@@ -82,10 +87,9 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use mcp_tasks::TaskStore;
 use mcp_tasks::protocol::PROTOCOL_VERSION;
-use mcp_tasks::{
-    AnyTask, JsonRpcError, Outcome, Owner, RequestId, TaskId, TaskStatus, ext, jsonrpc,
-};
-use mcp_tasks_servers::server::{Generation, Reply, Server};
+use mcp_tasks::{AnyTask, JsonRpcError, Outcome, Owner, TaskId, TaskStatus, ext, jsonrpc};
+use mcp_tasks_servers::framing::{self, Incoming};
+use mcp_tasks_servers::server::{Elicitation, Generation, Reply, Server};
 use serde_json::{Value, json};
 use tiny_http::{Header, Method, Request, Response};
 
@@ -241,7 +245,7 @@ struct State {
 }
 
 impl State {
-    fn trace(&self, session: &str, entry: &Value) {
+    fn trace(&self, session: &str, entry: &dyn std::fmt::Display) {
         let Some(dir) = &self.trace_dir else { return };
         let file = {
             let mut files = self
@@ -271,6 +275,14 @@ impl State {
             eprintln!("http_server: cannot write the trace: {err}");
         }
     }
+
+    /// Traces one message given as JSON text (one line), kept as written.
+    fn trace_raw(&self, session: &str, dir: &str, message: &str) {
+        self.trace(
+            session,
+            &format_args!("{{\"dir\":\"{dir}\",\"msg\":{message}}}"),
+        );
+    }
 }
 
 fn header(name: &str, value: &str) -> Header {
@@ -278,17 +290,18 @@ fn header(name: &str, value: &str) -> Header {
     Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("an ASCII header")
 }
 
-fn json_response(status: u16, body: &Value) -> HttpResponse {
-    Response::from_string(body.to_string())
+fn json_body(status: u16, body: &str) -> HttpResponse {
+    Response::from_string(body)
         .with_status_code(status)
         .with_header(header("Content-Type", "application/json"))
 }
 
-/// An HTTP-level refusal, with a JSON-RPC error (no id) as its body.
+/// An HTTP-level refusal, with a JSON-RPC error as its body: no `id` member, as for any
+/// error whose request could not be read (`mcp_tasks_servers::framing`).
 fn refusal(status: u16, code: i64, message: &str) -> HttpResponse {
-    json_response(
+    json_body(
         status,
-        &json!({"jsonrpc": "2.0", "id": null, "error": JsonRpcError::new(code, message)}),
+        &framing::response(None, &Err(JsonRpcError::new(code, message))),
     )
 }
 
@@ -481,39 +494,25 @@ fn handle(state: &State, request: &mut Request) -> Answer {
     if body.len() > MAX_BODY {
         return refusal(413, jsonrpc::INVALID_REQUEST, "payload too large").into();
     }
-    let message: Value = match serde_json::from_slice(&body) {
-        Ok(message) => message,
-        Err(err) => {
-            return refusal(400, jsonrpc::PARSE_ERROR, &format!("parse error: {err}")).into();
+    let incoming = framing::parse(&body);
+    let method = match &incoming {
+        Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
+            Some(method.as_str())
         }
+        Incoming::Response(_) => None,
+        Incoming::Invalid(refusal) => return json_body(400, &refusal.to_json()).into(),
     };
-    let Value::Object(mut message) = message else {
-        return refusal(
-            400,
-            jsonrpc::INVALID_REQUEST,
-            "invalid request: POST one JSON-RPC object (batches are not supported)",
-        )
-        .into();
-    };
-    let method = match message.get("method") {
-        Some(Value::String(method)) => Some(method.clone()),
-        Some(_) => {
-            return refusal(
-                400,
-                jsonrpc::INVALID_REQUEST,
-                "invalid request: `method` must be a string",
-            )
-            .into();
-        }
-        None => None,
+    let params = match &incoming {
+        Incoming::Request { params, .. } | Incoming::Notification { params, .. } => params.as_ref(),
+        _ => None,
     };
 
     // The session: issued by `initialize`, required and checked for everything else of
     // 2025-11-25. A request framed for 2026-07-28 stands alone (no handshake, no session).
-    let initialize = method.as_deref() == Some("initialize") && message.contains_key("id");
-    let stateless = method.as_deref().is_some_and(|method| {
-        Generation::of(method, message.get("params")) == Generation::Extension
-    });
+    let initialize =
+        matches!(&incoming, Incoming::Request { method, .. } if method == "initialize");
+    let stateless =
+        method.is_some_and(|method| Generation::of(method, params) == Generation::Extension);
     let session = if initialize {
         uuid::Uuid::new_v4().simple().to_string()
     } else if stateless && session_header.is_none() {
@@ -553,40 +552,33 @@ fn handle(state: &State, request: &mut Request) -> Answer {
         }
         session
     };
-    state.trace(&session, &json!({"dir": "in", "msg": message}));
+    // The body parsed as JSON above, so it is traced as written (ids byte for byte).
+    match std::str::from_utf8(&body) {
+        Ok(text) if !text.contains(['\n', '\r']) => state.trace_raw(&session, "in", text.trim()),
+        _ => state.trace(
+            &session,
+            &json!({"dir": "in", "msg": serde_json::from_slice::<Value>(&body).ok()}),
+        ),
+    }
 
-    let Some(method) = method else {
-        // A response to a server request: this server sends none, so there is nothing to
-        // match it with.
-        if !message.contains_key("id") {
-            return refusal(
-                400,
-                jsonrpc::INVALID_REQUEST,
-                "invalid request: no `method`",
-            )
-            .into();
-        }
-        return accepted().into();
-    };
-    let id = match message.remove("id") {
+    let (id, method, params) = match incoming {
+        Incoming::Request { id, method, params } => (id, method, params),
         // Notifications (`notifications/initialized`, `notifications/cancelled`) need no
-        // answer.
-        None => return accepted().into(),
-        Some(id) => match serde_json::from_value::<RequestId>(id) {
-            Ok(id) => id,
-            Err(_) => {
-                return refusal(
-                    400,
-                    jsonrpc::INVALID_REQUEST,
-                    "invalid request: `id` must be a string or an integer",
-                )
-                .into();
-            }
-        },
+        // answer; nor does a response (this server sends no requests to match it with).
+        Incoming::Notification { .. } | Incoming::Response(_) | Incoming::Invalid(_) => {
+            return accepted().into();
+        }
     };
-    let params = message.remove("params");
     let owner = Owner::new(principal);
-    let (answer, then) = match state.server.request(&owner, &id, &method, params) {
+    // Over JSON-only HTTP a request to the client has no way to travel.
+    let reply = state.server.request(
+        &owner,
+        id.request_id(),
+        &method,
+        params,
+        Elicitation::Unreachable,
+    );
+    let (answer, then) = match reply {
         Reply::Now(answer) => (answer, None),
         // This is the request's own thread: it may block (a `tasks/result` waits here
         // without holding up any other request).
@@ -594,12 +586,9 @@ fn handle(state: &State, request: &mut Request) -> Answer {
         Reply::ThenRun(answer, work) => (Ok(answer), Some(work)),
     };
     let opened = initialize && answer.is_ok();
-    let message = match answer {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
-    };
-    state.trace(&session, &json!({"dir": "out", "msg": message}));
-    let mut response = json_response(200, &message);
+    let message = framing::response(Some(&id), &answer);
+    state.trace_raw(&session, "out", &message);
+    let mut response = json_body(200, &message);
     if opened {
         state
             .sessions

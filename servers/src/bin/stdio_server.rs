@@ -10,12 +10,23 @@
 //!
 //! It speaks both generations of MCP tasks from one registry and one set of handlers:
 //! - 2025-11-25 after `initialize`: `ping`, `tools/list`, `tools/call` (with `task`),
-//!   `tasks/get|list|cancel|result`, `notifications/tasks/status` on every change, and a
-//!   task's input requests sent as `elicitation/create` with the related-task `_meta`;
+//!   `tasks/get|list|cancel|result`, one `notifications/tasks/status` per change of status
+//!   or status message, and a task's input requests sent as `elicitation/create` with the
+//!   related-task `_meta`, only to a client that declared the `elicitation` capability
+//!   (form mode) at `initialize`. Without it, a task-augmented `confirm` is refused at
+//!   `tools/call` with `-32602`, naming the missing capability (`data.requiredCapabilities`
+//!   is `{"elicitation": {"form": {}}}`). An answer must be an `ElicitResult`: `action`
+//!   `accept`, `decline` or `cancel`, and when accepted `content: {"answer": "<string>"}`;
+//!   any other shape fails the task with `-32602` (it is never read as an empty answer);
 //! - 2026-07-28 requests (`server/discover`, or a `_meta` naming
 //!   `io.modelcontextprotocol/protocolVersion`): the tasks extension, where the server
 //!   decides which calls run as tasks and `tasks/get` / `tasks/update` / `tasks/cancel`
 //!   carry results, input and cancellation.
+//!
+//! Messages follow JSON-RPC 2.0 exactly (`mcp_tasks_servers::framing`, shared with
+//! `http_server`): `"jsonrpc": "2.0"` is required, invalid messages get `-32600` (or
+//! `-32700`), ids are echoed byte for byte, and an error whose request id cannot be read
+//! has no `id` member.
 //!
 //! Logs go to stderr.
 //!
@@ -48,10 +59,10 @@ use std::time::{Duration, Instant};
 use mcp_tasks::TaskStore;
 use mcp_tasks::protocol::{TaskStatusNotification, tag_related_task};
 use mcp_tasks::{
-    AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, Task, TaskId, TaskStatus,
-    jsonrpc,
+    AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, Task, TaskId, TaskStatus, jsonrpc,
 };
-use mcp_tasks_servers::server::{Reply, Server, Store};
+use mcp_tasks_servers::framing::{self, Id, Incoming, Refusal};
+use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
 use serde_json::{Value, json};
 
 /// How long a task waits for the client to answer an elicitation.
@@ -75,6 +86,11 @@ struct Connection {
     /// Whether the client opened a 2025-11-25 session (`initialize`): only then does it get
     /// `notifications/tasks/status`.
     initialized: AtomicBool,
+    /// Whether that client declared the `elicitation` capability (form mode).
+    elicitation: AtomicBool,
+    /// The status and message last notified per task: a change that leaves both as they
+    /// were (an answer delivered, a TTL changed) is not notified again.
+    notified: Mutex<HashMap<TaskId, (TaskStatus, Option<String>)>>,
 }
 
 impl Connection {
@@ -92,6 +108,8 @@ impl Connection {
             next_id: AtomicU64::new(1),
             forwarded: Mutex::new(HashSet::new()),
             initialized: AtomicBool::new(false),
+            elicitation: AtomicBool::new(false),
+            notified: Mutex::new(HashMap::new()),
         })
     }
 
@@ -106,27 +124,64 @@ impl Connection {
 
     /// Writes one message as one line.
     fn send(&self, message: &Value) {
-        let line = message.to_string();
+        self.send_line(&message.to_string());
+    }
+
+    /// Writes one message, already serialized, as one line.
+    fn send_line(&self, line: &str) {
         {
             let mut out = self.stdout.lock().unwrap_or_else(PoisonError::into_inner);
             if let Err(err) = writeln!(out, "{line}").and_then(|()| out.flush()) {
                 eprintln!("stdio_server: cannot write to stdout: {err}");
             }
         }
-        self.trace(json!({"dir": "out", "msg": message}));
+        self.trace_raw("out", line);
     }
 
-    fn respond(&self, id: &RequestId, answer: Result<Value, JsonRpcError>) {
-        let message = match answer {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
-        };
-        self.send(&message);
+    /// Traces a message as the JSON text it is (ids stay as written).
+    fn trace_raw(&self, dir: &str, message: &str) {
+        if let Some(trace) = &self.trace {
+            let mut file = trace.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Err(err) = writeln!(file, "{{\"dir\":\"{dir}\",\"msg\":{message}}}") {
+                eprintln!("stdio_server: cannot write the trace: {err}");
+            }
+        }
     }
 
-    /// An error that answers no request we could identify (the `id` is omitted).
-    fn refuse(&self, code: i64, message: &str) {
-        self.send(&json!({"jsonrpc": "2.0", "error": JsonRpcError::new(code, message)}));
+    /// Traces a line read: as the JSON it is (ids stay as written), or as `raw` text.
+    fn trace_in(&self, line: &[u8]) {
+        if self.trace.is_none() {
+            return;
+        }
+        match std::str::from_utf8(line) {
+            Ok(text)
+                if !text.contains('\r')
+                    && serde_json::from_str::<&serde_json::value::RawValue>(text).is_ok() =>
+            {
+                self.trace_raw("in", text);
+            }
+            _ => self.trace(json!({"dir": "in", "raw": String::from_utf8_lossy(line)})),
+        }
+    }
+
+    fn respond(&self, id: &Id, answer: Result<Value, JsonRpcError>) {
+        self.send_line(&framing::response(Some(id), &answer));
+    }
+
+    /// Answers a message that is not JSON-RPC 2.0.
+    fn refuse(&self, refusal: &Refusal) {
+        self.send_line(&refusal.to_json());
+    }
+
+    /// Whether `task`'s change is news: its status or message differ from the last one
+    /// notified. A terminal task is forgotten.
+    fn is_news(&self, task: &AnyTask) -> bool {
+        let mut notified = self.notified.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = (task.status(), task.status_message().map(str::to_owned));
+        if task.is_terminal() {
+            return notified.remove(task.id()).is_none_or(|last| last != now);
+        }
+        notified.insert(task.id().clone(), now.clone()) != Some(now)
     }
 
     /// Sends a request to the client for `task` and blocks until the client answers, the
@@ -250,7 +305,10 @@ fn forward_input(
         std::thread::spawn(move || {
             let answer = match connection.request(&method, params, &registry, &owner, &id) {
                 Ok(Value::Object(answer)) => answer,
-                Ok(_) | Err(_) => {
+                // Not an object: an empty answer, which the handler refuses (it matches no
+                // requested schema).
+                Ok(_) => JsonObject::new(),
+                Err(_) => {
                     // No usable answer (an error, or the task stopped waiting): to the
                     // handler this is a dismissed request.
                     let mut dismissed = JsonObject::new();
@@ -274,60 +332,26 @@ fn forward_input(
 
 /// Reads one request, notification or response and acts on it.
 fn handle_line(server: &Server, connection: &Arc<Connection>, owner: &Owner, line: &[u8]) {
-    let message: Value = match std::str::from_utf8(line)
-        .map_err(|err| err.to_string())
-        .and_then(|text| serde_json::from_str(text).map_err(|err| err.to_string()))
-    {
-        Ok(message) => message,
-        Err(err) => {
-            connection.trace(json!({"dir": "in", "raw": String::from_utf8_lossy(line)}));
-            connection.refuse(jsonrpc::PARSE_ERROR, &format!("parse error: {err}"));
-            return;
-        }
-    };
-    connection.trace(json!({"dir": "in", "msg": message}));
-    let Value::Object(mut message) = message else {
-        connection.refuse(
-            jsonrpc::INVALID_REQUEST,
-            "invalid request: send one JSON-RPC object per line (batches are not supported)",
-        );
-        return;
-    };
-    let method = match message.get("method") {
-        Some(Value::String(method)) => method.clone(),
-        Some(_) => {
-            connection.refuse(
-                jsonrpc::INVALID_REQUEST,
-                "invalid request: `method` must be a string",
-            );
-            return;
-        }
-        None if message.contains_key("id") => return connection.resolve(&message),
-        None => {
-            connection.refuse(jsonrpc::INVALID_REQUEST, "invalid request: no `method`");
-            return;
-        }
-    };
-    let id = match message.remove("id") {
+    connection.trace_in(line);
+    let (id, method, params) = match framing::parse(line) {
+        Incoming::Request { id, method, params } => (id, method, params),
         // Notifications (`notifications/initialized`, `notifications/cancelled`) need no
         // answer.
-        None => return,
-        Some(id) => match serde_json::from_value::<RequestId>(id) {
-            Ok(id) => id,
-            Err(_) => {
-                connection.refuse(
-                    jsonrpc::INVALID_REQUEST,
-                    "invalid request: `id` must be a string or an integer",
-                );
-                return;
-            }
-        },
+        Incoming::Notification { .. } => return,
+        Incoming::Response(message) => return connection.resolve(&message),
+        Incoming::Invalid(refusal) => return connection.refuse(&refusal),
     };
-    let params = message.remove("params");
     if method == "initialize" {
+        let declared = Elicitation::declared_in(params.as_ref()) == Elicitation::Declared;
+        connection.elicitation.store(declared, Ordering::SeqCst);
         connection.initialized.store(true, Ordering::SeqCst);
     }
-    match server.request(owner, &id, &method, params) {
+    let elicitation = if connection.elicitation.load(Ordering::SeqCst) {
+        Elicitation::Declared
+    } else {
+        Elicitation::Undeclared
+    };
+    match server.request(owner, id.request_id(), &method, params, elicitation) {
         Reply::Now(answer) => connection.respond(&id, answer),
         Reply::Later(work) => {
             let connection = Arc::clone(connection);
@@ -365,7 +389,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let AnyTask::InputRequired(task) = &change.task {
             forward_input(&notifier, &registry, &session, task);
         }
-        if notifier.initialized.load(Ordering::SeqCst) {
+        if notifier.initialized.load(Ordering::SeqCst) && notifier.is_news(&change.task) {
             match serde_json::to_value(TaskStatusNotification::new(change.task.clone())) {
                 Ok(notification) => notifier.send(&notification),
                 Err(err) => eprintln!("stdio_server: cannot serialize a notification: {err}"),
@@ -397,10 +421,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     break;
                 }
             }
-            connection.refuse(
-                jsonrpc::INVALID_REQUEST,
-                &format!("invalid request: a message is at most {MAX_MESSAGE} bytes"),
-            );
+            connection.refuse(&Refusal::invalid_request(&format!(
+                "invalid request: a message is at most {MAX_MESSAGE} bytes"
+            )));
             continue;
         }
         let trimmed = line.trim_ascii();
