@@ -1,0 +1,527 @@
+//! Every 2026-07-28 message the example servers send validates against the official
+//! schemas: the 2026-07-28 core (`schema/mcp-schema-2026-07-28.json`, as whole JSON-RPC
+//! responses) and, for the task results, the tasks extension (`schema/ext-tasks-schema.json`).
+//!
+//! Both real binaries are driven, over both transports: `stdio_server` through its pipes
+//! and `http_server` over HTTP/1.1 with a bearer token. The scenario covers
+//! `server/discover`, `tools/list`, `ping`, `tools/call` (inline and as a task),
+//! `tasks/get` in every status, `tasks/update`, `tasks/cancel`, and error answers
+//! (-32700, -32600, -32601, -32602, -32603, -32021).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use mcp_tasks_suites::{EXT_TASKS, MCP_2026_07_28, errors};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Builds the example servers and returns the path of the binary `name`.
+fn binary(name: &str) -> PathBuf {
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "mcp-tasks-servers",
+            "--bin",
+            name,
+            "--message-format=json",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "cargo build -p mcp-tasks-servers --bin {name} failed"
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["target"]["name"] == name)
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .expect("cargo names the executable")
+}
+
+/// One way to send a message and read its answer.
+trait Transport {
+    /// Sends `body` (one JSON-RPC message) and returns the response, skipping
+    /// notifications.
+    fn exchange(&mut self, body: &str) -> Value;
+}
+
+struct StdioServer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl StdioServer {
+    fn start() -> Self {
+        let mut child = Command::new(binary("stdio_server"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the stdio server starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        StdioServer {
+            child,
+            stdin: Some(stdin),
+            lines,
+        }
+    }
+}
+
+impl Transport for StdioServer {
+    fn exchange(&mut self, body: &str) -> Value {
+        let stdin = self.stdin.as_mut().expect("open");
+        writeln!(stdin, "{body}").expect("the server reads");
+        stdin.flush().expect("the server reads");
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|_| panic!("no answer to {body} within 20 s"));
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
+            if message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+}
+
+impl Drop for StdioServer {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct HttpServer {
+    child: Child,
+    addr: String,
+}
+
+impl HttpServer {
+    fn start() -> Self {
+        let mut child = Command::new(binary("http_server"))
+            .env("MCP_TASKS_TOKENS", "alice=token-a")
+            .env_remove("MCP_TASKS_TOKENS_FILE")
+            .env("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the HTTP server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the server says where it listens");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        HttpServer { child, addr }
+    }
+}
+
+impl Transport for HttpServer {
+    fn exchange(&mut self, body: &str) -> Value {
+        let mut stream = TcpStream::connect(&self.addr).expect("the server accepts");
+        stream.set_read_timeout(Some(WAIT)).expect("a timeout");
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer token-a\r\n\
+             Content-Type: application/json\r\nAccept: application/json\r\n\
+             MCP-Protocol-Version: 2026-07-28\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .expect("the server reads");
+        let mut answer = String::new();
+        stream
+            .read_to_string(&mut answer)
+            .expect("the server answers");
+        let (_, payload) = answer
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("not HTTP: {answer:?}"));
+        serde_json::from_str(payload).unwrap_or_else(|err| panic!("not JSON ({err}): {payload}"))
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `_meta` of a 2026-07-28 request, declaring the tasks extension or not.
+fn meta(declare: bool) -> Value {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "servers_2026", "version": "0"}
+    });
+    if declare {
+        meta["io.modelcontextprotocol/clientCapabilities"] =
+            json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    } else {
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    }
+    meta
+}
+
+/// What a scenario expects of one answer: a result of this kind, or an error code.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Discover,
+    ListTools,
+    Ping,
+    CallInline,
+    CreateTask,
+    GetTask,
+    UpdateTask,
+    CancelTask,
+    Error(i64),
+}
+
+/// The core and extension `$defs` an answer of `kind` must satisfy (whole message, then
+/// its `result` or `error`).
+fn defs(kind: Kind) -> (&'static str, Option<&'static str>) {
+    match kind {
+        Kind::Discover => ("DiscoverResultResponse", None),
+        Kind::ListTools => ("ListToolsResultResponse", None),
+        Kind::Ping => ("JSONRPCResultResponse", None),
+        Kind::CallInline => ("CallToolResultResponse", None),
+        Kind::CreateTask => ("JSONRPCResultResponse", Some("CreateTaskResult")),
+        Kind::GetTask => ("JSONRPCResultResponse", Some("GetTaskResult")),
+        Kind::UpdateTask => ("JSONRPCResultResponse", Some("UpdateTaskResult")),
+        Kind::CancelTask => ("JSONRPCResultResponse", Some("CancelTaskResult")),
+        Kind::Error(-32021) => ("MissingRequiredClientCapabilityError", Some("Error")),
+        Kind::Error(_) => ("JSONRPCErrorResponse", Some("Error")),
+    }
+}
+
+/// The error type of the 2026-07-28 schema for a standard JSON-RPC code.
+fn error_def(code: i64) -> Option<&'static str> {
+    match code {
+        -32700 => Some("ParseError"),
+        -32600 => Some("InvalidRequestError"),
+        -32601 => Some("MethodNotFoundError"),
+        -32602 => Some("InvalidParamsError"),
+        -32603 => Some("InternalError"),
+        _ => None,
+    }
+}
+
+/// Sends messages, checks each answer against the schemas, and keeps the tally.
+struct Session<'t> {
+    transport: &'t mut dyn Transport,
+    next_id: i64,
+    failures: Vec<String>,
+    validated: BTreeMap<String, usize>,
+}
+
+impl Session<'_> {
+    fn validate(&mut self, what: &str, kind: Kind, answer: &Value) {
+        let (core, extension) = defs(kind);
+        let mut problems = errors(MCP_2026_07_28, core, answer);
+        problems.extend(errors(MCP_2026_07_28, "JSONRPCResponse", answer));
+        let member = match kind {
+            Kind::Error(code) => {
+                if answer["error"]["code"] != code {
+                    problems.push(format!("expected error {code}"));
+                }
+                if let Some(def) = error_def(code) {
+                    problems.extend(errors(MCP_2026_07_28, def, &answer["error"]));
+                }
+                &answer["error"]
+            }
+            _ => {
+                if answer.get("result").is_none() {
+                    problems.push("expected a result".into());
+                }
+                if kind == Kind::Ping {
+                    problems.extend(errors(MCP_2026_07_28, "EmptyResult", &answer["result"]));
+                }
+                &answer["result"]
+            }
+        };
+        if let Some(def) = extension {
+            problems.extend(
+                errors(EXT_TASKS, def, member)
+                    .into_iter()
+                    .map(|p| format!("{EXT_TASKS} {def}: {p}")),
+            );
+        }
+        if problems.is_empty() {
+            *self.validated.entry(format!("{kind:?}")).or_default() += 1;
+        } else {
+            let shown: String = answer.to_string().chars().take(600).collect();
+            self.failures.push(format!(
+                "{what} ({kind:?}): {} -- {shown}",
+                problems.join("; ")
+            ));
+        }
+    }
+
+    /// Sends a raw body and validates its answer.
+    fn raw(&mut self, what: &str, body: &str, kind: Kind) -> Value {
+        let answer = self.transport.exchange(body);
+        self.validate(what, kind, &answer);
+        answer
+    }
+
+    /// Sends a 2026-07-28 request and validates its answer.
+    fn call(&mut self, method: &str, mut params: Value, declare: bool, kind: Kind) -> Value {
+        self.next_id += 1;
+        params["_meta"] = meta(declare);
+        let request =
+            json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        let answer = self.transport.exchange(&request.to_string());
+        assert_eq!(
+            answer["id"], self.next_id,
+            "{method} answered in order: {answer}"
+        );
+        self.validate(method, kind, &answer);
+        answer
+    }
+
+    /// Starts `tool` as a task and returns its id.
+    fn task(&mut self, tool: &str, arguments: Value) -> String {
+        let created = self.call(
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+            true,
+            Kind::CreateTask,
+        );
+        created["result"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{tool}: a CreateTaskResult: {created}"))
+            .to_owned()
+    }
+
+    /// Polls `tasks/get` (each answer validated) until the task reaches `status`.
+    fn until(&mut self, task: &str, status: &str) -> Value {
+        let start = Instant::now();
+        loop {
+            let got = self.call("tasks/get", json!({"taskId": task}), true, Kind::GetTask);
+            if got["result"]["status"] == status {
+                return got["result"].clone();
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "task {task} never reached {status}: {got}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn scenario(&mut self) {
+        // Discovery, with and without the request `_meta`.
+        let discovered = self.raw(
+            "server/discover (bare)",
+            r#"{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{}}"#,
+            Kind::Discover,
+        );
+        assert_eq!(
+            discovered["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "mcp-tasks-example",
+            "{discovered}"
+        );
+        self.call("server/discover", json!({}), false, Kind::Discover);
+        self.call("tools/list", json!({}), false, Kind::ListTools);
+        self.call("tools/list", json!({}), true, Kind::ListTools);
+        self.call("ping", json!({}), false, Kind::Ping);
+
+        // Inline tool calls.
+        self.call(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}}),
+            true,
+            Kind::CallInline,
+        );
+        self.call(
+            "tools/call",
+            json!({"name": "sleep", "arguments": {"ms": 1}}),
+            false,
+            Kind::CallInline,
+        );
+        self.call(
+            "tools/call",
+            json!({"name": "fail", "arguments": {}}),
+            false,
+            Kind::CallInline,
+        );
+
+        // Tasks in every status.
+        let slept = self.task("sleep", json!({"ms": 50}));
+        self.until(&slept, "completed");
+        let failed = self.task("fail", json!({}));
+        self.until(&failed, "completed");
+        let crashed = self.task("crash", json!({}));
+        self.until(&crashed, "failed");
+        let asking = self.task("confirm", json!({"question": "go?"}));
+        let waiting = self.until(&asking, "input_required");
+        let key = waiting["inputRequests"]
+            .as_object()
+            .and_then(|requests| requests.keys().next().cloned())
+            .expect("an input request");
+        self.call(
+            "tasks/update",
+            json!({"taskId": asking, "inputResponses": {key.clone(): {"action": "accept", "content": {"answer": 7}}}}),
+            true,
+            Kind::Error(-32602),
+        );
+        self.until(&asking, "input_required");
+        self.call(
+            "tasks/update",
+            json!({"taskId": asking, "inputResponses": {key: {"action": "accept", "content": {"answer": "yes"}}}}),
+            true,
+            Kind::UpdateTask,
+        );
+        self.until(&asking, "completed");
+        let long = self.task("sleep", json!({"ms": 30_000}));
+        self.call(
+            "tasks/cancel",
+            json!({"taskId": long}),
+            true,
+            Kind::CancelTask,
+        );
+        self.until(&long, "cancelled");
+        self.call(
+            "tasks/cancel",
+            json!({"taskId": long}),
+            true,
+            Kind::CancelTask,
+        );
+
+        // Errors.
+        self.raw("not JSON", "{nope", Kind::Error(-32700));
+        self.raw(
+            "jsonrpc 1.0",
+            r#"{"jsonrpc":"1.0","id":"v","method":"ping","params":{}}"#,
+            Kind::Error(-32600),
+        );
+        self.raw(
+            "id null",
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            Kind::Error(-32600),
+        );
+        self.call("nope/nope", json!({}), true, Kind::Error(-32601));
+        self.call(
+            "tasks/result",
+            json!({"taskId": slept}),
+            true,
+            Kind::Error(-32601),
+        );
+        self.call("tasks/list", json!({}), true, Kind::Error(-32601));
+        self.call(
+            "tasks/get",
+            json!({"taskId": slept}),
+            false,
+            Kind::Error(-32021),
+        );
+        self.call(
+            "tasks/get",
+            json!({"taskId": "nope"}),
+            true,
+            Kind::Error(-32602),
+        );
+        self.call(
+            "tasks/update",
+            json!({"taskId": slept}),
+            true,
+            Kind::Error(-32602),
+        );
+        self.call(
+            "tools/call",
+            json!({"name": "confirm", "arguments": {"question": "q"}}),
+            false,
+            Kind::Error(-32021),
+        );
+        self.call(
+            "tools/call",
+            json!({"name": "nope", "arguments": {}}),
+            true,
+            Kind::Error(-32602),
+        );
+        self.call(
+            "tools/call",
+            json!({"name": "crash", "arguments": {}}),
+            false,
+            Kind::Error(-32603),
+        );
+    }
+}
+
+fn run(transport: &mut dyn Transport, name: &str) {
+    let mut session = Session {
+        transport,
+        next_id: 0,
+        failures: Vec::new(),
+        validated: BTreeMap::new(),
+    };
+    session.scenario();
+    assert!(
+        session.failures.is_empty(),
+        "{name}: {} answers fail the schemas:\n{}",
+        session.failures.len(),
+        session.failures.join("\n")
+    );
+    // Every kind of answer was seen and validated.
+    for kind in [
+        "Discover",
+        "ListTools",
+        "Ping",
+        "CallInline",
+        "CreateTask",
+        "GetTask",
+        "UpdateTask",
+        "CancelTask",
+        "Error(-32700)",
+        "Error(-32600)",
+        "Error(-32601)",
+        "Error(-32602)",
+        "Error(-32603)",
+        "Error(-32021)",
+    ] {
+        assert!(
+            session.validated.contains_key(kind),
+            "{name}: no {kind} validated: {:?}",
+            session.validated
+        );
+    }
+}
+
+#[test]
+fn the_stdio_server_sends_schema_valid_2026_07_28_messages() {
+    run(&mut StdioServer::start(), "stdio_server");
+}
+
+#[test]
+fn the_http_server_sends_schema_valid_2026_07_28_messages() {
+    run(&mut HttpServer::start(), "http_server");
+}
