@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Validate the messages the stdio server wrote for the tasks extension against its schema.
 
-Usage: python validate_ext_trace.py [--schema PATH] TRACE [TRACE ...]
+Usage: python validate_ext_trace.py [--schema PATH] [--core-schema PATH] TRACE [TRACE ...]
 
 A trace is the file named by MCP_TASKS_TRACE: one JSON object per line,
 {"dir": "in" | "out", "msg": <JSON-RPC message>}, where "in" is what the server read and
@@ -11,15 +11,26 @@ Each "out" message is classified by the request it answers (paired by id with th
 request). A request speaks the extension (2026-07-28) when it is `server/discover` or its
 `_meta["io.modelcontextprotocol/protocolVersion"]` is 2026-07-28 or later; anything else
 is 2025-11-25 and is skipped here (interop/validate_trace.py covers that generation).
-Against the `$defs` of the extension's schema (ext-tasks-schema.json, Draft 2020-12):
+
+Every 2026-07-28 response is validated, as a whole JSON-RPC message, against the `$defs`
+of the 2026-07-28 core schema (mcp-schema-2026-07-28.json, Draft 2020-12):
+  * server/discover -> DiscoverResultResponse, tools/list -> ListToolsResultResponse,
+    tools/call answered at once -> CallToolResultResponse, ping -> JSONRPCResultResponse
+    with an EmptyResult, every other result (tasks/*, CreateTaskResult) ->
+    JSONRPCResultResponse;
+  * an error -> JSONRPCErrorResponse (MissingRequiredClientCapabilityError for -32021),
+    and its `error` against the code's own type (ParseError, InvalidRequestError,
+    MethodNotFoundError, InvalidParamsError, InternalError);
+  * an error that answers no identifiable request (no `id`, as the servers send it when
+    the id cannot be read) -> JSONRPCErrorResponse, whatever the generation.
+Task results are also validated against the `$defs` of the extension's schema
+(ext-tasks-schema.json):
   * tasks/get -> GetTaskResult, tasks/update -> UpdateTaskResult,
     tasks/cancel -> CancelTaskResult, tools/call answered with resultType "task" ->
     CreateTaskResult;
-  * an error response's `error` -> Error (the schema has no JSON-RPC response types);
+  * an error response's `error` -> Error;
   * notifications/tasks -> TaskStatusNotification.
-Results the extension's schema does not define (server/discover, tools/list, ping,
-tools/call answered at once) are skipped with a count, as are 2025-11-25 messages.
-Besides the schema, the checks the schema cannot express (protocol_checks()):
+Besides the schemas, the checks they cannot express (protocol_checks()):
 every 2026-07-28 result carries `resultType`, "task" only on a tools/call that declared
 the extension, "complete" otherwise (an inlined `result` of a completed task as well,
 being the original request's 2026-07-28 CallToolResult); a tasks/get answer is for the
@@ -27,9 +38,10 @@ requested task with exactly the payload of its status; no 2025-11-25 keys on ext
 tasks; non-negative integer ttlMs/pollIntervalMs; tasks/update and tasks/cancel answers
 are the bare acknowledgement.
 
-The schema defaults to $REPO/schema/ext-tasks-schema.json, $REPO being two levels
-above this file. Prints "N passed, N failed" (one per validated message); exits 1 if any
-message is invalid or none was validated.
+The schemas default to $REPO/schema/ext-tasks-schema.json and
+$REPO/schema/mcp-schema-2026-07-28.json, $REPO being two levels above this file. Prints
+"N passed, N failed" (one per validated message); exits 1 if any message is invalid or
+none was validated.
 """
 
 from __future__ import annotations
@@ -45,6 +57,7 @@ from jsonschema import Draft202012Validator
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SCHEMA = HERE.parent.parent / "schema" / "ext-tasks-schema.json"
+DEFAULT_CORE_SCHEMA = HERE.parent.parent / "schema" / "mcp-schema-2026-07-28.json"
 PROTOCOL_VERSION = "2026-07-28"
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -58,6 +71,21 @@ RESULT_DEFS = {
     "tasks/cancel": "CancelTaskResult",
 }
 NOTIFICATION_DEFS = {"notifications/tasks": "TaskStatusNotification"}
+
+# 2026-07-28 core: the response type of each method's result (others: JSONRPCResultResponse).
+CORE_RESPONSE_DEFS = {
+    "server/discover": "DiscoverResultResponse",
+    "tools/list": "ListToolsResultResponse",
+}
+# 2026-07-28 core: the error type of each code.
+CORE_ERROR_DEFS = {
+    -32700: "ParseError",
+    -32600: "InvalidRequestError",
+    -32601: "MethodNotFoundError",
+    -32602: "InvalidParamsError",
+    -32603: "InternalError",
+}
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 
 
 class Schema:
@@ -167,8 +195,9 @@ def protocol_checks(method: str, params: Any, result: Any) -> list[str]:
 
 
 class TraceChecker:
-    def __init__(self, schema: Schema) -> None:
+    def __init__(self, schema: Schema, core: Schema) -> None:
         self.schema = schema
+        self.core = core
         self.passed = 0
         self.failed = 0
         self.schema_failed = 0
@@ -221,14 +250,16 @@ class TraceChecker:
             self.validate(where, name, msg, [])
             return
         if "id" not in msg:
-            self.fail(where, "neither request, notification nor response")
+            if "error" in msg and "result" not in msg:
+                # An error answering no identifiable request: no `id` member, the same
+                # shape in both generations.
+                self.validate_all(where, "error without id -> JSONRPCErrorResponse", self.core_error_checks(msg), [])
+            else:
+                self.fail(where, "neither request, notification nor response")
             return
         request = requests_in.get(_key(msg["id"]))
         if request is None:
-            if "error" in msg and msg.get("id") is None:
-                self.skip("error answering no identifiable request")
-            else:
-                self.fail(where, f"response to id {msg['id']!r}, which the server never read")
+            self.fail(where, f"response to id {msg['id']!r}, which the server never read")
             return
         req_method = request["method"]
         params = request.get("params")
@@ -239,21 +270,58 @@ class TraceChecker:
             self.fail(where, f"{req_method}: a response needs exactly one of result and error")
             return
         if "error" in msg:
-            self.validate(where, "Error", msg["error"], [], f"{req_method} error")
+            checks = self.core_error_checks(msg) + [(self.schema, "Error", msg["error"])]
+            self.validate_all(where, f"{req_method} error", checks, [])
             return
         result = msg["result"]
         extra = protocol_checks(req_method, params, result)
+        is_task = req_method == "tools/call" and isinstance(result, dict) and result.get("resultType") == "task"
+        if req_method in CORE_RESPONSE_DEFS:
+            core_def = CORE_RESPONSE_DEFS[req_method]
+        elif req_method == "tools/call" and not is_task:
+            core_def = "CallToolResultResponse"
+        else:
+            core_def = "JSONRPCResultResponse"
+        checks = [(self.core, core_def, msg)]
+        if req_method == "ping":
+            checks.append((self.core, "EmptyResult", result))
+        label = f"{req_method} -> {core_def}"
         if req_method in RESULT_DEFS:
             name = RESULT_DEFS[req_method]
-        elif req_method == "tools/call" and isinstance(result, dict) and result.get("resultType") == "task":
+        elif is_task:
             name = "CreateTaskResult"
         else:
-            if extra:
-                self.fail(where, f"{req_method}: beyond the schema: {'; '.join(extra)}")
-            else:
-                self.skip(f"2026-07-28 {req_method} result (no type in the extension schema)")
-            return
-        self.validate(where, name, result, extra, f"{req_method} -> {name}")
+            name = None
+        if name is not None:
+            checks.append((self.schema, name, result))
+            label += f" + {name}"
+        self.validate_all(where, label, checks, extra)
+
+    def core_error_checks(self, msg: dict) -> list[tuple[Schema, str, Any]]:
+        error = msg.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+        if code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+            checks = [(self.core, "MissingRequiredClientCapabilityError", msg)]
+        else:
+            checks = [(self.core, "JSONRPCErrorResponse", msg)]
+        if code in CORE_ERROR_DEFS:
+            checks.append((self.core, CORE_ERROR_DEFS[code], error))
+        return checks
+
+    def validate_all(self, where: str, label: str, checks: list[tuple[Schema, str, Any]], extra: list[str]) -> None:
+        schema_problems = [
+            f"{schema.path.name} {name} {problem}"
+            for schema, name, instance in checks
+            for problem in schema.errors(name, instance)
+        ]
+        problems = [f"schema {p}" for p in schema_problems] + [f"beyond the schema: {e}" for e in extra]
+        if schema_problems:
+            self.schema_failed += 1
+        if problems:
+            self.fail(where, f"{label}: {'; '.join(problems)}")
+        else:
+            self.passed += 1
+            self.validated[label] += 1
 
     def validate(self, where: str, name: str, instance: Any, extra: list[str], label: str | None = None) -> None:
         schema_problems = self.schema.errors(name, instance)
@@ -271,11 +339,13 @@ class TraceChecker:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--schema", type=Path, default=DEFAULT_SCHEMA)
+    ap.add_argument("--core-schema", type=Path, default=DEFAULT_CORE_SCHEMA)
     ap.add_argument("traces", type=Path, nargs="+")
     args = ap.parse_args()
 
     schema = Schema(args.schema)
-    checker = TraceChecker(schema)
+    core = Schema(args.core_schema)
+    checker = TraceChecker(schema, core)
     total = 0
     for path in args.traces:
         if not path.exists():
@@ -284,7 +354,7 @@ def main() -> int:
         n = checker.check_file(path)
         print(f"{path}: {n} server messages")
         total += n
-    print(f"schema {args.schema.name}; validated by type:")
+    print(f"schemas {args.core_schema.name} and {args.schema.name}; validated by type:")
     for label, count in sorted(checker.validated.items()):
         print(f"  {count:5d}  {label}")
     print(f"skipped ({sum(checker.skipped.values())}):")
