@@ -26,9 +26,9 @@ use serde_json::{Value, json};
 #[path = "support/common.rs"]
 mod common;
 use common::{
-    BOUND, Seen, WAKE, accept, alice, ask, assert_not_found, bob, error_result, eventually, ids,
-    input_keys, join_within, ms, obj, recorder, req, spawn_at_barrier, spawn_wait, tool_outcome,
-    tool_result,
+    BOUND, Seen, WAKE, accept, alice, ask, assert_not_found, blocked_waiters, bob, error_result,
+    eventually, ids, input_keys, join_within, list_all, ms, obj, recorder, req, spawn_at_barrier,
+    spawn_wait, tool_outcome, tool_result,
 };
 
 #[cfg(feature = "redis")]
@@ -125,16 +125,24 @@ macro_rules! suite {
                 a_cancelled_task_never_gains_a_result,
                 a_handler_gets_input_answered_from_another_thread,
                 a_dropped_unfinished_handle_fails_its_task,
+                a_handle_of_a_removed_task_changes_nothing,
+                handle_fail_finish_and_cancel_store_their_outcome,
+                a_handle_copes_with_another_writer,
                 request_cancel_wakes_the_handler_waiting_for_input,
                 wait_blocks_until_another_thread_finishes_the_task,
                 wait_ends_with_cancel_and_remove,
                 wait_times_out,
+                waiters_of_one_task_are_not_woken_by_another,
                 wait_on_an_expiring_task_returns_not_found,
                 set_ttl_is_bounded_by_the_policy_and_moves_the_expiry,
                 keyset_pagination_never_skips_or_repeats,
                 cursors_are_bound_to_owner_and_store,
                 the_per_owner_limit_refuses_and_creates_nothing,
                 subscribers_see_status_changes_in_order,
+                message_changes_are_told_and_refused_changes_are_not,
+                a_dropped_handle_is_told_once,
+                notifications_stay_in_order_per_task_across_threads,
+                a_handler_panic_with_a_panicking_subscriber_does_not_abort,
                 unsubscribed_and_panicking_subscribers,
                 origin_returns_the_request_id_and_method,
                 last_updated_at_moves_forward_from_created_at,
@@ -171,6 +179,34 @@ fn new_task<S: TaskStore>(store: &S, owner: &Owner) -> String {
         .expect("insert a task")
         .id()
         .to_string()
+}
+
+/// A task of `owner` in `status`, moved there by id; returns its id.
+fn task_in<S: TaskStore>(store: &S, owner: &Owner, status: TaskStatus) -> String {
+    let id = new_task(store, owner);
+    match status {
+        TaskStatus::Working => {}
+        TaskStatus::InputRequired => {
+            store
+                .update_status(owner, &id, status, Some("need input".into()))
+                .unwrap();
+        }
+        TaskStatus::Completed => {
+            store
+                .store_result(owner, &id, status, tool_outcome("ok"))
+                .unwrap();
+        }
+        TaskStatus::Failed => {
+            store
+                .store_result(owner, &id, status, Outcome::error(-32000, "broken"))
+                .unwrap();
+        }
+        TaskStatus::Cancelled => {
+            let _ = store.cancel(owner, &id, None).unwrap();
+        }
+    }
+    assert_eq!(store.get(owner, &id).unwrap().status(), status);
+    id
 }
 
 #[track_caller]
@@ -218,6 +254,8 @@ fn assert_already_terminal<T: Debug>(result: Result<T, Error>, stored: &AnyTask)
             let data = err.to_jsonrpc().data.expect("data with the task");
             assert_eq!(data["taskId"], stored.id().to_string());
             assert_eq!(data["status"], json!(stored.status()));
+            let message = err.to_jsonrpc().message;
+            assert!(message.contains(stored.status().as_str()), "{message}");
             let Error::AlreadyTerminal { task } = err else {
                 unreachable!()
             };
@@ -273,21 +311,38 @@ fn create_and_get_round_trip<B: Backend>(backend: &B) {
         other => panic!("the result of a working task: {other:?}"),
     }
 
-    // Fresh ids, and each task reads back as itself.
+    // Fresh ids in the canonical form (random UUIDs, lowercase and hyphenated), by id or
+    // through a handle, and each task reads back as itself.
     let mut seen = HashSet::from([id.clone()]);
-    for n in 0..5 {
-        let other = store.insert(&owner, req(n)).unwrap();
-        assert!(seen.insert(other.id().to_string()), "a repeated id");
-        assert_eq!(
-            store.get(&owner, &other.id().to_string()).unwrap(),
-            other.into_any()
-        );
+    for n in 0..500 {
+        let other = if n % 2 == 0 {
+            store.insert(&owner, req(n)).unwrap()
+        } else {
+            let (handle, task) = store.create(&owner, req(n)).unwrap();
+            assert_eq!(handle.id(), task.id());
+            let _ = handle.detach();
+            task
+        };
+        let text = other.id().to_string();
+        let uuid = uuid::Uuid::parse_str(&text).expect("a UUID");
+        assert_eq!(uuid.get_version_num(), 4, "{text}");
+        assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122, "{text}");
+        assert_eq!(uuid.hyphenated().to_string(), text, "the canonical form");
+        assert!(seen.insert(text), "a repeated id");
+        if n < 5 {
+            assert_eq!(
+                store.get(&owner, &other.id().to_string()).unwrap(),
+                other.into_any()
+            );
+        }
     }
-    // Unknown ids, well-formed or not, are not found.
+    // Unknown ids, well-formed or not, are not found; ids are case-sensitive.
     let unknown = uuid::Uuid::new_v4().to_string();
     assert_not_found(store.get(&owner, &unknown), &unknown, "an unknown uuid");
     assert_not_found(store.get(&owner, "not-a-task"), "not-a-task", "garbage");
     assert_not_found(store.get(&owner, ""), "", "an empty id");
+    let upper = id.to_uppercase();
+    assert_not_found(store.get(&owner, &upper), &upper, "the id in upper case");
     assert_eq!(
         store.get(&owner, &id).unwrap(),
         stored,
@@ -310,6 +365,7 @@ fn ttl_and_poll_interval_come_from_the_policy<B: Backend>(backend: &B) {
         (None, None, Some(60_000), Some(500)),
         (Some(120_000), Some(42), Some(120_000), Some(42)),
         (Some(1_000_000_000), None, Some(600_000), Some(500)),
+        (Some(u64::MAX), None, Some(600_000), Some(500)),
         (Some(5), Some(1), Some(1_000), Some(1)),
     ];
     for (ttl, poll, want_ttl, want_poll) in cases {
@@ -326,6 +382,19 @@ fn ttl_and_poll_interval_come_from_the_policy<B: Backend>(backend: &B) {
             stored.expires_at(),
             want_ttl.map(|ttl| stored.created_at().plus_millis(ttl))
         );
+        // Listed, and once finished, with the same effective value.
+        let listed = store.list(&owner, None, 100).unwrap();
+        let entry = listed.tasks.iter().find(|t| t.id() == task.id());
+        assert_eq!(entry.expect("listed").ttl(), want_ttl, "listed ttl");
+        let done = store
+            .store_result(
+                &owner,
+                &task.id().to_string(),
+                TaskStatus::Completed,
+                tool_outcome("x"),
+            )
+            .unwrap();
+        assert_eq!(done.ttl(), want_ttl, "a finished task keeps its ttl");
     }
     // No default poll interval: none unless asked.
     let plain = backend.default_store();
@@ -355,69 +424,85 @@ fn other_owners_see_the_error_of_an_unknown_id<B: Backend>(backend: &B) {
     let id = created.id().to_string();
     let before = store.get(&owner, &id).unwrap();
 
-    for stranger in [
-        bob(),
-        Owner::anonymous(),
-        Owner::new(""),
-        Owner::new("alice "),
-    ] {
-        let who = format!("{stranger:?}");
-        let started = Instant::now();
-        assert_not_found(store.get(&stranger, &id), &id, &format!("get by {who}"));
-        assert_not_found(store.origin(&stranger, &id), &id, "origin");
-        assert_not_found(store.result(&stranger, &id), &id, "result");
-        assert_not_found(store.cancel(&stranger, &id, None), &id, "cancel");
-        assert_not_found(
-            store.update_status(&stranger, &id, TaskStatus::Working, None),
-            &id,
-            "update_status",
-        );
-        assert_not_found(
-            store.store_result(
-                &stranger,
-                &id,
-                TaskStatus::Completed,
-                tool_outcome("stolen"),
-            ),
-            &id,
-            "store_result",
-        );
-        assert_not_found(
-            store.respond(&stranger, &id, obj(json!({"confirm": accept("x")}))),
-            &id,
-            "respond",
-        );
-        assert_not_found(store.request_cancel(&stranger, &id), &id, "request_cancel");
-        assert_not_found(store.set_ttl(&stranger, &id, Some(5_000)), &id, "set_ttl");
-        assert_not_found(
-            store.set_poll_interval(&stranger, &id, Some(1)),
-            &id,
-            "set_poll_interval",
-        );
-        assert_not_found(store.remove(&stranger, &id), &id, "remove");
-        // Not a timeout: the task does not exist for them.
-        assert_not_found(store.wait(&stranger, &id, Some(BOUND)), &id, "wait");
-        assert_not_found(
-            store.wait_for_input(&stranger, &id, Some(BOUND)),
-            &id,
-            "wait_for_input",
-        );
-        assert!(
-            started.elapsed() < WAKE,
-            "refusals are immediate, not timeouts"
-        );
-        let page = store.list(&stranger, None, 100).unwrap();
-        assert!(
-            !ids(&page.tasks).contains(&id),
-            "{who} lists alice's task: {page:?}"
-        );
-    }
+    // Each stranger's every by-id operation is refused as for an unknown id, and changes
+    // nothing; their lists do not show it. Checked while the task waits for input and once
+    // it has a result.
+    let refused_to_strangers = |id: &str| {
+        for stranger in [
+            bob(),
+            Owner::anonymous(),
+            Owner::new(""),
+            Owner::new("alice "),
+        ] {
+            let who = format!("{stranger:?}");
+            let started = Instant::now();
+            assert_not_found(store.get(&stranger, id), id, &format!("get by {who}"));
+            assert_not_found(store.origin(&stranger, id), id, "origin");
+            assert_not_found(store.result(&stranger, id), id, "result");
+            assert_not_found(store.cancel(&stranger, id, None), id, "cancel");
+            assert_not_found(
+                store.update_status(&stranger, id, TaskStatus::Working, None),
+                id,
+                "update_status",
+            );
+            assert_not_found(
+                store.store_result(&stranger, id, TaskStatus::Completed, tool_outcome("stolen")),
+                id,
+                "store_result",
+            );
+            assert_not_found(
+                store.respond(&stranger, id, obj(json!({"confirm": accept("x")}))),
+                id,
+                "respond",
+            );
+            assert_not_found(store.request_cancel(&stranger, id), id, "request_cancel");
+            assert_not_found(store.set_ttl(&stranger, id, Some(5_000)), id, "set_ttl");
+            assert_not_found(
+                store.set_poll_interval(&stranger, id, Some(1)),
+                id,
+                "set_poll_interval",
+            );
+            assert_not_found(store.remove(&stranger, id), id, "remove");
+            // Not a timeout: the task does not exist for them.
+            assert_not_found(store.wait(&stranger, id, Some(BOUND)), id, "wait");
+            assert_not_found(
+                store.wait_for_input(&stranger, id, Some(BOUND)),
+                id,
+                "wait_for_input",
+            );
+            assert!(
+                started.elapsed() < WAKE,
+                "refusals are immediate, not timeouts"
+            );
+            let page = store.list(&stranger, None, 100).unwrap();
+            assert!(
+                !ids(&page.tasks).iter().any(|listed| listed == id),
+                "{who} lists alice's task: {page:?}"
+            );
+        }
+    };
+    refused_to_strangers(&id);
     // Alice's task is exactly as it was: nothing leaked through.
     assert_eq!(store.get(&owner, &id).unwrap(), before);
     assert_eq!(
         ids(&store.list(&owner, None, 100).unwrap().tasks),
         std::slice::from_ref(&id)
     );
+    // Equal keys are the same owner, however the value was built.
+    assert_eq!(
+        store.get(&Owner::from(String::from("alice")), &id).unwrap(),
+        before
+    );
+
+    // Once the task has its result, strangers cannot tell that it exists either.
+    let done = waiting
+        .resume()
+        .unwrap()
+        .complete(tool_result("done"))
+        .unwrap()
+        .into_any();
+    refused_to_strangers(&id);
+    assert_eq!(store.get(&owner, &id).unwrap(), done);
 
     // Anonymous tasks are visible to anonymous callers only.
     let anonymous = new_task(&store, &Owner::anonymous());
@@ -431,57 +516,60 @@ fn other_owners_see_the_error_of_an_unknown_id<B: Backend>(backend: &B) {
         ids(&store.list(&Owner::anonymous(), None, 100).unwrap().tasks),
         [anonymous]
     );
-    drop(waiting.cancel().unwrap());
 }
 
 // ---------------------------------------------------------------------------------------
 // Transitions by id
 // ---------------------------------------------------------------------------------------
 
+/// Every pair of statuses: `update_status` moves a live task to `working`,
+/// `input_required` or `cancelled` (the same status with a new message included) and
+/// refuses the rest with the error of its reason, changing nothing.
 fn update_status_follows_the_transition_table<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
-    let id = new_task(&store, &owner);
-    // Moves the task, checks the status and message it returns, and returns it.
-    let moved = |status: TaskStatus, message: &str| {
-        let task = store
-            .update_status(&owner, &id, status, Some(message.into()))
-            .unwrap();
-        assert_eq!(task.status(), status);
-        assert_eq!(task.status_message(), Some(message));
-        task
-    };
-
-    let waiting = moved(TaskStatus::InputRequired, "need a name");
-    assert_eq!(store.get(&owner, &id).unwrap(), waiting);
-
-    // A terminal status needs a result: refused before the store, nothing changes.
-    for terminal in [TaskStatus::Completed, TaskStatus::Failed] {
-        assert_invalid_params(
-            store.update_status(&owner, &id, terminal, None),
-            "a terminal status without a result",
-        );
+    for from in TaskStatus::ALL {
+        for to in TaskStatus::ALL {
+            let id = task_in(&store, &owner, from);
+            let before = store.get(&owner, &id).unwrap();
+            let message = format!("{from} -> {to}");
+            let outcome = store.update_status(&owner, &id, to, Some(message.clone()));
+            let after = store.get(&owner, &id).unwrap();
+            match outcome {
+                Ok(task) => {
+                    assert!(
+                        !from.is_terminal()
+                            && !matches!(to, TaskStatus::Completed | TaskStatus::Failed),
+                        "{message} must be refused"
+                    );
+                    assert!(
+                        from == to || from.can_transition_to(to),
+                        "{message} is not in the table"
+                    );
+                    assert_eq!(task, after, "{message}: returns the task as stored");
+                    assert_eq!(after.status(), to);
+                    assert_eq!(after.status_message(), Some(message.as_str()));
+                    assert_eq!(after.outcome(), None);
+                    assert!(after.last_updated_at() >= before.last_updated_at());
+                }
+                // A terminal status needs a result: refused before the store looks.
+                Err(err) if matches!(to, TaskStatus::Completed | TaskStatus::Failed) => {
+                    assert_invalid_params(Err::<(), _>(err), &message);
+                    assert_eq!(after, before, "{message}: a refusal changes nothing");
+                }
+                Err(err) => {
+                    assert_eq!(after, before, "{message}: a refusal changes nothing");
+                    match from {
+                        TaskStatus::Cancelled => assert_cancelled(Err::<(), _>(err), &id, &message),
+                        TaskStatus::Completed | TaskStatus::Failed => {
+                            assert_illegal(Err::<(), _>(err), from, to);
+                        }
+                        _ => panic!("{message} must be allowed: {err:?}"),
+                    }
+                }
+            }
+        }
     }
-    assert_eq!(store.get(&owner, &id).unwrap(), waiting);
-
-    // The same status with a new message updates the message.
-    moved(TaskStatus::InputRequired, "still need a name");
-
-    let working = moved(TaskStatus::Working, "thanks");
-    assert_eq!(store.get(&owner, &id).unwrap(), working);
-
-    let cancelled = moved(TaskStatus::Cancelled, "stop");
-    assert_eq!(cancelled.outcome(), None);
-
-    // Nothing moves a cancelled task.
-    for status in [TaskStatus::Working, TaskStatus::InputRequired] {
-        assert_cancelled(
-            store.update_status(&owner, &id, status, None),
-            &id,
-            "update_status after cancel",
-        );
-    }
-    assert_eq!(store.get(&owner, &id).unwrap(), cancelled);
 }
 
 fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
@@ -496,6 +584,7 @@ fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
         (TaskStatus::Completed, Outcome::Result(error_result("bad"))),
         (TaskStatus::Failed, tool_outcome("fine")),
         (TaskStatus::Working, tool_outcome("x")),
+        (TaskStatus::InputRequired, tool_outcome("x")),
         (TaskStatus::Cancelled, tool_outcome("x")),
     ];
     for (status, outcome) in malformed {
@@ -504,6 +593,11 @@ fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
             &format!("{status} with {outcome:?}"),
         );
     }
+    // The refusal of a `failed` result says what it lacks.
+    let lacking = store
+        .store_result(&owner, &id, TaskStatus::Failed, tool_outcome("fine"))
+        .unwrap_err();
+    assert!(lacking.to_string().contains("isError"), "{lacking}");
     assert_eq!(store.get(&owner, &id).unwrap(), before, "nothing stored");
 
     // Completed first: every later terminal move is refused, the result stays.
@@ -582,6 +676,36 @@ fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
         Some(&Outcome::Result(error_result("no such file")))
     );
     assert_eq!(store.get(&owner, &id).unwrap(), failed);
+
+    // A result stored by id first: the handle's own is refused.
+    let (handle, task) = store.create(&owner, req(2)).unwrap();
+    let id = task.id().to_string();
+    let first = store
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("first"))
+        .unwrap();
+    assert_illegal(
+        handle.complete(tool_result("second")),
+        TaskStatus::Completed,
+        TaskStatus::Completed,
+    );
+    assert_eq!(store.result(&owner, &id).unwrap(), first);
+
+    // The handle's result first: nothing by id replaces or moves it.
+    let (handle, task) = store.create(&owner, req(3)).unwrap();
+    let id = task.id().to_string();
+    let done = handle.complete(tool_result("mine")).unwrap().into_any();
+    assert_illegal(
+        store.store_result(&owner, &id, TaskStatus::Completed, tool_outcome("x")),
+        TaskStatus::Completed,
+        TaskStatus::Completed,
+    );
+    assert_already_terminal(store.cancel(&owner, &id, None), &done);
+    assert_illegal(
+        store.update_status(&owner, &id, TaskStatus::Working, None),
+        TaskStatus::Completed,
+        TaskStatus::Working,
+    );
+    assert_eq!(store.result(&owner, &id).unwrap(), done);
 }
 
 fn a_cancelled_task_never_gains_a_result<B: Backend>(backend: &B) {
@@ -616,6 +740,17 @@ fn a_cancelled_task_never_gains_a_result<B: Backend>(backend: &B) {
     let now = store.get(&owner, &id).unwrap();
     assert_eq!(now, stored, "still cancelled, without an outcome");
     assert_eq!(now.outcome(), None);
+    assert_eq!(
+        store.result(&owner, &id).unwrap(),
+        stored,
+        "the result is the task"
+    );
+
+    // A task waiting for input is cancelled by id the same way.
+    let id = task_in(&store, &owner, TaskStatus::InputRequired);
+    let cancelled = store.cancel(&owner, &id, Some("why".into())).unwrap();
+    assert_eq!(cancelled.status_message(), Some("why"));
+    assert_eq!(store.get(&owner, &id).unwrap(), cancelled.into_any());
 
     // The same through a typed handle: the handler's late result is refused.
     let (handle, task) = store.create(&owner, req(2)).unwrap();
@@ -630,6 +765,35 @@ fn a_cancelled_task_never_gains_a_result<B: Backend>(backend: &B) {
     let now = store.get(&owner, &id).unwrap();
     assert_eq!(now.status(), TaskStatus::Cancelled);
     assert_eq!(now.outcome(), None);
+
+    // Cancelled while the handler waits for input: its resume, fail and cancel are refused.
+    for attempt in ["resume", "fail", "cancel"] {
+        let (handle, task) = store.create(&owner, req(3)).unwrap();
+        let id = task.id().to_string();
+        let waiting = handle.require_input(InputRequests::new()).unwrap();
+        let cancelled = store.cancel(&owner, &id, None).unwrap().into_any();
+        let refused = match attempt {
+            "resume" => waiting.resume().map(drop),
+            "fail" => waiting.fail(Outcome::error(-1, "x")).map(drop),
+            _ => waiting.cancel().map(drop),
+        };
+        assert_cancelled(refused, &id, attempt);
+        assert_eq!(store.get(&owner, &id).unwrap(), cancelled, "{attempt}");
+    }
+
+    // Nor can it add a status message; dropping the handle then does not fail the task.
+    let (handle, task) = store.create(&owner, req(4)).unwrap();
+    let id = task.id().to_string();
+    let cancelled = store.cancel(&owner, &id, None).unwrap().into_any();
+    assert_cancelled(
+        handle.set_status_message(Some("still going".into())),
+        &id,
+        "a late status message",
+    );
+    drop(handle);
+    let now = store.get(&owner, &id).unwrap();
+    assert_eq!(now, cancelled, "dropping the handle changed nothing");
+    assert_eq!(now.status_message(), None);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -718,18 +882,26 @@ fn a_dropped_unfinished_handle_fails_its_task<B: Backend>(backend: &B) {
             .expect("a JSON-RPC error outcome");
         assert_eq!(error.code, INTERNAL_ERROR);
         assert_eq!(INTERNAL_ERROR, -32603);
+        assert!(task.status_message().is_some(), "the failure says why");
+        task
     };
 
     let (handle, task) = store.create(&owner, req(1)).unwrap();
     drop(handle);
     dropped_with(&task.id().to_string());
 
+    // Waiters on the task wake with the failure.
     let (handle, task) = store.create(&owner, req(2)).unwrap();
+    let id = task.id().to_string();
     let waiting = handle
         .require_input(InputRequests::new().with("x", ask("x?")))
         .unwrap();
+    let waiters = blocked_waiters(&store, &owner, &id, 4);
     drop(waiting);
-    dropped_with(&task.id().to_string());
+    let failed = dropped_with(&id);
+    for waiter in waiters {
+        assert_eq!(join_within(waiter, WAKE, "a waiter").unwrap(), failed);
+    }
 
     // A handler that panics drops its handle while unwinding.
     let (handle, task) = store.create(&owner, req(3)).unwrap();
@@ -754,6 +926,135 @@ fn a_dropped_unfinished_handle_fails_its_task<B: Backend>(backend: &B) {
         store.get(&owner, &task.id().to_string()).unwrap(),
         task.into_any()
     );
+    // Detached while waiting for input, the task is left to the by-id API.
+    let (handle, task) = store.create(&owner, req(6)).unwrap();
+    let id = task.id().to_string();
+    let waiting = handle.require_input(InputRequests::new()).unwrap();
+    assert_eq!(waiting.detach().to_string(), id);
+    assert_eq!(
+        store.get(&owner, &id).unwrap().status(),
+        TaskStatus::InputRequired
+    );
+    store
+        .update_status(&owner, &id, TaskStatus::Working, None)
+        .unwrap();
+    store
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("by id"))
+        .unwrap();
+    assert_eq!(
+        store.result(&owner, &id).unwrap().outcome(),
+        Some(&tool_outcome("by id"))
+    );
+}
+
+fn a_handle_of_a_removed_task_changes_nothing<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let (handle, task) = store.create(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+    store.remove(&owner, &id).unwrap();
+    assert_eq!(handle.current_status(), None);
+    assert_not_found(handle.snapshot(), &id, "a snapshot");
+    assert_not_found(handle.complete(tool_result("x")), &id, "a late result");
+    assert!(list_all(&store, &owner, 10).is_empty(), "nothing came back");
+
+    let (handle, task) = store.create(&owner, req(2)).unwrap();
+    let id = task.id().to_string();
+    store.remove(&owner, &id).unwrap();
+    drop(handle);
+    assert_not_found(store.get(&owner, &id), &id, "after the drop");
+    assert!(
+        list_all(&store, &owner, 10).is_empty(),
+        "dropping it does not bring it back"
+    );
+}
+
+fn handle_fail_finish_and_cancel_store_their_outcome<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let (handle, task) = store.create(&owner, req(1)).unwrap();
+    let failed = handle.fail(Outcome::error(-32000, "disk full")).unwrap();
+    assert_eq!(failed.status_message(), Some("disk full"));
+    assert_eq!(
+        store
+            .result(&owner, &task.id().to_string())
+            .unwrap()
+            .outcome(),
+        Some(&Outcome::error(-32000, "disk full"))
+    );
+
+    // `finish` fails the task when the tool result reports an error, completes it otherwise.
+    let (handle, task) = store.create(&owner, req(2)).unwrap();
+    match handle.finish(error_result("no such file")).unwrap() {
+        mcp_tasks::Finished::Failed(task) => {
+            assert_eq!(
+                task.outcome(),
+                Some(&Outcome::Result(error_result("no such file")))
+            );
+        }
+        other => panic!("isError must fail the task: {other:?}"),
+    }
+    let stored = store.result(&owner, &task.id().to_string()).unwrap();
+    assert_eq!(stored.status(), TaskStatus::Failed);
+    assert_eq!(
+        stored.outcome(),
+        Some(&Outcome::Result(error_result("no such file")))
+    );
+    let (handle, task) = store.create(&owner, req(3)).unwrap();
+    match handle.finish(tool_result("fine")).unwrap() {
+        mcp_tasks::Finished::Completed(done) => {
+            assert_eq!(done.result(), Some(&tool_result("fine")));
+        }
+        other => panic!("a plain result completes the task: {other:?}"),
+    }
+    assert_eq!(
+        store
+            .result(&owner, &task.id().to_string())
+            .unwrap()
+            .status(),
+        TaskStatus::Completed
+    );
+
+    let (handle, task) = store.create(&owner, req(4)).unwrap();
+    let cancelled = handle.with_message("handler gave up").cancel().unwrap();
+    assert_eq!(cancelled.status_message(), Some("handler gave up"));
+    let stored = store.result(&owner, &task.id().to_string()).unwrap();
+    assert_eq!(stored, cancelled.into_any());
+    assert_eq!(stored.outcome(), None);
+}
+
+/// Another writer moved the task to `input_required` behind the handle's back: the handle
+/// can still finish it, and a refused non-finishing move fails the task rather than
+/// leaving it without a writer.
+fn a_handle_copes_with_another_writer<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let (handle, task) = store.create(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+    store
+        .update_status(&owner, &id, TaskStatus::InputRequired, None)
+        .unwrap();
+    let done = handle.complete(tool_result("done anyway")).unwrap();
+    assert_eq!(done.result(), Some(&tool_result("done anyway")));
+    assert_eq!(store.get(&owner, &id).unwrap(), done.into_any());
+
+    let (handle, task) = store.create(&owner, req(2)).unwrap();
+    let id = task.id().to_string();
+    store
+        .update_status(&owner, &id, TaskStatus::InputRequired, None)
+        .unwrap();
+    assert_illegal(
+        handle.require_input(InputRequests::new()),
+        TaskStatus::InputRequired,
+        TaskStatus::InputRequired,
+    );
+    // Nobody holds a writer any more: the task must not wait for one forever.
+    let task = store.wait(&owner, &id, Some(WAKE)).unwrap();
+    assert_eq!(task.status(), TaskStatus::Failed);
+    match task.outcome() {
+        Some(Outcome::Error(error)) => assert_eq!(error.code, INTERNAL_ERROR),
+        other => panic!("expected the abandonment error, got {other:?}"),
+    }
 }
 
 fn request_cancel_wakes_the_handler_waiting_for_input<B: Backend>(backend: &B) {
@@ -819,6 +1120,18 @@ fn wait_blocks_until_another_thread_finishes_the_task<B: Backend>(backend: &B) {
     let waiter = spawn_wait(&store, &owner, &id);
     thread::sleep(ms(100));
     assert!(!waiter.is_finished(), "wait blocks while the task works");
+    // Changes that do not finish the task do not end the wait.
+    store
+        .update_status(&owner, &id, TaskStatus::InputRequired, Some("?".into()))
+        .unwrap();
+    store
+        .update_status(&owner, &id, TaskStatus::Working, None)
+        .unwrap();
+    thread::sleep(ms(50));
+    assert!(
+        !waiter.is_finished(),
+        "a non-terminal change ended the wait"
+    );
     let finisher = {
         let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
         thread::spawn(move || {
@@ -839,8 +1152,7 @@ fn wait_blocks_until_another_thread_finishes_the_task<B: Backend>(backend: &B) {
 
     // Several waiters on one task all wake.
     let id = new_task(&store, &owner);
-    let waiters: Vec<_> = (0..4).map(|_| spawn_wait(&store, &owner, &id)).collect();
-    thread::sleep(ms(50));
+    let waiters = blocked_waiters(&store, &owner, &id, 4);
     let failed = store
         .store_result(
             &owner,
@@ -858,23 +1170,28 @@ fn wait_ends_with_cancel_and_remove<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let first = new_task(&store, &owner);
-    let waiter = spawn_wait(&store, &owner, &first);
-    thread::sleep(ms(50));
-    let cancelled = store.cancel(&owner, &first, Some("stop".into())).unwrap();
-    let waited = join_within(waiter, WAKE, "a waiter on a cancelled task").unwrap();
-    assert_eq!(waited, cancelled.into_any());
+    let waiters = blocked_waiters(&store, &owner, &first, 3);
+    let cancelled = store
+        .cancel(&owner, &first, Some("stop".into()))
+        .unwrap()
+        .into_any();
+    for waiter in waiters {
+        let waited = join_within(waiter, WAKE, "a waiter on a cancelled task").unwrap();
+        assert_eq!(waited, cancelled);
+    }
 
     let id = new_task(&store, &owner);
-    let waiter = spawn_wait(&store, &owner, &id);
-    thread::sleep(ms(50));
+    let waiters = blocked_waiters(&store, &owner, &id, 3);
     let removed = store.remove(&owner, &id).unwrap();
     assert_eq!(removed.id().to_string(), id);
     assert_eq!(removed.status(), TaskStatus::Working);
-    assert_not_found(
-        join_within(waiter, WAKE, "a waiter on a removed task"),
-        &id,
-        "wait on a removed task",
-    );
+    for waiter in waiters {
+        assert_not_found(
+            join_within(waiter, WAKE, "a waiter on a removed task"),
+            &id,
+            "wait on a removed task",
+        );
+    }
     assert_not_found(store.get(&owner, &id), &id, "get after remove");
     assert_not_found(store.remove(&owner, &id), &id, "remove twice");
     assert_eq!(
@@ -905,9 +1222,24 @@ fn wait_times_out<B: Backend>(backend: &B) {
         }
         other => panic!("expected a timeout, got {other:?}"),
     }
+    // A zero timeout answers at once, and the timed-out waits left the task alone.
+    assert!(matches!(
+        store.wait(&owner, &id, Some(std::time::Duration::ZERO)),
+        Err(Error::Timeout { .. })
+    ));
     assert_eq!(
         store.get(&owner, &id).unwrap().status(),
         TaskStatus::Working
+    );
+    let done = store
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("done"))
+        .unwrap();
+    assert_eq!(
+        store
+            .wait(&owner, &id, Some(std::time::Duration::ZERO))
+            .unwrap(),
+        done,
+        "a zero timeout on a finished task returns it"
     );
 
     // wait_for_input too.
@@ -926,6 +1258,39 @@ fn wait_times_out<B: Backend>(backend: &B) {
     let elapsed = started.elapsed();
     assert!(elapsed >= ms(150) && elapsed < WAKE, "{elapsed:?}");
     drop(waiting.cancel().unwrap());
+}
+
+fn waiters_of_one_task_are_not_woken_by_another<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let (first, task) = store.create(&owner, req(1)).unwrap();
+    let first_id = task.id().to_string();
+    let (second, task) = store.create(&owner, req(2)).unwrap();
+    let second_id = task.id().to_string();
+    let on_first = blocked_waiters(&store, &owner, &first_id, 3);
+    let on_second = blocked_waiters(&store, &owner, &second_id, 3);
+    let _ = second.complete(tool_result("2")).unwrap();
+    for waiter in on_second {
+        assert_eq!(
+            join_within(waiter, WAKE, "a waiter").unwrap().status(),
+            TaskStatus::Completed
+        );
+    }
+    thread::sleep(ms(50));
+    assert!(on_first.iter().all(|waiter| !waiter.is_finished()));
+    // A timed-out waiter leaving breaks neither the others nor waiters that come later.
+    assert!(matches!(
+        store.wait(&owner, &first_id, Some(ms(10))),
+        Err(Error::Timeout { .. })
+    ));
+    let late = blocked_waiters(&store, &owner, &first_id, 2);
+    let _ = first.complete(tool_result("1")).unwrap();
+    for waiter in on_first.into_iter().chain(late) {
+        assert_eq!(
+            join_within(waiter, WAKE, "a waiter").unwrap().status(),
+            TaskStatus::Completed
+        );
+    }
 }
 
 fn wait_on_an_expiring_task_returns_not_found<B: Backend>(backend: &B) {
@@ -1105,20 +1470,47 @@ fn cursors_are_bound_to_owner_and_store<B: Backend>(backend: &B) {
         .unwrap()
         .next_cursor
         .expect("a cursor");
+    let bobs = store
+        .list(&bob(), None, 1)
+        .unwrap()
+        .next_cursor
+        .expect("a cursor");
+    // Every refusal is the same short `InvalidCursor`: no oracle for forgers.
     let refused = |who: &Owner, cursor: &str, what: &str| match store.list(who, Some(cursor), 10) {
-        Err(err @ Error::InvalidCursor { .. }) => assert_eq!(err.code(), -32602, "{what}"),
+        Err(err @ Error::InvalidCursor { .. }) => {
+            assert_eq!(err.code(), -32602, "{what}");
+            assert!(err.to_string().len() < 300, "{what}: a short message");
+            err.to_jsonrpc()
+        }
         other => panic!("{what}: expected InvalidCursor, got {other:?}"),
     };
+    let foreign = refused(&owner, &bobs, "bob's cursor used by alice");
     refused(&bob(), &cursor, "alice's cursor used by bob");
     refused(
         &Owner::anonymous(),
         &cursor,
         "alice's cursor used anonymously",
     );
-    refused(&owner, "", "an empty cursor");
-    refused(&owner, "garbage", "a made-up cursor");
+    let made_up = refused(&owner, &"ab".repeat(cursor.len() / 2), "a made-up cursor");
+    assert_eq!(foreign, made_up, "a foreign cursor reads as a made-up one");
+    let malformed = [
+        ("an empty cursor", String::new()),
+        ("garbage", "garbage".to_owned()),
+        ("an oversized cursor", "0".repeat(100_000)),
+        ("a doubled cursor", format!("{cursor}{cursor}")),
+        ("a truncated cursor", cursor[..cursor.len() - 1].to_owned()),
+        ("a task id", uuid::Uuid::new_v4().to_string()),
+        ("non-ascii", "é".repeat(16)),
+        ("zeros", "0".repeat(cursor.len())),
+    ];
+    for (what, text) in &malformed {
+        refused(&owner, text, what);
+    }
+    if cursor.to_uppercase() != cursor {
+        refused(&owner, &cursor.to_uppercase(), "the cursor in upper case");
+    }
     // One character changed anywhere: refused.
-    for index in [0, cursor.len() / 2, cursor.len() - 1] {
+    for index in 0..cursor.len() {
         let mut forged: Vec<char> = cursor.chars().collect();
         forged[index] = if forged[index] == '0' { '1' } else { '0' };
         let forged: String = forged.into_iter().collect();
@@ -1272,6 +1664,206 @@ fn subscribers_see_status_changes_in_order<B: Backend>(backend: &B) {
         .map(|change| change.task.status())
         .collect();
     assert_eq!(statuses, [TaskStatus::InputRequired, TaskStatus::Cancelled]);
+}
+
+/// The status and message of each change told about `id`, in order.
+fn told(seen: &Seen, id: &str) -> Vec<(TaskStatus, Option<String>)> {
+    changes_of(seen, id)
+        .iter()
+        .map(|change| {
+            let message = change.task.status_message().map(str::to_owned);
+            (change.task.status(), message)
+        })
+        .collect()
+}
+
+/// Makes one more change and waits until the subscriber was told of it: every change made
+/// before has been told by then.
+fn settle<S: TaskStore>(store: &S, seen: &Seen) {
+    let owner = alice();
+    let marker = new_task(store, &owner);
+    let _ = store.cancel(&owner, &marker, None).unwrap();
+    eventually("the last change reaches the subscriber", || {
+        !changes_of(seen, &marker).is_empty()
+    });
+}
+
+fn message_changes_are_told_and_refused_changes_are_not<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let (seen, _) = recorder(&store);
+    let owner = alice();
+    let (handle, task) = store.create(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+    handle.set_status_message(Some("step 1".into())).unwrap();
+    let waiting = handle
+        .with_message("question")
+        .require_input(InputRequests::new())
+        .unwrap();
+    waiting
+        .set_status_message(Some("still waiting".into()))
+        .unwrap();
+    let working = waiting.resume().unwrap();
+    let done = working
+        .with_message("done")
+        .complete(tool_result("x"))
+        .unwrap();
+    // By id: the same status with another message is a change too.
+    let other = new_task(&store, &owner);
+    store
+        .update_status(&owner, &other, TaskStatus::InputRequired, None)
+        .unwrap();
+    store
+        .update_status(&owner, &other, TaskStatus::InputRequired, Some("m".into()))
+        .unwrap();
+    let cancelled = store.cancel(&owner, &other, Some("bye".into())).unwrap();
+    // Refused changes are not told.
+    assert!(store.cancel(&owner, &other, None).is_err());
+    assert!(
+        store
+            .store_result(&owner, &other, TaskStatus::Failed, Outcome::error(-1, "x"))
+            .is_err()
+    );
+    assert!(
+        store
+            .update_status(&owner, &id, TaskStatus::Working, None)
+            .is_err()
+    );
+    settle(&store, &seen);
+
+    let s = |status, message: Option<&str>| (status, message.map(str::to_owned));
+    assert_eq!(
+        told(&seen, &id),
+        [
+            s(TaskStatus::Working, Some("step 1")),
+            s(TaskStatus::InputRequired, Some("question")),
+            s(TaskStatus::InputRequired, Some("still waiting")),
+            s(TaskStatus::Working, None),
+            s(TaskStatus::Completed, Some("done")),
+        ]
+    );
+    assert_eq!(
+        told(&seen, &other),
+        [
+            s(TaskStatus::InputRequired, None),
+            s(TaskStatus::InputRequired, Some("m")),
+            s(TaskStatus::Cancelled, Some("bye")),
+        ]
+    );
+    // Each change carries the task as stored after it.
+    assert_eq!(changes_of(&seen, &id)[4].task, done.into_any());
+    assert_eq!(changes_of(&seen, &other)[2].task, cancelled.into_any());
+}
+
+fn a_dropped_handle_is_told_once<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let (seen, _) = recorder(&store);
+    let owner = alice();
+    let (handle, task) = store.create(&owner, req(1)).unwrap();
+    let dropped = task.id().to_string();
+    drop(handle);
+    // A handler that notices the cancellation and returns: dropping its handle changes
+    // nothing, so nothing more is told.
+    let (handle, task) = store.create(&owner, req(2)).unwrap();
+    let id = task.id().to_string();
+    let _ = store.cancel(&owner, &id, None).unwrap();
+    assert_eq!(handle.current_status(), Some(TaskStatus::Cancelled));
+    let before = store.get(&owner, &id).unwrap();
+    drop(handle);
+    assert_eq!(store.get(&owner, &id).unwrap(), before);
+    settle(&store, &seen);
+
+    let statuses: Vec<_> = told(&seen, &dropped)
+        .into_iter()
+        .map(|(status, _)| status)
+        .collect();
+    assert_eq!(statuses, [TaskStatus::Failed]);
+    assert_eq!(
+        told(&seen, &id),
+        [(TaskStatus::Cancelled, None)],
+        "exactly one change told for one change"
+    );
+}
+
+fn notifications_stay_in_order_per_task_across_threads<B: Backend>(backend: &B) {
+    const THREADS: usize = 8;
+    const STEPS: usize = 200;
+    let store = backend.default_store();
+    let owner = alice();
+    let (seen, _) = recorder(&store);
+    let workers: Vec<_> = (0..THREADS)
+        .map(|n| {
+            let (store, owner) = (store.clone(), owner.clone());
+            thread::spawn(move || {
+                let (mut handle, task) = store.create(&owner, req(n as i64)).unwrap();
+                let id = task.id().to_string();
+                for step in 0..STEPS {
+                    if step % 50 == 49 {
+                        let waiting = handle
+                            .with_message(format!("{step}"))
+                            .require_input(InputRequests::new())
+                            .unwrap();
+                        handle = waiting.resume().unwrap();
+                    } else {
+                        handle.set_status_message(Some(format!("{step}"))).unwrap();
+                    }
+                }
+                let _ = handle.complete(tool_result(&id)).unwrap();
+                id
+            })
+        })
+        .collect();
+    let ids: Vec<String> = workers
+        .into_iter()
+        .map(|worker| join_within(worker, BOUND, "a worker"))
+        .collect();
+    // Every step is told once; each require_input/resume pair twice; then the completion.
+    let expected = STEPS + STEPS / 50 + 1;
+    eventually("every change reaches the subscriber", || {
+        ids.iter().all(|id| changes_of(&seen, id).len() >= expected)
+    });
+    for id in &ids {
+        let mine = changes_of(&seen, id);
+        assert_eq!(mine.len(), expected, "{id}");
+        let mut step = 0;
+        for change in &mine[..mine.len() - 1] {
+            match change.task.status() {
+                // The resume right after an input_required step.
+                TaskStatus::Working if change.task.status_message().is_none() => {}
+                _ => {
+                    let got: usize = change.task.status_message().unwrap().parse().unwrap();
+                    assert_eq!(got, step, "{id}: out of order");
+                    step += 1;
+                }
+            }
+        }
+        assert_eq!(step, STEPS);
+        assert_eq!(mine.last().unwrap().task.status(), TaskStatus::Completed);
+        assert!(
+            mine.windows(2)
+                .all(|w| w[0].task.last_updated_at() <= w[1].task.last_updated_at())
+        );
+    }
+}
+
+/// The dropped handle tells its failure while its thread unwinds; a subscriber that panics
+/// then must not turn that into an abort.
+fn a_handler_panic_with_a_panicking_subscriber_does_not_abort<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let panicky = store.subscribe(|_| panic!("a subscriber bug (expected by the test)"));
+    let (seen, _) = recorder(&store);
+    let (handle, task) = store.create(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+    let worker = thread::spawn(move || {
+        let _handle = handle;
+        panic!("a handler bug (expected by the test)");
+    });
+    assert!(worker.join().is_err());
+    assert_eq!(store.get(&owner, &id).unwrap().status(), TaskStatus::Failed);
+    eventually("the failure reaches the other subscriber", || {
+        changes_of(&seen, &id).len() == 1
+    });
+    assert!(store.unsubscribe(panicky));
 }
 
 fn unsubscribed_and_panicking_subscribers<B: Backend>(backend: &B) {

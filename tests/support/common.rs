@@ -168,3 +168,35 @@ pub fn recorder<S: TaskStore>(store: &S) -> (Seen, SubscriptionId) {
     let id = store.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
     (seen, id)
 }
+
+/// Every task id of `owner` in `store`, walking all pages of `page_size`.
+pub fn list_all<S: TaskStore + ?Sized>(store: &S, owner: &Owner, page_size: usize) -> Vec<String> {
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..100_000 {
+        let page = store.list(owner, cursor.as_deref(), page_size).unwrap();
+        all.extend(ids(&page.tasks));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return all,
+        }
+    }
+    panic!("pagination never ends");
+}
+
+/// `n` waiters on the task `id` (each with [`spawn_wait`]), checked to have started and to
+/// block.
+pub fn blocked_waiters<S: TaskStore + Clone + 'static>(
+    store: &S,
+    owner: &Owner,
+    id: &str,
+    n: usize,
+) -> Vec<JoinHandle<Result<AnyTask, Error>>> {
+    let waiters: Vec<_> = (0..n).map(|_| spawn_wait(store, owner, id)).collect();
+    thread::sleep(ms(50));
+    assert!(
+        waiters.iter().all(|waiter| !waiter.is_finished()),
+        "waiters return only once the task is terminal"
+    );
+    waiters
+}
