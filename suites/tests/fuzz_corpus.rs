@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 /// The corpus and regression files of `target`, sorted.
 fn inputs(target: &str) -> Vec<PathBuf> {
-    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
     let mut files = Vec::new();
     for kind in ["seeds", "corpus", "regressions"] {
         let Ok(entries) = fs::read_dir(fuzz.join(kind).join(target)) else {
