@@ -97,6 +97,28 @@ mod tests {
     }
 
     #[test]
+    fn every_bit_of_the_secret_keys_the_tag() {
+        // Two registries whose secrets differ in one bit, high half or low half, must
+        // not accept each other's cursors: the tag is keyed by all 128 bits.
+        let alice = Owner::new("alice");
+        let secret = uuid::Uuid::new_v4().as_u128();
+        let key = CursorKey::from_secret(secret);
+        for bit in [0, 1, 63, 64, 65, 127] {
+            let other = CursorKey::from_secret(secret ^ (1 << bit));
+            for seq in [0, 1, 42, u64::MAX] {
+                let cursor = key.encode(&alice, seq);
+                assert_ne!(cursor, other.encode(&alice, seq), "bit {bit}, seq {seq}");
+                assert!(
+                    other.decode(&alice, &cursor).is_err(),
+                    "bit {bit}, seq {seq}"
+                );
+            }
+        }
+        let shared = CursorKey::from_secret(secret);
+        assert_eq!(shared.decode(&alice, &key.encode(&alice, 9)).unwrap(), 9);
+    }
+
+    #[test]
     fn forged_and_malformed_cursors_are_refused() {
         let key = CursorKey::new();
         let alice = Owner::new("alice");

@@ -203,4 +203,51 @@ mod tests {
         assert!(TtlPolicy::new(None).validate().is_err());
         assert!(TtlPolicy::new(Some(10)).with_max(5).validate().is_err());
     }
+
+    #[test]
+    fn a_ttl_set_to_unlimited_is_bounded_like_a_new_task() {
+        // Allowed and uncapped: unlimited stays unlimited, even with a finite default.
+        let open = TtlPolicy::new(Some(5_000)).with_unlimited_allowed(true);
+        assert_eq!(open.bound(None), None);
+        // Not allowed: the default stands in for unlimited when there is no maximum ...
+        let closed = TtlPolicy::new(Some(5_000));
+        assert_eq!(closed.bound(None), Some(5_000));
+        // ... and the maximum when there is one, allowed or not (unlimited is above it).
+        let capped = TtlPolicy::new(Some(5_000)).with_max(20_000);
+        assert_eq!(capped.bound(None), Some(20_000));
+        assert_eq!(
+            capped.with_unlimited_allowed(true).bound(None),
+            Some(20_000)
+        );
+        // A finite value is clamped like a requested one.
+        assert_eq!(capped.bound(Some(50_000)), Some(20_000));
+        assert_eq!(capped.bound(Some(1)), Some(1_000));
+    }
+
+    #[test]
+    fn a_default_equal_to_the_maximum_is_valid() {
+        let policy = TtlPolicy::new(Some(60_000)).with_max(60_000);
+        policy.validate().unwrap();
+        assert_eq!(policy.effective(None), Some(60_000));
+        assert!(
+            TtlPolicy::new(Some(60_001))
+                .with_max(60_000)
+                .validate()
+                .is_err()
+        );
+        TtlPolicy::default().validate().unwrap();
+    }
+
+    #[test]
+    fn getters_report_what_was_set() {
+        let policy = TtlPolicy::new(Some(2_000)).with_max(9_000);
+        assert_eq!(policy.default_ttl(), Some(2_000));
+        assert_eq!(policy.max_ttl(), Some(9_000));
+        let open = TtlPolicy::new(None).with_unlimited_allowed(true);
+        assert_eq!(open.default_ttl(), None);
+        assert_eq!(open.max_ttl(), None);
+        let defaults = TtlPolicy::default();
+        assert_eq!(defaults.default_ttl(), Some(3_600_000));
+        assert_eq!(defaults.max_ttl(), Some(86_400_000));
+    }
 }

@@ -326,3 +326,72 @@ pub(crate) fn handle_conflict(task_id: &str, current: &AnyTask, wanted: TaskStat
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::id::TaskId;
+    use crate::input::{InputRequest, InputRequests};
+    use crate::task::Task;
+
+    fn object(value: Value) -> JsonObject {
+        match value {
+            Value::Object(object) => object,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    /// A task waiting for the answer to one request, `confirm`.
+    fn waiting(at: Timestamp) -> AnyTask {
+        let ask = InputRequest::elicitation(object(json!({"message": "go on?"})));
+        Task::new(TaskId::random(), at)
+            .require_input(InputRequests::new().with("confirm", ask), at)
+            .into_any()
+    }
+
+    #[test]
+    fn a_response_that_answers_nothing_changes_nothing() {
+        let start = Timestamp::from_unix_millis(1_000_000);
+        let later = start.plus_millis(5_000);
+        for responses in [
+            json!({}),
+            json!({"unknown": {"action": "accept"}}),
+            json!({"confirm": "not an object"}),
+            json!({"confirm": null, "other": {"action": "accept"}}),
+        ] {
+            let task = waiting(start);
+            match Update::respond(object(responses.clone())).apply(task.clone(), later) {
+                Step::Unchanged(after) => assert_eq!(after, task, "{responses}"),
+                step => panic!("{responses} answered nothing but gave {step:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_response_that_answers_is_a_change() {
+        let start = Timestamp::from_unix_millis(1_000_000);
+        let later = start.plus_millis(5_000);
+        let responses = object(json!({"confirm": {"action": "accept"}, "unknown": {}}));
+        match Update::respond(responses).apply(waiting(start), later) {
+            Step::Changed(after) => {
+                assert_eq!(after.status(), TaskStatus::InputRequired);
+                assert!(after.input_requests().is_some_and(InputRequests::is_empty));
+                assert_eq!(after.last_updated_at(), later);
+            }
+            step => panic!("an answer gave {step:?}"),
+        }
+    }
+
+    #[test]
+    fn a_response_to_a_task_not_waiting_changes_nothing() {
+        let start = Timestamp::from_unix_millis(1_000_000);
+        let working = Task::new(TaskId::random(), start).into_any();
+        let responses = object(json!({"confirm": {"action": "accept"}}));
+        match Update::respond(responses).apply(working.clone(), start.plus_millis(1)) {
+            Step::Unchanged(after) => assert_eq!(after, working),
+            step => panic!("a working task gave {step:?}"),
+        }
+    }
+}
