@@ -172,10 +172,16 @@ impl TaskRegistry {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Counts removed entries out of the total; the caller drops them after unlocking.
-    fn forget(&self, removed: usize) {
-        if removed > 0 {
-            self.shared.stored.fetch_sub(removed, Ordering::SeqCst);
+    /// The after-unlock work of a critical section about to start: create it before taking
+    /// the lock, hand it what the section removes or queues, and
+    /// [`finish`](AfterUnlock::finish) it once the guard is gone.
+    fn after_unlock(&self) -> AfterUnlock<'_> {
+        AfterUnlock {
+            shared: &self.shared,
+            dead: Vec::new(),
+            handed_out: 0,
+            counted: 0,
+            queued: false,
         }
     }
 
@@ -198,11 +204,12 @@ impl TaskRegistry {
         // Expired tasks of other owners still count towards the total until their shards
         // are swept: when the total looks reached, sweep all shards once and try again.
         for attempt in 0..2 {
-            let mut dead = Vec::new();
+            let mut after = self.after_unlock();
             let result = {
                 let mut inner = self.lock(owner);
-                let purged = inner.purge_expired(now, &mut dead);
-                self.forget(purged);
+                inner.purge_expired(now, after.dead());
+                // Counted now, before the total limit is checked.
+                after.count_dead();
                 if let Some(limit) = limits.per_owner
                     && inner.owned(owner) >= limit
                 {
@@ -227,14 +234,15 @@ impl TaskRegistry {
                     let inserted =
                         inner.insert(key, owner, stored, request.request_id, &request.method);
                     if inserted.is_err() {
-                        self.forget(1);
+                        // Gives back the place reserved above.
+                        self.shared.stored.fetch_sub(1, Ordering::SeqCst);
                     }
                     inserted
                 } else {
                     Err(Error::Internal("a task request was used twice".to_owned()))
                 }
             };
-            drop(dead);
+            after.finish();
             match result {
                 Err(Error::LimitExceeded {
                     scope: LimitScope::Total,
@@ -257,13 +265,12 @@ impl TaskRegistry {
     ) -> Result<R, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut dead = Vec::new();
+        let mut after = self.after_unlock();
         let result = self
             .lock(owner)
-            .visible(key, owner, now, &mut dead)
+            .visible(key, owner, now, after.dead())
             .map(|entry| read(entry));
-        self.forget(dead.len());
-        drop(dead);
+        after.finish();
         result.ok_or_else(|| not_found(task_id))
     }
 
@@ -274,11 +281,9 @@ impl TaskRegistry {
         let now = self.now();
         let mut purged = 0;
         for index in 0..self.shared.shards.len() {
-            let mut dead = Vec::new();
-            let count = self.lock_shard(index).purge_expired(now, &mut dead);
-            self.forget(count);
-            purged += count;
-            drop(dead);
+            let mut after = self.after_unlock();
+            purged += self.lock_shard(index).purge_expired(now, after.dead());
+            after.finish();
         }
         purged
     }
@@ -308,11 +313,11 @@ impl TaskRegistry {
         let started = Instant::now();
         // The clock is user code: it is read only while the lock is not held.
         let mut now = self.now();
-        let mut dead = Vec::new();
+        let mut after = self.after_unlock();
         let mut inner = self.lock(owner);
         let mut waiting: Option<Arc<Condvar>> = None;
         let outcome = loop {
-            let Some(entry) = inner.visible(key, owner, now, &mut dead) else {
+            let Some(entry) = inner.visible(key, owner, now, after.dead()) else {
                 break Err(not_found(task_id));
             };
             if let Some(answer) = check(entry) {
@@ -354,8 +359,7 @@ impl TaskRegistry {
             inner.leave(key, &condvar);
         }
         drop(inner);
-        self.forget(dead.len());
-        drop(dead);
+        after.finish();
         outcome
     }
 
@@ -369,10 +373,10 @@ impl TaskRegistry {
         update: Update,
     ) -> Result<AnyTask, Error> {
         let now = self.now();
-        let mut dead = Vec::new();
+        let mut after = self.after_unlock();
         let result = {
             let mut inner = self.lock(owner);
-            let applied = match inner.visible(key, owner, now, &mut dead) {
+            let applied = match inner.visible(key, owner, now, after.dead()) {
                 None => Err(not_found(task_id)),
                 Some(entry) => {
                     let before = entry.task.expires_at();
@@ -407,15 +411,75 @@ impl TaskRegistry {
                     inner.wake(key);
                 }
                 if notify {
-                    self.shared.notifier.queue(owner, &task);
+                    after.queue(owner, &task);
                 }
                 task
             })
         };
-        self.forget(dead.len());
-        drop(dead);
-        self.shared.notifier.deliver();
+        after.finish();
         result
+    }
+}
+
+/// What a critical section leaves for after its lock is released: the entries it removed,
+/// to count out of the total and to drop (dropping a task frees user data, which is never
+/// done under the lock), and whether it queued notifications, to deliver in order.
+///
+/// Created by [`TaskRegistry::after_unlock`] before the lock is taken. Its work runs when
+/// it is dropped, so an early return still counts what was removed: the one rule is that
+/// the lock guard goes first ([`finish`](Self::finish) says where).
+struct AfterUnlock<'a> {
+    shared: &'a Shared,
+    dead: Vec<Entry>,
+    /// Entries removed and handed to the caller.
+    handed_out: usize,
+    /// How many removed entries are already counted out of the total.
+    counted: usize,
+    queued: bool,
+}
+
+impl AfterUnlock<'_> {
+    /// Where the section puts the entries it removes.
+    fn dead(&mut self) -> &mut Vec<Entry> {
+        &mut self.dead
+    }
+
+    /// Counts the entries removed so far out of the total now, inside the section (for a
+    /// limit check that follows); each is counted once.
+    fn count_dead(&mut self) {
+        let removed = self.dead.len() + self.handed_out;
+        let uncounted = removed - self.counted;
+        if uncounted > 0 {
+            self.shared.stored.fetch_sub(uncounted, Ordering::SeqCst);
+        }
+        self.counted = removed;
+    }
+
+    /// An entry the section removed for the caller, after the unlock: counted out of the
+    /// total like the dead ones, and its task handed back.
+    fn hand_out(&mut self, entry: Entry) -> AnyTask {
+        self.handed_out += 1;
+        entry.task
+    }
+
+    /// Queues a change of `owner`'s task for subscribers, delivered after the unlock.
+    fn queue(&mut self, owner: &Owner, task: &AnyTask) {
+        self.shared.notifier.queue(owner, task);
+        self.queued = true;
+    }
+
+    /// Ends the section's work: call it after the lock guard is dropped.
+    fn finish(self) {}
+}
+
+impl Drop for AfterUnlock<'_> {
+    fn drop(&mut self) {
+        self.count_dead();
+        // Tasks and owners are dropped here, outside the lock.
+        self.dead.clear();
+        if self.queued {
+            self.shared.notifier.deliver();
+        }
     }
 }
 
@@ -435,10 +499,9 @@ impl TaskStore for TaskRegistry {
     fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut dead = Vec::new();
-        let origin = self.lock(owner).origin(key, owner, now, &mut dead);
-        self.forget(dead.len());
-        drop(dead);
+        let mut after = self.after_unlock();
+        let origin = self.lock(owner).origin(key, owner, now, after.dead());
+        after.finish();
         origin
             .map(|(request_id, method)| TaskOrigin { request_id, method })
             .ok_or_else(|| not_found(task_id))
@@ -450,19 +513,18 @@ impl TaskStore for TaskRegistry {
         cursor: Option<&str>,
         page_size: usize,
     ) -> Result<TaskPage, Error> {
-        let after = cursor
+        let last_seen = cursor
             .map(|cursor| self.shared.cursors.decode(owner, cursor))
             .transpose()?;
         let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
         let now = self.now();
-        let mut dead = Vec::new();
+        let mut after = self.after_unlock();
         let (tasks, last, more) = {
             let mut inner = self.lock(owner);
-            let purged = inner.purge_expired(now, &mut dead);
-            self.forget(purged);
-            inner.page(owner, after, page_size)
+            inner.purge_expired(now, after.dead());
+            inner.page(owner, last_seen, page_size)
         };
-        drop(dead);
+        after.finish();
         let next_cursor = match (more, last) {
             (true, Some(seq)) => Some(self.shared.cursors.encode(owner, seq)),
             _ => None,
@@ -473,19 +535,17 @@ impl TaskStore for TaskRegistry {
     fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut dead = Vec::new();
+        let mut after = self.after_unlock();
         let removed = {
             let mut inner = self.lock(owner);
-            match inner.visible(key, owner, now, &mut dead) {
+            match inner.visible(key, owner, now, after.dead()) {
                 Some(_) => inner.remove(key),
                 None => None,
             }
         };
-        self.forget(dead.len() + usize::from(removed.is_some()));
-        drop(dead);
-        removed
-            .map(|entry| entry.task)
-            .ok_or_else(|| not_found(task_id))
+        let task = removed.map(|entry| after.hand_out(entry));
+        after.finish();
+        task.ok_or_else(|| not_found(task_id))
     }
 
     fn wait(
@@ -538,3 +598,114 @@ const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<TaskRegistry>();
 };
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::input::{InputRequest, InputRequests};
+    use crate::jsonrpc::JsonObject;
+    use crate::store::StatusChange;
+
+    fn object(value: serde_json::Value) -> JsonObject {
+        match value {
+            serde_json::Value::Object(object) => object,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    fn request(n: i64) -> TaskRequest {
+        TaskRequest::new(n, "tools/call")
+    }
+
+    #[test]
+    fn a_response_notifies_only_when_it_answers() {
+        let registry = TaskRegistry::new();
+        let seen: Arc<Mutex<Vec<StatusChange>>> = Arc::default();
+        let log = Arc::clone(&seen);
+        registry.subscribe(move |change| log.lock().unwrap().push(change.clone()));
+        let alice = Owner::new("alice");
+        let (handle, task) = registry.create(&alice, request(1)).unwrap();
+        let id = task.id().to_string();
+        let ask = InputRequest::elicitation(object(json!({"message": "go on?"})));
+        let _waiting = handle
+            .require_input(InputRequests::new().with("confirm", ask))
+            .unwrap();
+        let before = seen.lock().unwrap().len();
+        assert_eq!(before, 1, "the move to input_required is one change");
+
+        for nothing in [json!({}), json!({"unknown": {}}), json!({"confirm": 3})] {
+            registry.respond(&alice, &id, object(nothing)).unwrap();
+        }
+        assert_eq!(seen.lock().unwrap().len(), before, "nothing was answered");
+
+        let answered = registry
+            .respond(
+                &alice,
+                &id,
+                object(json!({"confirm": {"action": "accept"}})),
+            )
+            .unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), before + 1);
+        assert_eq!(seen[before].task, answered);
+        assert_eq!(seen[before].owner, alice);
+    }
+
+    #[test]
+    fn every_removal_leaves_the_count_once() {
+        let start = Timestamp::from_unix_millis(1_700_000_000_000);
+        let clock = ManualClock::new(start);
+        let registry = TaskRegistry::builder()
+            .clock(clock.clone())
+            .limits(Limits {
+                per_owner: None,
+                total: Some(4),
+            })
+            .build()
+            .unwrap();
+        let alice = Owner::new("alice");
+        let short = |n| request(n).with_ttl(Some(1_000));
+        let ids: Vec<String> = (0..4)
+            .map(|n| registry.insert(&alice, short(n)).unwrap().id().to_string())
+            .collect();
+        assert_eq!(registry.len(), 4);
+        assert!(
+            registry.insert(&alice, short(9)).is_err(),
+            "the total is reached"
+        );
+
+        registry.remove(&alice, &ids[0]).unwrap();
+        assert_eq!(registry.len(), 3, "removed");
+        assert!(registry.remove(&alice, &ids[0]).is_err());
+        assert_eq!(registry.len(), 3, "a second removal counts nothing");
+
+        clock.advance(Duration::from_secs(2));
+        assert!(registry.get(&alice, &ids[1]).is_err());
+        assert_eq!(registry.len(), 2, "expired on a read");
+        assert!(registry.origin(&alice, &ids[2]).is_err());
+        assert_eq!(registry.len(), 1, "expired on an origin lookup");
+        assert!(registry.list(&alice, None, 10).unwrap().tasks.is_empty());
+        assert_eq!(registry.len(), 0, "purged by a list");
+        assert_eq!(registry.purge_expired(), 0);
+
+        // Four new tasks fit again, and expired ones make room for a new one in the
+        // same critical section that checks the limit.
+        let ids: Vec<String> = (0..4)
+            .map(|n| registry.insert(&alice, short(n)).unwrap().id().to_string())
+            .collect();
+        clock.advance(Duration::from_secs(2));
+        let fresh = registry.insert(&alice, request(5)).unwrap();
+        assert_eq!(registry.len(), 1);
+        assert_eq!(
+            registry.get(&alice, &fresh.id().to_string()).unwrap(),
+            fresh.into_any()
+        );
+        assert!(registry.get(&alice, &ids[3]).is_err());
+        assert_eq!(registry.len(), 1);
+    }
+}
