@@ -8,9 +8,11 @@ use uuid::Uuid;
 
 /// A task id: a string on the wire.
 ///
-/// Ids this crate generates are random UUID v4 (122 bits from the operating system's
-/// cryptographically secure generator) in their canonical lowercase hyphenated form, held
-/// in 16 bytes. Any other string (an id from a peer that is not such a UUID) is kept
+/// Ids this crate generates are random UUID v4 in their canonical lowercase hyphenated
+/// form, held in 16 bytes. Their 122 random bits come from `rand`'s thread-local ChaCha12
+/// generator (the `uuid` crate's `fast-rng` feature), seeded from the operating system and
+/// reseeded from it after every 64 KiB of output (`rand` does not reseed it when the
+/// process forks). Any other string (an id from a peer that is not such a UUID) is kept
 /// verbatim, so every id round-trips exactly.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TaskId(Repr);

@@ -71,10 +71,11 @@
 //! - [`Error`]: every refusal, with its JSON-RPC code.
 //!
 //! # Task ids
-//! The registry's ids are random UUID v4 strings (122 random bits from the operating
-//! system's secure generator, through the `uuid` crate): unguessable, so an id can serve as
-//! a capability when requestors cannot be identified, and unique among all tasks. The
-//! registry never accepts an id from a caller.
+//! The registry's ids are random UUID v4 strings: 122 random bits drawn by the `uuid`
+//! crate (feature `fast-rng`) from `rand`'s thread-local generator, ChaCha12 seeded from
+//! the operating system and reseeded from it after every 64 KiB of output. They are
+//! unguessable, so an id can serve as a capability when requestors cannot be identified,
+//! and unique among all tasks. The registry never accepts an id from a caller.
 //!
 //! # Time
 //! Nothing reads a hidden clock. A bare [`Task`] takes the time of each change from its
