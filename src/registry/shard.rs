@@ -402,4 +402,92 @@ mod tests {
         let hashes: HashSet<u64> = words.iter().map(|word| build.hash_one(word)).collect();
         assert_eq!(hashes.len(), words.len());
     }
+    #[test]
+    fn the_byte_hash_keeps_every_bit_of_every_byte() {
+        // Every two-byte string hashes apart: a byte folded in with `|` or `&` would lose
+        // the bits the state already has set (or clear).
+        let mut hashes = HashSet::new();
+        for first in 0..=u8::MAX {
+            for second in 0..=u8::MAX {
+                let mut hasher = KeyHasher::default();
+                hasher.write(&[first, second]);
+                hashes.insert(hasher.finish());
+            }
+        }
+        assert_eq!(hashes.len(), 1 << 16);
+    }
+
+    #[test]
+    fn a_purge_removes_what_expired_by_now_and_counts_only_that() {
+        let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
+        let owner = Owner::new("alice");
+        let mut inner = Inner::default();
+        for ttl in [1_000, 1_000, 2_000, 5_000] {
+            let uuid = uuid::Uuid::new_v4();
+            let task = Task::new(TaskId::from_uuid(uuid), t0)
+                .with_ttl(Some(ttl))
+                .into_any();
+            let request_id = RequestId::Number(1);
+            inner
+                .insert(Key::of_uuid(uuid), &owner, task, request_id, "tools/call")
+                .unwrap();
+        }
+        let mut dead = Vec::new();
+        assert_eq!(inner.purge_expired(t0.plus_millis(999), &mut dead), 0);
+        // A task is expired from the instant its TTL ends, as `is_expired` says.
+        let end = t0.plus_millis(1_000);
+        assert_eq!(inner.purge_expired(end, &mut dead), 2);
+        assert!(dead.iter().all(|entry| entry.task.is_expired(end)));
+        assert_eq!(
+            inner.purge_expired(t0.plus_millis(2_000), &mut dead),
+            1,
+            "only what this call removed"
+        );
+        assert_eq!(dead.len(), 3);
+        assert_eq!(inner.owned(&owner), 1);
+    }
+
+    #[test]
+    fn the_last_waiter_to_leave_drops_the_condition_variable() {
+        let mut inner = Inner::default();
+        let key = random_key();
+        let first = inner.waiters(key);
+        let second = inner.waiters(key);
+        assert!(
+            Arc::ptr_eq(&first, &second),
+            "one condition variable per task"
+        );
+        inner.leave(key, &first);
+        drop(first);
+        assert!(inner.waiters.contains_key(&key), "a waiter is left");
+        inner.leave(key, &second);
+        drop(second);
+        assert!(inner.waiters.is_empty(), "the last waiter left");
+    }
+
+    #[test]
+    fn a_sparse_map_gives_memory_back_and_a_quarter_full_one_keeps_it() {
+        // Filled without removals, so that the capacity counts no deleted slot.
+        let quarter_full = || {
+            let mut map: HashMap<usize, ()> = HashMap::with_capacity(1_000);
+            let capacity = map.capacity();
+            map.extend((0..capacity / 4).map(|n| (n, ())));
+            assert_eq!(map.capacity(), capacity);
+            map
+        };
+        // Exactly a quarter full: not "less than a quarter", so nothing moves.
+        let mut map = quarter_full();
+        let full = map.capacity();
+        shrink_if_sparse(&mut map);
+        assert_eq!(map.capacity(), full, "a quarter full keeps its capacity");
+        // Far below: the capacity falls, but keeps room for twice the entries left.
+        map.retain(|&n, ()| n < 10);
+        shrink_if_sparse(&mut map);
+        assert!(map.capacity() < full / 4, "{} of {full}", map.capacity());
+        assert!(map.capacity() >= 20, "{}", map.capacity());
+        assert_eq!(map.len(), 10);
+        map.clear();
+        shrink_if_sparse(&mut map);
+        assert_eq!(map.capacity(), 0, "an empty map holds nothing");
+    }
 }

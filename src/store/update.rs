@@ -394,4 +394,35 @@ mod tests {
             step => panic!("a working task gave {step:?}"),
         }
     }
+
+    #[test]
+    fn a_handle_message_applies_only_in_the_status_the_handle_knows() {
+        let start = Timestamp::from_unix_millis(1_000_000);
+        let later = start.plus_millis(5);
+        let working = Task::new(TaskId::random(), start).into_any();
+        let message = || Some("halfway".to_owned());
+        match Update::message(TaskStatus::Working, message()).apply(working.clone(), later) {
+            Step::Changed(after) => {
+                assert_eq!(after.status_message(), Some("halfway"));
+                assert_eq!(after.last_updated_at(), later);
+            }
+            step => panic!("a message in the expected status gave {step:?}"),
+        }
+        let update = Update::message(TaskStatus::InputRequired, message());
+        match update.apply(working.clone(), later) {
+            Step::Refused(after, Error::IllegalTransition { from, .. }) => {
+                assert_eq!(after, working);
+                assert_eq!(from, TaskStatus::Working);
+            }
+            step => panic!("a message from a status the task left gave {step:?}"),
+        }
+        let cancelled = match Update::cancel(None).apply(working, later) {
+            Step::Changed(cancelled) => cancelled,
+            step => panic!("cancel gave {step:?}"),
+        };
+        match Update::message(TaskStatus::Working, message()).apply(cancelled.clone(), later) {
+            Step::Refused(after, Error::TaskCancelled { .. }) => assert_eq!(after, cancelled),
+            step => panic!("a message to a cancelled task gave {step:?}"),
+        }
+    }
 }
