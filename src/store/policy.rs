@@ -89,7 +89,8 @@ impl TtlPolicy {
                 let ttl = ttl.max(self.min);
                 Some(self.max.map_or(ttl, |max| ttl.min(max)))
             }
-            None if self.allow_unlimited && self.max.is_none() => None,
+            // Unlimited (`None`) when there is no maximum: `validate` refuses that unless
+            // unlimited retention is allowed.
             None => self.max,
         }
     }
