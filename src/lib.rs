@@ -1,8 +1,8 @@
 //! # mcp-tasks
 //!
-//! The *tasks* utility of the [Model Context Protocol](https://modelcontextprotocol.io)
-//! (revision 2025-11-25) as a typestate API: an illegal task transition is a compile
-//! error, not a runtime surprise.
+//! The *tasks* of the [Model Context Protocol](https://modelcontextprotocol.io) (revision
+//! 2025-11-25, and the 2026-07-28 tasks extension `io.modelcontextprotocol/tasks`) as a
+//! typestate API: an illegal task transition is a compile error, not a runtime surprise.
 //!
 //! A task's status is its type. [`Task<Working>`](Task) has exactly the transitions the
 //! spec allows from `working`; a terminal [`Task<Completed>`](Task) has none:
