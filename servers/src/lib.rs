@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+pub mod child;
 pub mod framing;
 pub mod server;
 pub mod tools;

@@ -58,6 +58,31 @@ pub fn validators(name: &str) -> &'static ValidatorMap {
     map
 }
 
+/// Builds the binary `name` of the example servers (`servers/`) with the cargo running
+/// the tests, and returns its path.
+///
+/// # Panics
+/// If the build fails or cargo does not name the executable.
+pub fn server_binary(name: &str) -> std::path::PathBuf {
+    let output = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "mcp-tasks-servers", "--bin", name])
+        .arg("--message-format=json")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "cargo build -p mcp-tasks-servers --bin {name} failed"
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["target"]["name"] == name)
+        .find_map(|message| message["executable"].as_str().map(std::path::PathBuf::from))
+        .expect("cargo names the executable")
+}
+
 /// The errors of `instance` against `$defs/<def>` of the schema file `name`, as text.
 ///
 /// # Panics

@@ -12,10 +12,6 @@
 //! expected type is `-32602` (serde's data errors); the dispatcher and the registry give
 //! their own codes ([`Error::code`]).
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 use mcp_tasks::TaskStore;
@@ -28,6 +24,8 @@ use mcp_tasks::{
     AnyTask, Error, JsonObject, JsonRpcError, Limits, ManualClock, Outcome, Owner, RequestId, Task,
     TaskRegistry, TaskRequest, TaskStatus, Timestamp, TtlPolicy, Working, jsonrpc,
 };
+use mcp_tasks_servers::child::LineChild;
+use mcp_tasks_suites::server_binary;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -1658,74 +1656,21 @@ fn shorten(text: &str) -> String {
 // The stdio server example
 // ---------------------------------------------------------------------------------------
 
-/// Builds the `stdio_server` of `servers/` with the cargo running this test and returns
-/// its path.
-fn stdio_server() -> PathBuf {
-    let output = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "mcp-tasks-servers",
-            "--bin",
-            "stdio_server",
-            "--message-format=json",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("cargo runs");
-    assert!(
-        output.status.success(),
-        "cargo build -p mcp-tasks-servers --bin stdio_server failed"
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["target"]["name"] == "stdio_server")
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .expect("cargo names the example's executable")
-}
-
 struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
+    child: LineChild,
     next_id: u64,
 }
 
 impl Server {
     fn start() -> Self {
-        let mut child = Command::new(stdio_server())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (send, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         Server {
-            child,
-            stdin: Some(stdin),
-            lines,
+            child: LineChild::spawn(server_binary("stdio_server")),
             next_id: 1_000,
         }
     }
 
     fn send_raw(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("open");
-        stdin.write_all(bytes).expect("the server reads");
-        stdin.write_all(b"\n").expect("the server reads");
-        stdin.flush().expect("the server reads");
+        self.child.send_line(bytes);
     }
 
     /// Sends a request and returns the messages that arrived before its answer (without
@@ -1738,9 +1683,9 @@ impl Server {
         let mut before = Vec::new();
         loop {
             let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(20))
-                .unwrap_or_else(|_| panic!("no answer to {method} within 20 s"));
+                .child
+                .line_within(Duration::from_secs(20))
+                .unwrap_or_else(|| panic!("no answer to {method} within 20 s"));
             let message: Value = serde_json::from_str(&line).unwrap_or_else(|err| {
                 panic!("the server wrote a line that is not JSON ({err}): {line}")
             });
@@ -1751,14 +1696,6 @@ impl Server {
                 before.push(message);
             }
         }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // A test that failed half way must not leave the server running.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -1887,8 +1824,11 @@ fn the_stdio_server_answers_junk_and_keeps_serving() {
         relisted,
         json!({"jsonrpc": "2.0", "id": relisted["id"], "result": listed["result"]})
     );
-    drop(server.stdin.take());
-    let status = server.child.wait().expect("the server exits on EOF");
+    server.child.close_stdin();
+    let status = server
+        .child
+        .exit_within(Duration::from_secs(20))
+        .expect("the server exits on EOF");
     assert!(status.success(), "the server exited with {status}");
     assert!(
         failures.is_empty(),

@@ -11,43 +11,14 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcp_tasks_suites::{EXT_TASKS, MCP_2026_07_28, errors};
+use mcp_tasks_servers::child::LineChild;
+use mcp_tasks_suites::{EXT_TASKS, MCP_2026_07_28, errors, server_binary};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(20);
-
-/// Builds the example servers and returns the path of the binary `name`.
-fn binary(name: &str) -> PathBuf {
-    let output = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "mcp-tasks-servers",
-            "--bin",
-            name,
-            "--message-format=json",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("cargo runs");
-    assert!(
-        output.status.success(),
-        "cargo build -p mcp-tasks-servers --bin {name} failed"
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["target"]["name"] == name)
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .expect("cargo names the executable")
-}
 
 /// One way to send a message and read its answer.
 trait Transport {
@@ -57,62 +28,31 @@ trait Transport {
 }
 
 struct StdioServer {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
+    child: LineChild,
 }
 
 impl StdioServer {
     fn start() -> Self {
-        let mut child = Command::new(binary("stdio_server"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the stdio server starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (send, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         StdioServer {
-            child,
-            stdin: Some(stdin),
-            lines,
+            child: LineChild::spawn(server_binary("stdio_server")),
         }
     }
 }
 
 impl Transport for StdioServer {
     fn exchange(&mut self, body: &str) -> Value {
-        let stdin = self.stdin.as_mut().expect("open");
-        writeln!(stdin, "{body}").expect("the server reads");
-        stdin.flush().expect("the server reads");
+        self.child.send_line(body.as_bytes());
         loop {
             let line = self
-                .lines
-                .recv_timeout(WAIT)
-                .unwrap_or_else(|_| panic!("no answer to {body} within 20 s"));
+                .child
+                .line_within(WAIT)
+                .unwrap_or_else(|| panic!("no answer to {body} within 20 s"));
             let message: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
             if message.get("method").is_none() {
                 return message;
             }
         }
-    }
-}
-
-impl Drop for StdioServer {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -123,7 +63,7 @@ struct HttpServer {
 
 impl HttpServer {
     fn start() -> Self {
-        let mut child = Command::new(binary("http_server"))
+        let mut child = Command::new(server_binary("http_server"))
             .env("MCP_TASKS_TOKENS", "alice=token-a")
             .env_remove("MCP_TASKS_TOKENS_FILE")
             .env("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0")

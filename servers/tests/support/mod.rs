@@ -5,10 +5,10 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, ChildStdin, Command};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Child, Command};
 use std::time::Duration;
 
+use mcp_tasks_servers::child::LineChild;
 use serde_json::{Value, json};
 
 /// How long any single answer may take.
@@ -40,9 +40,7 @@ pub fn raw_id(line: &str) -> Option<String> {
 
 /// The stdio server, running.
 pub struct Stdio {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
+    child: LineChild,
     next_id: u64,
     /// Messages read while waiting for an answer: notifications and server requests.
     pub seen: Vec<Value>,
@@ -50,27 +48,8 @@ pub struct Stdio {
 
 impl Stdio {
     pub fn start() -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stdio_server"))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the stdio server starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (send, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         Stdio {
-            child,
-            stdin: Some(stdin),
-            lines,
+            child: LineChild::spawn(env!("CARGO_BIN_EXE_stdio_server")),
             next_id: 0,
             seen: Vec::new(),
         }
@@ -78,22 +57,19 @@ impl Stdio {
 
     /// Writes one line.
     pub fn send_raw(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("open");
-        stdin.write_all(line.as_bytes()).expect("the server reads");
-        stdin.write_all(b"\n").expect("the server reads");
-        stdin.flush().expect("the server reads");
+        self.child.send_line(line.as_bytes());
     }
 
     /// The next line the server writes.
     pub fn next_line(&mut self) -> String {
-        self.lines
-            .recv_timeout(WAIT)
+        self.child
+            .line_within(WAIT)
             .expect("the server writes a line within 20 s")
     }
 
     /// The next line, or `None` if none comes within `wait`.
     pub fn line_within(&mut self, wait: Duration) -> Option<String> {
-        self.lines.recv_timeout(wait).ok()
+        self.child.line_within(wait)
     }
 
     /// Sends `raw` and returns the answer to it: the next message that is a response (with
@@ -157,14 +133,6 @@ impl Stdio {
         );
         self.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         answer
-    }
-}
-
-impl Drop for Stdio {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
