@@ -9,7 +9,6 @@
 //!
 //! Without the schema file the first group fails: a schema check never passes unchecked.
 
-use jsonschema::ValidatorMap;
 use mcp_tasks::protocol::{
     CreateTaskResult, GetTaskResult, ListTasksResult, TaskStatusNotification,
 };
@@ -27,26 +26,15 @@ use cases::{ALL, Golden, Kind};
 // The official schema
 // ---------------------------------------------------------------------------------------
 
-/// The official 2025-11-25 schema's validators (a missing schema fails the test).
-fn schema() -> &'static ValidatorMap {
-    mcp_tasks_suites::validators(mcp_tasks_suites::MCP_2025_11_25)
-}
-
-/// The errors of `instance` against `$defs/<def>`, as text.
-fn errors(schema: &ValidatorMap, def: &str, instance: &Value) -> Vec<String> {
-    let pointer = format!("#/$defs/{def}");
-    let validator = schema
-        .get(&pointer)
-        .unwrap_or_else(|| panic!("the schema has no {pointer}"));
-    validator
-        .iter_errors(instance)
-        .map(|err| format!("{} at {}", err, err.instance_path()))
-        .collect()
+/// The errors of `instance` against `$defs/<def>` of the official 2025-11-25 schema (a
+/// missing schema fails the test).
+fn errors(def: &str, instance: &Value) -> Vec<String> {
+    mcp_tasks_suites::errors(mcp_tasks_suites::MCP_2025_11_25, def, instance)
 }
 
 #[track_caller]
-fn assert_valid(schema: &ValidatorMap, def: &str, instance: &Value, what: &str) {
-    let errors = errors(schema, def, instance);
+fn assert_valid(def: &str, instance: &Value, what: &str) {
+    let errors = errors(def, instance);
     assert!(
         errors.is_empty(),
         "{what} is not a valid {def}:\n  {}\n{instance}",
@@ -55,9 +43,9 @@ fn assert_valid(schema: &ValidatorMap, def: &str, instance: &Value, what: &str) 
 }
 
 #[track_caller]
-fn assert_invalid(schema: &ValidatorMap, def: &str, instance: &Value, what: &str) {
+fn assert_invalid(def: &str, instance: &Value, what: &str) {
     assert!(
-        !errors(schema, def, instance).is_empty(),
+        !errors(def, instance).is_empty(),
         "{what} should not be a valid {def}: {instance}"
     );
 }
@@ -149,12 +137,11 @@ fn parse(golden: &Golden) -> Value {
 
 #[test]
 fn every_golden_validates_against_its_schema_definition() {
-    let schema = schema();
     let mut checked = 0;
     for golden in ALL {
         let value = parse(golden);
         for (def, instance) in schema_checks(golden.kind, &value) {
-            assert_valid(schema, def, &instance, golden.name);
+            assert_valid(def, &instance, golden.name);
             checked += 1;
         }
     }
@@ -163,10 +150,9 @@ fn every_golden_validates_against_its_schema_definition() {
 
 #[test]
 fn the_schema_in_use_is_the_fixed_one_that_accepts_ttl_null() {
-    let schema = schema();
     let task: Value = serde_json::from_str(cases::TASK_WORKING_MINIMAL).unwrap();
     assert_eq!(task["ttl"], Value::Null);
-    assert_valid(schema, "Task", &task, "a task with ttl null");
+    assert_valid("Task", &task, "a task with ttl null");
 }
 
 /// `TASK_WORKING_SPEC_EXAMPLE` with `edit` applied.
@@ -178,7 +164,6 @@ fn task_with(edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> Value {
 
 #[test]
 fn the_validator_is_live_and_agrees_with_our_parser_on_broken_tasks() {
-    let schema = schema();
     let broken = [
         ("no ttl", task_with(|t| drop(t.remove("ttl")))),
         ("no taskId", task_with(|t| drop(t.remove("taskId")))),
@@ -218,7 +203,7 @@ fn the_validator_is_live_and_agrees_with_our_parser_on_broken_tasks() {
         ),
     ];
     for (what, task) in broken {
-        assert_invalid(schema, "Task", &task, what);
+        assert_invalid("Task", &task, what);
         assert!(
             serde_json::from_value::<AnyTask>(task.clone()).is_err(),
             "the schema rejects a task with {what}, so must we: {task}"
@@ -228,7 +213,6 @@ fn the_validator_is_live_and_agrees_with_our_parser_on_broken_tasks() {
 
 #[test]
 fn the_validator_rejects_broken_messages() {
-    let schema = schema();
     let value = |text: &str| -> Value { serde_json::from_str(text).unwrap() };
     let cases = [
         (
@@ -303,13 +287,12 @@ fn the_validator_rejects_broken_messages() {
         ),
     ];
     for (def, instance, what) in cases {
-        assert_invalid(schema, def, &instance, what);
+        assert_invalid(def, &instance, what);
     }
 }
 
 #[test]
 fn errors_built_by_the_crate_are_valid_error_objects() {
-    let schema = schema();
     let t0 = Timestamp::parse("2025-11-25T10:30:00Z").unwrap();
     let done = Task::new(TaskId::from(cases::ID), t0).cancel(t0).into_any();
     let refused = done
@@ -341,14 +324,13 @@ fn errors_built_by_the_crate_are_valid_error_objects() {
     for error in errors {
         let value = serde_json::to_value(error.to_jsonrpc()).unwrap();
         for (def, instance) in schema_checks(Kind::Error, &value) {
-            assert_valid(schema, def, &instance, &format!("{error:?}"));
+            assert_valid(def, &instance, &format!("{error:?}"));
         }
     }
 }
 
 #[test]
 fn messages_built_by_the_crate_validate_for_every_status() {
-    let schema = schema();
     let t = |s: &str| Timestamp::parse(s).unwrap();
     let working =
         Task::new(TaskId::random(), t("2025-11-25T10:30:00.5Z")).with_poll_interval(Some(1_000));
@@ -375,7 +357,7 @@ fn messages_built_by_the_crate_validate_for_every_status() {
     for task in &tasks {
         let what = format!("{task}");
         let value = serde_json::to_value(task).unwrap();
-        assert_valid(schema, "Task", &value, &what);
+        assert_valid("Task", &value, &what);
         // A CreateTaskResult only ever announces a working task; the schema would take
         // any status, so check the struct form with each.
         let created = serde_json::to_value(CreateTaskResult {
@@ -383,11 +365,11 @@ fn messages_built_by_the_crate_validate_for_every_status() {
             meta: None,
         })
         .unwrap();
-        assert_valid(schema, "CreateTaskResult", &created, &what);
+        assert_valid("CreateTaskResult", &created, &what);
         let get = serde_json::to_value(GetTaskResult::new(task.clone())).unwrap();
-        assert_valid(schema, "GetTaskResult", &get, &what);
+        assert_valid("GetTaskResult", &get, &what);
         let note = serde_json::to_value(TaskStatusNotification::new(task.clone())).unwrap();
-        assert_valid(schema, "TaskStatusNotification", &note, &what);
+        assert_valid("TaskStatusNotification", &note, &what);
     }
     let list = ListTasksResult {
         tasks,
@@ -395,7 +377,6 @@ fn messages_built_by_the_crate_validate_for_every_status() {
         meta: None,
     };
     assert_valid(
-        schema,
         "ListTasksResult",
         &serde_json::to_value(list).unwrap(),
         "a list",
