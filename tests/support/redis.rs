@@ -29,6 +29,8 @@ pub struct RedisServer {
     child: Child,
     dir: PathBuf,
     socket: PathBuf,
+    /// Whether it runs with AOF persistence.
+    aof: bool,
 }
 
 impl RedisServer {
@@ -39,29 +41,24 @@ impl RedisServer {
     /// If `redis-server` exists but does not start and answer `PING` in time: that is a
     /// broken environment, not a skipped test.
     pub fn start() -> Option<RedisServer> {
+        Self::start_with(false)
+    }
+
+    /// Starts a server with AOF persistence (`appendonly yes`, `appendfsync always`), so a
+    /// [`restart`](Self::restart) keeps every acknowledged write; `None` as for
+    /// [`start`](Self::start).
+    ///
+    /// # Panics
+    /// As for [`start`](Self::start).
+    pub fn start_aof() -> Option<RedisServer> {
+        Self::start_with(true)
+    }
+
+    fn start_with(aof: bool) -> Option<RedisServer> {
         let program = std::env::var_os("REDIS_SERVER").unwrap_or_else(|| "redis-server".into());
         let dir = fresh_dir();
         let socket = dir.join("redis.sock");
-        let log = std::fs::File::create(dir.join("redis.log")).expect("create the redis log");
-        let mut command = Command::new(&program);
-        command
-            .arg("--port")
-            .arg("0")
-            .arg("--unixsocket")
-            .arg(&socket)
-            .arg("--unixsocketperm")
-            .arg("700")
-            .arg("--save")
-            .arg("")
-            .arg("--appendonly")
-            .arg("no")
-            .arg("--dir")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("clone the log handle"))
-            .stderr(log);
-        die_with_parent(&mut command);
-        let child = match command.spawn() {
+        let child = match spawn(&program, &dir, &socket, aof) {
             Ok(child) => child,
             Err(err) if err.kind() == io::ErrorKind::NotFound => {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -73,9 +70,41 @@ impl RedisServer {
                 panic!("cannot start {}: {err}", program.to_string_lossy());
             }
         };
-        let mut server = RedisServer { child, dir, socket };
+        let mut server = RedisServer {
+            child,
+            dir,
+            socket,
+            aof,
+        };
         server.await_ping();
         Some(server)
+    }
+
+    /// Kills the server (`SIGKILL`: no shutdown save, clients see their connections drop)
+    /// and waits until it is gone; its directory stays for [`resume`](Self::resume).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // A killed server leaves its socket file behind; connecting then is refused.
+        let _ = std::fs::remove_file(&self.socket);
+    }
+
+    /// Starts the server again on the same socket and directory (with AOF, it loads what
+    /// it had acknowledged; without, it starts empty) and waits until it answers `PING`.
+    ///
+    /// # Panics
+    /// If it does not start and answer in time.
+    pub fn resume(&mut self) {
+        let program = std::env::var_os("REDIS_SERVER").unwrap_or_else(|| "redis-server".into());
+        self.child = spawn(&program, &self.dir, &self.socket, self.aof)
+            .unwrap_or_else(|err| panic!("cannot restart {}: {err}", program.to_string_lossy()));
+        self.await_ping();
+    }
+
+    /// [`stop`](Self::stop), then [`resume`](Self::resume).
+    pub fn restart(&mut self) {
+        self.stop();
+        self.resume();
     }
 
     /// The URL of the server for `RedisTaskStore` (`redis+unix:///…/redis.sock`).
@@ -170,6 +199,36 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Spawns `redis-server` on `socket` in `dir`, with AOF (`appendfsync always`) or without
+/// any persistence.
+fn spawn(program: &std::ffi::OsStr, dir: &Path, socket: &Path, aof: bool) -> io::Result<Child> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("redis.log"))?;
+    let mut command = Command::new(program);
+    command
+        .arg("--port")
+        .arg("0")
+        .arg("--unixsocket")
+        .arg(socket)
+        .arg("--unixsocketperm")
+        .arg("700")
+        .arg("--save")
+        .arg("")
+        .arg("--appendonly")
+        .arg(if aof { "yes" } else { "no" })
+        .arg("--appendfsync")
+        .arg("always")
+        .arg("--dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    die_with_parent(&mut command);
+    command.spawn()
 }
 
 /// Whether the server on `socket` answers `PING` with `+PONG`.
