@@ -1,5 +1,6 @@
 //! The crate's error type: every refusal, with its JSON-RPC code.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -184,12 +185,55 @@ pub enum Error {
     /// The task store's backend failed (a shared store unreachable, or holding data this
     /// crate cannot read). Nothing was changed, or the change cannot be confirmed: read
     /// the task again before retrying. `-32603`.
-    #[error("task store unavailable: {0}; retry when the store is reachable again")]
-    Store(String),
+    #[error("task store unavailable: {message}; retry when the store is reachable again")]
+    Store {
+        /// What failed, in task words.
+        message: String,
+        /// The backend's error behind it, if any ([`std::error::Error::source`]).
+        #[source]
+        cause: Option<StoreCause>,
+    },
 
     /// Anything else that went wrong inside the receiver. `-32603`.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// The backend's error behind an [`Error::Store`] (for example the Redis client's), kept
+/// as the error's [`source`](std::error::Error::source). Shared, so that [`Error`] stays
+/// `Clone`; two causes are equal when they read the same.
+#[derive(Debug, Clone)]
+pub struct StoreCause(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl StoreCause {
+    /// Wraps a backend's error (for a [`TaskStore`](crate::TaskStore) of your own).
+    pub fn new(cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StoreCause(Arc::new(cause))
+    }
+
+    /// The backend's error.
+    #[must_use]
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl std::fmt::Display for StoreCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for StoreCause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for StoreCause {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
 }
 
 /// Which limit [`Error::LimitExceeded`] hit.
@@ -231,7 +275,7 @@ impl Error {
             | Error::CancelRequested { .. }
             | Error::Timeout { .. }
             | Error::InvalidConfig(_)
-            | Error::Store(_)
+            | Error::Store { .. }
             | Error::Internal(_) => INTERNAL_ERROR,
         }
     }
@@ -251,6 +295,27 @@ impl Error {
                 "status": TaskStatus::Cancelled,
             })),
             _ => error,
+        }
+    }
+
+    /// A store error with this explanation and no underlying error.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn store(message: impl Into<String>) -> Self {
+        Error::Store {
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// A store error with this explanation, caused by the backend's `cause`.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn store_caused(
+        message: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Store {
+            message: message.into(),
+            cause: Some(StoreCause::new(cause)),
         }
     }
 
@@ -313,6 +378,16 @@ mod tests {
             -32600
         );
         assert_eq!(Error::Internal("x".into()).code(), -32603);
+        let io = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "broken pipe");
+        let store = Error::store_caused("the request to the shared store failed", io);
+        assert_eq!(store.code(), -32603);
+        let cause = std::error::Error::source(&store).expect("the backend's error");
+        assert_eq!(cause.to_string(), "broken pipe");
+        assert!(
+            !store.to_string().contains("broken pipe"),
+            "the cause is a source, not repeated in the message: {store}"
+        );
+        assert_eq!(store.clone(), store);
         let rpc = not_found.to_jsonrpc();
         assert_eq!(rpc.code, -32602);
         assert!(rpc.message.starts_with("task not found"));

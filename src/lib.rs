@@ -125,7 +125,7 @@ mod wire;
 
 pub use any::{AnyTask, StatusMismatch, Transition, TransitionError};
 pub use clock::{Clock, InvalidTimestamp, ManualClock, SystemClock, Timestamp};
-pub use error::{Error, LimitScope};
+pub use error::{Error, LimitScope, StoreCause};
 pub use id::TaskId;
 pub use input::{InputRequest, InputRequests, InputResponses, Keyed};
 pub use jsonrpc::{JsonObject, JsonRpcError, RequestId};

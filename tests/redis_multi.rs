@@ -635,6 +635,6 @@ fn bad_settings_are_typed_errors() {
     let dir = std::env::temp_dir().join(format!("no-redis-{}", uuid::Uuid::new_v4().simple()));
     let unreachable =
         RedisTaskStore::open(&format!("redis+unix://{}/redis.sock", dir.display())).unwrap_err();
-    assert!(matches!(unreachable, Error::Store(_)), "{unreachable}");
+    assert!(matches!(unreachable, Error::Store { .. }), "{unreachable}");
     assert_eq!(unreachable.code(), -32603);
 }

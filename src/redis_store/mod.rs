@@ -216,7 +216,7 @@ impl RedisStoreBuilder {
             .query(&mut connection)
             .map_err(store_error)?;
         let secret = u128::from_str_radix(&secret, 16).map_err(|_| {
-            Error::Store(format!(
+            Error::store(format!(
                 "`{secret_key}` does not hold a cursor secret this crate wrote: delete it"
             ))
         })?;
@@ -243,10 +243,10 @@ impl RedisStoreBuilder {
         std::thread::Builder::new()
             .name("mcp-tasks-redis".into())
             .spawn(move || waiters::run(&client, &channel, &weak))
-            .map_err(|err| Error::Store(format!("cannot start the subscriber thread: {err}")))?;
+            .map_err(|err| Error::store(format!("cannot start the subscriber thread: {err}")))?;
         // Subscribers registered right after `build` must see every change from then on.
         if !inner.waiters.wait_live(Duration::from_secs(5)) {
-            return Err(Error::Store(format!(
+            return Err(Error::store(format!(
                 "could not subscribe to `{}` within 5 s",
                 inner.channel
             )));
@@ -255,8 +255,16 @@ impl RedisStoreBuilder {
     }
 }
 
+/// A Redis client's error as the store-unavailable error, keeping it as the source.
 fn store_error(err: redis::RedisError) -> Error {
-    Error::Store(err.to_string())
+    let message = if err.is_timeout() {
+        "Redis did not answer in time"
+    } else if err.is_io_error() || err.is_connection_dropped() {
+        "the connection to Redis failed"
+    } else {
+        "Redis refused the request"
+    };
+    Error::store_caused(message, err)
 }
 
 fn not_found(task_id: &str) -> Error {
@@ -401,7 +409,7 @@ impl Inner {
         let task = decode(id, &status, &created, &updated, &body)?;
         let version = version
             .parse()
-            .map_err(|_| Error::Store(format!("task `{id}` has a bad version `{version}`")))?;
+            .map_err(|_| Error::store(format!("task `{id}` has a bad version `{version}`")))?;
         let expires_in = u64::try_from(pttl).ok().map(Duration::from_millis);
         Ok(Some(Read {
             version,
@@ -558,13 +566,13 @@ fn decode(
 ) -> Result<AnyTask, Error> {
     let millis = |text: &str| {
         text.parse::<i64>()
-            .map_err(|_| Error::Store(format!("task `{id}` has a bad timestamp `{text}`")))
+            .map_err(|_| Error::store(format!("task `{id}` has a bad timestamp `{text}`")))
     };
     record::decode(id, status, millis(created)?, millis(updated)?, body)
 }
 
 fn unexpected(reply: &[String]) -> Error {
-    Error::Store(format!(
+    Error::store(format!(
         "unexpected reply from a script: {reply:?} (do all instances run the same version?)"
     ))
 }
@@ -709,7 +717,7 @@ impl TaskStore for RedisTaskStore {
             return Err(not_found(task_id));
         };
         let request_id: RequestId = serde_json::from_str(&request_id)
-            .map_err(|err| Error::Store(format!("task `{id}` has a bad request id: {err}")))?;
+            .map_err(|err| Error::store(format!("task `{id}` has a bad request id: {err}")))?;
         Ok(TaskOrigin {
             request_id,
             method: Arc::from(method),
@@ -785,7 +793,7 @@ impl TaskStore for RedisTaskStore {
                 return Ok(stored);
             }
         }
-        Err(Error::Store(format!(
+        Err(Error::store(format!(
             "task `{}` kept changing under {MAX_ATTEMPTS} attempts to update it: try again",
             crate::error::shorten(task_id)
         )))

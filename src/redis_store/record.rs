@@ -104,7 +104,7 @@ pub(crate) fn decode(
     updated: i64,
     body: &str,
 ) -> Result<AnyTask, Error> {
-    let corrupt = |what: String| Error::Store(format!("task `{id}` is unreadable: {what}"));
+    let corrupt = |what: String| Error::store(format!("task `{id}` is unreadable: {what}"));
     let status: TaskStatus = status.parse().map_err(|err| corrupt(format!("{err}")))?;
     let record: Record = serde_json::from_str(body).map_err(|err| corrupt(err.to_string()))?;
     let progress = Progress {
@@ -244,7 +244,7 @@ mod tests {
             ("completed", r#"{"r":{},"e":{"code":1,"message":"m"}}"#),
         ] {
             let err = decode("t", status, 0, 0, body).unwrap_err();
-            assert!(matches!(err, Error::Store(_)), "{status} {body}: {err}");
+            assert!(matches!(err, Error::Store { .. }), "{status} {body}: {err}");
         }
     }
 }
