@@ -44,13 +44,28 @@
 //!   instance's subscriber thread, which also wakes its waiters: keep them short and hand
 //!   anything that blocks (or waits on the store) to another thread.
 //!
+//! # Faults
+//! - **A broken connection is retried once, exactly.** When a request's connection breaks
+//!   (Redis restarted, the connection was cut, a read timed out), the instance drops every
+//!   pooled connection (all are as old as the broken one) and sends the request once more
+//!   on a fresh connection; only if that fails too does the caller get [`Error::Store`].
+//!   The first attempt may have been applied with only its reply lost, so every write
+//!   carries a random write id stored with what it wrote, and a replay that finds its own
+//!   write answers as the first attempt did and changes nothing more: a create answers
+//!   the task (not "exists"), a commit answers `ok` (not "changed meanwhile": it is not
+//!   decided again), a removal answers the removed task (from a tombstone kept 30 s).
+//!   If another writer changed the task between the lost reply and the replay, the
+//!   replay cannot tell and the change is decided again on the task as it now is.
+//!
 //! # Operating Redis for it
 //! - Use `maxmemory-policy noeviction`: an evicted task would silently vanish. With it, a
 //!   full Redis refuses new tasks ([`Error::Store`]) instead.
 //! - Enable AOF (`appendonly yes`, `appendfsync everysec` or `always`) if tasks must
-//!   survive a Redis restart. With `everysec`, a crash loses at most about the last second
-//!   of changes; without persistence a restart loses every task (requestors then get
-//!   "task not found"), and waiters return when their instance reconnects.
+//!   survive a Redis restart. With `always`, no acknowledged change is lost; with
+//!   `everysec`, a crash loses at most about the last second of changes; without
+//!   persistence a restart loses every task (requestors then get "task not found").
+//!   Either way, requests succeed again as soon as Redis answers (each instance
+//!   reconnects on the first request).
 //! - Run every instance with the same build of this crate (the stored record and the
 //!   scripts are versioned with it) and the same key prefix.
 //! - Expiry relies on the server's clock; Redis Cluster works (an owner's keys are in one
@@ -69,7 +84,7 @@ mod waiters;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, Script};
@@ -243,7 +258,7 @@ impl RedisStoreBuilder {
         std::thread::Builder::new()
             .name("mcp-tasks-redis".into())
             .spawn(move || waiters::run(&client, &channel, &weak))
-            .map_err(|err| Error::store(format!("cannot start the subscriber thread: {err}")))?;
+            .map_err(|err| Error::store_caused("cannot start the subscriber thread", err))?;
         // Subscribers registered right after `build` must see every change from then on.
         if !inner.waiters.wait_live(Duration::from_secs(5)) {
             return Err(Error::store(format!(
@@ -259,12 +274,23 @@ impl RedisStoreBuilder {
 fn store_error(err: redis::RedisError) -> Error {
     let message = if err.is_timeout() {
         "Redis did not answer in time"
-    } else if err.is_io_error() || err.is_connection_dropped() {
+    } else if is_broken(&err) {
         "the connection to Redis failed"
     } else {
         "Redis refused the request"
     };
     Error::store_caused(message, err)
+}
+
+/// Whether a failed request leaves its connection unusable (and the others of the pool
+/// suspect): an I/O error or a dropped connection.
+fn is_broken(err: &redis::RedisError) -> bool {
+    err.is_io_error() || err.is_connection_dropped() || err.is_unrecoverable_error()
+}
+
+/// A random write id (see [`scripts`]).
+fn write_id() -> String {
+    format!("{:016x}", uuid::Uuid::new_v4().as_u128() as u64)
 }
 
 fn not_found(task_id: &str) -> Error {
@@ -334,6 +360,11 @@ impl Keys {
     fn task(&self, id: &str) -> String {
         format!("{}{id}", self.tasks)
     }
+
+    /// The key of the tombstone a removal of the task `id` leaves for a replay.
+    fn tombstone(&self, id: &str) -> String {
+        format!("{}{id}:removed", self.tasks)
+    }
 }
 
 impl Inner {
@@ -341,41 +372,42 @@ impl Inner {
         Keys::new(&self.prefix, owner_tag(owner))
     }
 
-    /// Runs `f` on a pooled connection. A connection that failed is dropped; a read is
-    /// tried once more on a new connection (the pooled one may have gone stale).
+    /// Runs `f` on a pooled connection. If the connection breaks (Redis restarted, or the
+    /// connection was cut), every pooled connection is dropped, since they are all as old
+    /// as the broken one, and `f` runs once more on a fresh connection. Replaying a write
+    /// is safe: every script recognizes its own write id and answers as the first attempt
+    /// did (see [`scripts`]).
     fn with<T>(
         &self,
-        idempotent: bool,
         mut f: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T, Error> {
-        let pooled = self
-            .pool
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let from_pool = pooled.is_some();
+        let pooled = self.pool().pop();
         let mut connection = match pooled {
             Some(connection) => connection,
             None => self.connect()?,
         };
         let mut result = f(&mut connection);
         if let Err(err) = &result
-            && from_pool
-            && idempotent
-            && (err.is_io_error() || err.is_connection_dropped())
+            && is_broken(err)
         {
+            self.broke();
             connection = self.connect()?;
             result = f(&mut connection);
         }
         match &result {
-            Err(err) if err.is_io_error() || err.is_connection_dropped() => {}
-            _ => self
-                .pool
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(connection),
+            Err(err) if is_broken(err) => self.broke(),
+            _ => self.pool().push(connection),
         }
         result.map_err(store_error)
+    }
+
+    fn pool(&self) -> MutexGuard<'_, Vec<Connection>> {
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A connection broke: forget the pooled ones.
+    fn broke(&self) {
+        self.pool().clear();
     }
 
     fn connect(&self) -> Result<Connection, Error> {
@@ -387,7 +419,7 @@ impl Inner {
     /// Reads the task `id` of `keys` with its version and remaining lifetime.
     fn read(&self, keys: &Keys, id: &str) -> Result<Option<Read>, Error> {
         let key = keys.task(id);
-        let (fields, pttl): (Vec<Option<String>>, i64) = self.with(true, |connection| {
+        let (fields, pttl): (Vec<Option<String>>, i64) = self.with(|connection| {
             redis::pipe()
                 .cmd("HMGET")
                 .arg(&key)
@@ -429,7 +461,8 @@ impl Inner {
     ) -> Result<Option<AnyTask>, Error> {
         let body = record::encode(task);
         let status = task.status();
-        let reply: Vec<String> = self.with(false, |connection| {
+        let write = write_id();
+        let reply: Vec<String> = self.with(|connection| {
             self.commit
                 .key(keys.task(id))
                 .key(&keys.index)
@@ -442,6 +475,7 @@ impl Inner {
                 .arg(&self.channel)
                 .arg(&keys.tag)
                 .arg(id)
+                .arg(&write)
                 .invoke(connection)
         })?;
         match reply.first().map(String::as_str) {
@@ -636,7 +670,7 @@ impl RedisTaskStore {
     pub fn now(&self) -> Result<Timestamp, Error> {
         let (seconds, micros): (i64, i64) = self
             .inner
-            .with(true, |connection| redis::cmd("TIME").query(connection))?;
+            .with(|connection| redis::cmd("TIME").query(connection))?;
         Ok(Timestamp::from_unix_millis(seconds * 1000 + micros / 1000))
     }
 }
@@ -661,7 +695,9 @@ impl TaskStore for RedisTaskStore {
         let body = record::encode(&fresh(Timestamp::from_unix_millis(0)).into_any());
         let request_id = serde_json::to_string(&request.request_id)
             .map_err(|err| Error::Internal(err.to_string()))?;
-        let reply: Vec<String> = inner.with(false, |connection| {
+        // Chosen before the call, so that a replay recognizes its own write.
+        let write = write_id();
+        let reply: Vec<String> = inner.with(|connection| {
             inner
                 .create
                 .key(keys.task(&text))
@@ -673,6 +709,7 @@ impl TaskStore for RedisTaskStore {
                 .arg(inner.per_owner.map(|n| n.to_string()).unwrap_or_default())
                 .arg(&request_id)
                 .arg(&request.method)
+                .arg(&write)
                 .invoke(connection)
         })?;
         match reply.first().map(String::as_str) {
@@ -707,7 +744,7 @@ impl TaskStore for RedisTaskStore {
         let keys = self.inner.keys(owner);
         let key = keys.task(id);
         let (request_id, method): (Option<String>, Option<String>) =
-            self.inner.with(true, |connection| {
+            self.inner.with(|connection| {
                 redis::cmd("HMGET")
                     .arg(&key)
                     .arg(&["r", "m"])
@@ -736,7 +773,7 @@ impl TaskStore for RedisTaskStore {
             .transpose()?;
         let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
         let keys = inner.keys(owner);
-        let flat: Vec<String> = inner.with(true, |connection| {
+        let flat: Vec<String> = inner.with(|connection| {
             inner
                 .list
                 .key(&keys.index)
@@ -804,14 +841,18 @@ impl TaskStore for RedisTaskStore {
         let id = canonical(task_id)?;
         let keys = inner.keys(owner);
         inner.recall(&keys.task(id));
-        let fields: Vec<Option<String>> = inner.with(false, |connection| {
+        let write = write_id();
+        let fields: Vec<Option<String>> = inner.with(|connection| {
             inner
                 .remove
                 .key(keys.task(id))
                 .key(&keys.index)
+                .key(keys.tombstone(id))
                 .arg(id)
                 .arg(&inner.channel)
                 .arg(&keys.tag)
+                .arg(&write)
+                .arg(scripts::REPLAY_WINDOW_MS)
                 .invoke(connection)
         })?;
         match <[Option<String>; 4]>::try_from(fields) {

@@ -5,9 +5,18 @@
 //! `redis.call` go through `string.format('%.0f')` (Lua's default formatting keeps 14
 //! digits). A task hash holds `v` (version), `s` (status), `b` (the record: everything
 //! else, opaque to Lua), `c` and `u` (created and updated, written only here), `q`
-//! (creation sequence), `r` and `m` (the originating request id and method). The owner's
+//! (creation sequence), `r` and `m` (the originating request id and method), `w` (the write
+//! id of the last write). The owner's
 //! index (a sorted set of ids by sequence) and sequence counter expire with the owner's
 //! last expiring task, and persist while one of its tasks has no expiry.
+//!
+//! Replays are exact. The store sends a write again, on a fresh connection, when its
+//! connection broke before the reply came back (a restart, a cut connection): the first
+//! attempt may or may not have been applied. Each write carries a random write id, kept
+//! with what it wrote, so a replay that finds its own write answers as the first attempt
+//! did and changes nothing more: `CREATE` finds the task with its write id, `COMMIT` finds
+//! version `v + 1` with its write id, `REMOVE` finds the tombstone it left (for
+//! [`REPLAY_WINDOW_MS`]).
 
 /// Shared Lua helpers, prepended to the scripts that need them.
 const HELPERS: &str = r"
@@ -33,12 +42,23 @@ local function keep(key, expires_at, fresh)
 end
 ";
 
+/// How long a removed task's tombstone lets a replayed `REMOVE` answer as the first one.
+pub(crate) const REPLAY_WINDOW_MS: u64 = 30_000;
+
 /// Creates a task.
 ///
 /// KEYS: task, index, counter. ARGV: id, record, ttl (`''` = unlimited), per-owner limit
-/// (`''` = none), request id (JSON), method.
-/// Returns (as strings) `{'ok', now}`, `{'limit', count}` or `{'exists'}`.
+/// (`''` = none), request id (JSON), method, write id.
+/// Returns (as strings) `{'ok', created}`, `{'limit', count}` or `{'exists'}`; a replay of
+/// a create that was applied answers `{'ok', created}` again.
 pub(crate) const CREATE: &str = r"
+local written = redis.call('HMGET', KEYS[1], 'w', 'c')
+if written[2] then
+  if written[1] == ARGV[7] then
+    return {'ok', written[2]}
+  end
+  return {'exists'}
+end
 local limit = tonumber(ARGV[4])
 if limit then
   local count = redis.call('ZCARD', KEYS[2])
@@ -67,7 +87,7 @@ local last = tonumber(redis.call('GET', KEYS[3]) or '0')
 local seq = math.max(last + 1, now)
 redis.call('SET', KEYS[3], num(seq), 'KEEPTTL')
 redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', num(now),
-  'u', num(now), 'q', num(seq), 'r', ARGV[5], 'm', ARGV[6])
+  'u', num(now), 'q', num(seq), 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7])
 redis.call('ZADD', KEYS[2], num(seq), ARGV[1])
 local ttl = tonumber(ARGV[3])
 if ttl then
@@ -85,14 +105,19 @@ return {'ok', num(now)}
 /// is one the spec's table allows; publishes the change in the same step.
 ///
 /// KEYS: task, index, counter. ARGV: version, status, record, ttl (`''` = unlimited),
-/// notify (`'1'` when the wire-visible task changed), channel, owner tag, id.
-/// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'stale'}` or `{'illegal', status}`.
+/// notify (`'1'` when the wire-visible task changed), channel, owner tag, id, write id.
+/// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'stale'}` or `{'illegal', status}`;
+/// a replay of a commit that was applied (and not followed by another write) answers
+/// `{'ok', updated}` again, without writing or publishing.
 pub(crate) const COMMIT: &str = r"
-local current = redis.call('HMGET', KEYS[1], 'v', 's', 'c', 'u')
+local current = redis.call('HMGET', KEYS[1], 'v', 's', 'c', 'u', 'w')
 if not current[1] then
   return {'gone'}
 end
 if current[1] ~= ARGV[1] then
+  if current[5] == ARGV[9] and tonumber(current[1]) == tonumber(ARGV[1]) + 1 then
+    return {'ok', current[4]}
+  end
   return {'stale'}
 end
 local from, to = current[2], ARGV[2]
@@ -108,7 +133,7 @@ end
 local created = tonumber(current[3])
 local updated = math.max(tonumber(current[4]), now_ms())
 redis.call('HSET', KEYS[1], 'v', num(tonumber(current[1]) + 1), 's', to, 'b', ARGV[3],
-  'u', num(updated))
+  'u', num(updated), 'w', ARGV[9])
 local ttl = tonumber(ARGV[4])
 if ttl then
   redis.call('PEXPIREAT', KEYS[1], num(created + ttl))
@@ -127,16 +152,25 @@ redis.call('PUBLISH', ARGV[6], event)
 return {'ok', num(updated)}
 ";
 
-/// Removes a task and publishes it.
+/// Removes a task and publishes it, leaving a tombstone (its fields and the write id) for
+/// [`REPLAY_WINDOW_MS`].
 ///
-/// KEYS: task, index. ARGV: id, channel, owner tag.
-/// Returns `{status, record, created, updated}` or `{}` if there is no such task.
+/// KEYS: task, index, tombstone. ARGV: id, channel, owner tag, write id, replay window.
+/// Returns `{status, record, created, updated}` or `{}` if there is no such task; a replay
+/// of a remove that was applied answers the same fields again.
 pub(crate) const REMOVE: &str = r"
 local fields = redis.call('HMGET', KEYS[1], 's', 'b', 'c', 'u')
 if not fields[1] then
+  local gone = redis.call('HMGET', KEYS[3], 'w', 's', 'b', 'c', 'u')
+  if gone[1] == ARGV[4] then
+    return {gone[2], gone[3], gone[4], gone[5]}
+  end
   return {}
 end
 redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[3], 'w', ARGV[4], 's', fields[1], 'b', fields[2], 'c', fields[3],
+  'u', fields[4])
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. ARGV[1] .. '\n0')
 return fields

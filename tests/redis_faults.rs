@@ -1,0 +1,342 @@
+//! `RedisTaskStore` under faults, on real `redis-server` processes: Redis restarted under
+//! running instances, and a write whose reply is lost on the way back.
+//!
+//! Each test starts its own `redis-server` (`support/redis.rs`); without one on `PATH` the
+//! tests say `SKIPPED` and pass. Every blocking call and every loop is bounded, and every
+//! server (and the test's proxy) is stopped when its test ends, also when it fails.
+#![cfg(feature = "redis")]
+
+#[path = "support/redis.rs"]
+mod redis_server;
+
+#[path = "support/common.rs"]
+mod common;
+
+use std::io::{Read, Write};
+use std::net::Shutdown;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::{self, JoinHandle};
+
+use common::{BOUND, alice, eventually, ids, join_within, ms, recorder, req, tool_outcome};
+use mcp_tasks::{
+    AnyTask, Error, Owner, RedisStoreBuilder, RedisTaskStore, TaskStatus, TaskStore, TtlPolicy,
+};
+use redis_server::RedisServer;
+
+fn builder(url: &str, prefix: &str) -> RedisStoreBuilder {
+    RedisTaskStore::builder(url)
+        .prefix(prefix)
+        .ttl_policy(TtlPolicy::new(Some(600_000)).with_max(600_000))
+}
+
+fn fresh_prefix() -> String {
+    format!("faults-{}", uuid::Uuid::new_v4().simple())
+}
+
+fn instance(server: &RedisServer, prefix: &str) -> RedisTaskStore {
+    builder(&server.url(), prefix)
+        .build()
+        .expect("a RedisTaskStore on the test server")
+}
+
+/// The normal (not pub/sub) client connections the server has, besides the one asking.
+fn normal_clients(server: &RedisServer) -> usize {
+    server
+        .command(&["CLIENT", "LIST", "TYPE", "normal"])
+        .lines()
+        .count()
+        .saturating_sub(1)
+}
+
+/// Fills the store's connection pool with several connections (as a busy server does):
+/// concurrent requests each take a connection of their own.
+fn fill_pool(server: &RedisServer, store: &RedisTaskStore, owner: &Owner, id: &str) -> usize {
+    for _ in 0..20 {
+        let barrier = Arc::new(Barrier::new(8));
+        let readers: Vec<_> = (0..8)
+            .map(|_| {
+                let (store, owner, id) = (store.clone(), owner.clone(), id.to_owned());
+                let barrier = Arc::clone(&barrier);
+                thread::spawn(move || {
+                    barrier.wait();
+                    for _ in 0..20 {
+                        store.get(&owner, &id).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for reader in readers {
+            join_within(reader, BOUND, "a concurrent reader");
+        }
+        let pooled = normal_clients(server);
+        if pooled >= 3 {
+            return pooled;
+        }
+    }
+    panic!("eight concurrent readers never held three connections at once");
+}
+
+/// (a) Redis with AOF restarts under two running instances: every request after it is
+/// back succeeds, the first write included, and the tasks written before are there.
+#[test]
+fn an_aof_redis_restart_fails_no_request_once_it_is_back() {
+    let Some(mut server) = RedisServer::start_aof() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let (a, b) = (instance(&server, &prefix), instance(&server, &prefix));
+    let owner = alice();
+    let before = a.insert(&owner, req(1)).unwrap().id().to_string();
+    let pending = a.insert(&owner, req(2)).unwrap().id().to_string();
+    fill_pool(&server, &a, &owner, &before);
+    fill_pool(&server, &b, &owner, &before);
+    let pooled = normal_clients(&server);
+    assert!(pooled >= 6, "{pooled} pooled connections");
+    eprintln!("{pooled} pooled connections before the restart");
+
+    server.restart();
+
+    let mut failures = Vec::new();
+    let mut note = |what: &str, result: Result<AnyTask, Error>| {
+        if let Err(err) = result {
+            failures.push(format!("{what}: {err}"));
+        }
+    };
+    // The first request of each instance after the restart is a write.
+    for (name, store) in [("A", &a), ("B", &b)] {
+        for n in 0..10 {
+            note(
+                &format!("create {n} on {name}"),
+                store.insert(&owner, req(n)).map(AnyTask::from),
+            );
+        }
+    }
+    note(
+        "complete a task created before the restart",
+        b.store_result(&owner, &before, TaskStatus::Completed, tool_outcome("done")),
+    );
+    note(
+        "input_required on a task created before",
+        a.update_status(&owner, &pending, TaskStatus::InputRequired, None),
+    );
+    note(
+        "cancel it",
+        b.cancel(&owner, &pending, None).map(AnyTask::from),
+    );
+    note("remove it", a.remove(&owner, &pending));
+    note("get", a.get(&owner, &before));
+    assert!(
+        failures.is_empty(),
+        "{} of the requests after the restart failed: {failures:#?}",
+        failures.len()
+    );
+    let listed = ids(&b.list(&owner, None, 100).unwrap().tasks);
+    assert_eq!(listed.len(), 21, "the task from before and the 20 new ones");
+    assert_eq!(listed[0], before);
+    assert_eq!(
+        a.get(&owner, &before).unwrap().status(),
+        TaskStatus::Completed
+    );
+}
+
+/// A unix-socket proxy in front of a `redis-server` that can lose one reply: the request
+/// reaches Redis and is applied, then the connection is cut before the reply gets back,
+/// as when a connection dies at the wrong moment.
+struct Proxy {
+    path: PathBuf,
+    /// The start of the next reply to lose, when armed.
+    lose: Arc<Mutex<Option<&'static [u8]>>>,
+    lost: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl Proxy {
+    fn start(upstream: &Path) -> Proxy {
+        let path = upstream.with_file_name("proxy.sock");
+        let listener = UnixListener::bind(&path).expect("bind the proxy's socket");
+        let lose: Arc<Mutex<Option<&'static [u8]>>> = Arc::default();
+        let lost = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let acceptor = {
+            let (upstream, lose, lost, stop) = (
+                upstream.to_owned(),
+                Arc::clone(&lose),
+                Arc::clone(&lost),
+                Arc::clone(&stop),
+            );
+            thread::spawn(move || {
+                for client in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let (Ok(client), Ok(server)) = (client, UnixStream::connect(&upstream)) else {
+                        continue;
+                    };
+                    forward(client, server, Arc::clone(&lose), Arc::clone(&lost));
+                }
+            })
+        };
+        Proxy {
+            path,
+            lose,
+            lost,
+            stop,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis+unix://{}", self.path.display())
+    }
+
+    /// Loses the next reply that starts with `prefix`.
+    fn lose_next(&self, prefix: &'static [u8]) {
+        *self.lose.lock().unwrap() = Some(prefix);
+    }
+
+    fn lost(&self) -> usize {
+        self.lost.load(Ordering::SeqCst)
+    }
+}
+
+/// Copies requests to the server and replies back; cuts both connections instead of
+/// passing on a reply to lose. The threads end when either side closes.
+fn forward(
+    client: UnixStream,
+    server: UnixStream,
+    lose: Arc<Mutex<Option<&'static [u8]>>>,
+    lost: Arc<AtomicUsize>,
+) {
+    let (Ok(mut client_in), Ok(mut server_out)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    thread::spawn(move || {
+        let _ = std::io::copy(&mut client_in, &mut server_out);
+        let _ = server_out.shutdown(Shutdown::Both);
+    });
+    thread::spawn(move || {
+        let (mut server, mut client) = (server, client);
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let n = match server.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let chunk = &buffer[..n];
+            let cut = {
+                let mut lose = lose.lock().unwrap();
+                match *lose {
+                    Some(prefix) if chunk.starts_with(prefix) => {
+                        *lose = None;
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if cut {
+                lost.fetch_add(1, Ordering::SeqCst);
+                break;
+            }
+            if client.write_all(chunk).is_err() {
+                break;
+            }
+        }
+        let _ = client.shutdown(Shutdown::Both);
+        let _ = server.shutdown(Shutdown::Both);
+    });
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the acceptor, which sees `stop`.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// (d) A write whose reply is lost is sent again on a fresh connection; the replay
+/// recognizes the write that landed and answers as it did: a create is not `exists`, a
+/// commit is not `stale` (nor re-decided into an error), a remove is not "not found";
+/// and it changes nothing more (one version step, one notification).
+#[test]
+fn a_write_whose_reply_was_lost_is_replayed_exactly() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let proxy = Proxy::start(server.socket());
+    let prefix = fresh_prefix();
+    let store = builder(&proxy.url(), &prefix).build().unwrap();
+    let observer = instance(&server, &prefix);
+    let (seen, _) = recorder(&observer);
+    let owner = alice();
+    // Every script is loaded once, so the replies below are the scripts' own.
+    let warm = store.insert(&owner, req(0)).unwrap().id().to_string();
+    store
+        .store_result(&owner, &warm, TaskStatus::Completed, tool_outcome("warm"))
+        .unwrap();
+    store.remove(&owner, &warm).unwrap();
+    let field = |id: &str, name: &str| {
+        server.command(&["HGET", &format!("{prefix}:{{o616c696365}}:t:{id}"), name])
+    };
+
+    // CREATE and COMMIT answer `{'ok', time}`.
+    proxy.lose_next(b"*2\r\n$2\r\nok\r\n");
+    let created = store
+        .insert(&owner, req(1))
+        .expect("a create whose reply was lost");
+    assert_eq!(proxy.lost(), 1, "the create's reply was lost");
+    let id = created.id().to_string();
+    assert_eq!(
+        ids(&observer.list(&owner, None, 10).unwrap().tasks),
+        vec![id.clone()]
+    );
+    assert_eq!(field(&id, "v"), "1");
+    assert_eq!(
+        observer.get(&owner, &id).unwrap(),
+        created.clone().into_any()
+    );
+
+    proxy.lose_next(b"*2\r\n$2\r\nok\r\n");
+    let done = store
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("once"))
+        .expect("a commit whose reply was lost");
+    assert_eq!(proxy.lost(), 2, "the commit's reply was lost");
+    assert_eq!(done.status(), TaskStatus::Completed);
+    assert_eq!(field(&id, "v"), "2", "one version step");
+    assert_eq!(observer.get(&owner, &id).unwrap(), done);
+    eventually("the observer sees the completion", || {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|change| change.task == done)
+    });
+    thread::sleep(ms(200));
+    let completions = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|change| change.task.id().to_string() == id && change.task.is_terminal())
+        .count();
+    assert_eq!(completions, 1, "the replay published nothing");
+
+    // REMOVE answers the task's four fields.
+    proxy.lose_next(b"*4\r\n");
+    let removed = store
+        .remove(&owner, &id)
+        .expect("a remove whose reply was lost");
+    assert_eq!(proxy.lost(), 3, "the remove's reply was lost");
+    assert_eq!(removed, done);
+    assert!(matches!(
+        observer.get(&owner, &id),
+        Err(Error::TaskNotFound { .. })
+    ));
+    assert!(observer.list(&owner, None, 10).unwrap().tasks.is_empty());
+}
