@@ -1,5 +1,6 @@
 //! `RedisTaskStore` under faults, on real `redis-server` processes: Redis restarted under
-//! running instances, and a write whose reply is lost on the way back.
+//! running instances, Redis stopped under a wait, and a write whose reply is lost on the
+//! way back.
 //!
 //! Each test starts its own `redis-server` (`support/redis.rs`); without one on `PATH` the
 //! tests say `SKIPPED` and pass. Every blocking call and every loop is bounded, and every
@@ -19,12 +20,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
 
-use common::{BOUND, alice, eventually, ids, join_within, ms, recorder, req, tool_outcome};
+use common::{BOUND, WAKE, alice, eventually, ids, join_within, ms, recorder, req, tool_outcome};
+use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
     AnyTask, Error, Owner, RedisStoreBuilder, RedisTaskStore, TaskStatus, TaskStore, TtlPolicy,
 };
 use redis_server::RedisServer;
+
+/// A generous upper bound for "answers within about its timeout": far above the timeouts
+/// used here, far below a hang.
+const PROMPTLY: Duration = Duration::from_secs(5);
 
 fn builder(url: &str, prefix: &str) -> RedisStoreBuilder {
     RedisTaskStore::builder(url)
@@ -40,6 +47,14 @@ fn instance(server: &RedisServer, prefix: &str) -> RedisTaskStore {
     builder(&server.url(), prefix)
         .build()
         .expect("a RedisTaskStore on the test server")
+}
+
+#[track_caller]
+fn assert_unavailable<T: std::fmt::Debug>(result: Result<T, Error>, what: &str) {
+    match result {
+        Err(err @ Error::Store { .. }) => assert_eq!(err.code(), INTERNAL_ERROR, "{what}"),
+        other => panic!("{what}: expected the store-unavailable error, got {other:?}"),
+    }
 }
 
 /// The normal (not pub/sub) client connections the server has, besides the one asking.
@@ -139,6 +154,96 @@ fn an_aof_redis_restart_fails_no_request_once_it_is_back() {
     assert_eq!(
         a.get(&owner, &before).unwrap().status(),
         TaskStatus::Completed
+    );
+}
+
+/// (c) Redis is stopped: a wait answers the store-unavailable error within about its
+/// timeout (never `Timeout`, which would read as "the task is still working"), whether it
+/// starts during the outage or was already waiting; a wait without a timeout ends at the
+/// store's outage timeout. Once Redis is back, waits work again.
+#[test]
+fn a_wait_during_an_outage_answers_store_unavailable_within_its_timeout() {
+    let Some(mut server) = RedisServer::start_aof() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let store = builder(&server.url(), &prefix)
+        .outage_timeout(ms(300))
+        .build()
+        .unwrap();
+    let owner = alice();
+    let id = store.insert(&owner, req(1)).unwrap().id().to_string();
+
+    // Already waiting when Redis goes away.
+    let sleeper = {
+        let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
+        thread::spawn(move || {
+            let started = Instant::now();
+            (store.wait(&owner, &id, Some(ms(1500))), started.elapsed())
+        })
+    };
+    thread::sleep(ms(200));
+    assert!(
+        !sleeper.is_finished(),
+        "the waiter blocks while the task works"
+    );
+    server.stop();
+    let (result, waited) = join_within(sleeper, BOUND, "a waiter during an outage");
+    // A read during the outage fails at once, with the Redis client's error as its source.
+    let read = store.get(&owner, &id).unwrap_err();
+    assert!(
+        std::error::Error::source(&read).is_some(),
+        "the store error keeps its cause: {read:?}"
+    );
+    assert_unavailable::<()>(Err(read), "a read during an outage");
+    assert_unavailable(result, "a waiter that was waiting when Redis stopped");
+    assert!(waited < PROMPTLY, "it answered after {waited:?}");
+
+    // Started during the outage, with a timeout, then without one; several times, so both
+    // "the subscriber has not noticed yet" and "it has" are met.
+    for round in 0..5 {
+        let started = Instant::now();
+        let result = store.wait(&owner, &id, Some(ms(500)));
+        let waited = started.elapsed();
+        assert_unavailable(result, &format!("a wait with a timeout, round {round}"));
+        assert!(
+            waited < PROMPTLY,
+            "round {round}: answered after {waited:?}"
+        );
+
+        let started = Instant::now();
+        let result = store.wait(&owner, &id, None);
+        let waited = started.elapsed();
+        assert_unavailable(result, &format!("a wait without a timeout, round {round}"));
+        assert!(
+            waited < PROMPTLY,
+            "round {round}: answered after {waited:?}"
+        );
+        thread::sleep(ms(100));
+    }
+
+    server.resume();
+    // Back: a wait on the working task reaches its own timeout again (bounded retries
+    // while the subscriber reconnects), and a completion ends it.
+    let started = Instant::now();
+    loop {
+        match store.wait(&owner, &id, Some(ms(100))) {
+            Err(Error::Timeout { .. }) => break,
+            Err(Error::Store { .. }) if started.elapsed() < BOUND => thread::sleep(ms(50)),
+            other => panic!("a wait after Redis came back: {other:?}"),
+        }
+    }
+    let waiter = {
+        let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
+        thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
+    };
+    thread::sleep(ms(50));
+    let done = store
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("back"))
+        .unwrap();
+    assert_eq!(
+        join_within(waiter, WAKE, "a waiter after the outage").unwrap(),
+        done
     );
 }
 

@@ -34,7 +34,8 @@
 //!   that wakes its local waiters; a waiter registers and waits for a confirmed
 //!   subscription *before* it reads the task, so no change is missed; if the subscriber's
 //!   connection drops, every waiter reads again after it reconnects; every wait is bounded
-//!   by its timeout and by the task's expiry.
+//!   by its timeout, by the task's expiry, and while Redis is unreachable by the outage
+//!   timeout (see [below](self#faults)).
 //! - **Subscribers** ([`TaskStore::subscribe`]) of every instance see the changes made on
 //!   any instance, in order, from the moment [`RedisStoreBuilder::build`] returns. Pub/sub
 //!   delivers at most once: changes published while an instance's subscriber connection
@@ -56,6 +57,14 @@
 //!   decided again), a removal answers the removed task (from a tombstone kept 30 s).
 //!   If another writer changed the task between the lost reply and the replay, the
 //!   replay cannot tell and the change is decided again on the task as it now is.
+//! - **Bounded waits.** `tasks/result` and a handler's wait for input watch the task
+//!   through the instance's subscription. While it is down (Redis unreachable), a wait
+//!   answers [`Error::Store`] (`-32603`, "task store unavailable") at its timeout, never
+//!   [`Error::Timeout`] (which would read as "still working"), and at the latest after
+//!   the store's [outage timeout](RedisStoreBuilder::outage_timeout) (default 30 s) when it
+//!   has no timeout or a longer one. A read or write during the outage answers
+//!   [`Error::Store`] at once (within the 5 s connect timeout). Every store error keeps the
+//!   Redis client's error as its [`source`](std::error::Error::source).
 //!
 //! # Operating Redis for it
 //! - Use `maxmemory-policy noeviction`: an evicted task would silently vanish. With it, a
@@ -66,6 +75,8 @@
 //!   persistence a restart loses every task (requestors then get "task not found").
 //!   Either way, requests succeed again as soon as Redis answers (each instance
 //!   reconnects on the first request).
+//! - Choose the [`outage_timeout`](RedisStoreBuilder::outage_timeout): how long a `tasks/result`
+//!   without a timeout may wait for Redis to come back before it answers an error.
 //! - Run every instance with the same build of this crate (the stored record and the
 //!   scripts are versioned with it) and the same key prefix.
 //! - Expiry relies on the server's clock; Redis Cluster works (an owner's keys are in one
@@ -116,6 +127,12 @@ const MAX_ATTEMPTS: usize = 64;
 /// The most unfinished tasks an instance remembers as it last wrote them.
 const RECENT: usize = 16_384;
 
+/// The default of [`RedisStoreBuilder::outage_timeout`].
+pub const DEFAULT_OUTAGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest outage timeout (a longer one is cut to this).
+const MAX_OUTAGE_TIMEOUT: Duration = Duration::from_secs(86_400);
+
 /// A task store in Redis, shared by every instance built on the same server and prefix.
 ///
 /// `Clone` shares the instance (its connections and its subscriber thread). See the
@@ -147,11 +164,13 @@ pub struct RedisStoreBuilder {
     ttl: TtlPolicy,
     limits: Limits,
     poll_interval: Option<u64>,
+    outage_timeout: Duration,
 }
 
 struct Inner {
     client: Client,
     pool: Mutex<Vec<Connection>>,
+    outage_timeout: Duration,
     prefix: String,
     channel: String,
     ttl: TtlPolicy,
@@ -197,6 +216,16 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// How long a wait (`tasks/result`, a handler's wait for input) waits for Redis to come
+    /// back when it finds the store's subscription down, before it answers
+    /// [`Error::Store`] (default [`DEFAULT_OUTAGE_TIMEOUT`]). A wait with a shorter timeout
+    /// answers [`Error::Store`] at its timeout instead; no wait outlasts an outage by
+    /// more than this.
+    pub fn outage_timeout(mut self, outage_timeout: Duration) -> Self {
+        self.outage_timeout = outage_timeout;
+        self
+    }
+
     /// Connects, agrees on the cursor secret with the other instances, and starts the
     /// subscriber thread; returns once its subscription is confirmed.
     ///
@@ -215,6 +244,12 @@ impl RedisStoreBuilder {
         let client = Client::open(self.url.as_str()).map_err(|err| {
             Error::InvalidConfig(format!("`{}` is not a Redis URL: {err}", self.url))
         })?;
+        if self.outage_timeout.is_zero() {
+            return Err(Error::InvalidConfig(
+                "the Redis store's outage timeout is zero: every wait would fail at once"
+                    .to_owned(),
+            ));
+        }
         let mut connection = client
             .get_connection_with_timeout(Duration::from_secs(5))
             .map_err(store_error)?;
@@ -238,6 +273,7 @@ impl RedisStoreBuilder {
         let inner = Arc::new(Inner {
             client,
             pool: Mutex::new(vec![connection]),
+            outage_timeout: self.outage_timeout.min(MAX_OUTAGE_TIMEOUT),
             channel: format!("{}:events", self.prefix),
             prefix: self.prefix,
             ttl: self.ttl,
@@ -410,6 +446,15 @@ impl Inner {
         self.pool().clear();
     }
 
+    /// The store is unreachable for a wait that waited `waited` for it.
+    fn unavailable(&self, task_id: &str, waited: Duration) -> Error {
+        Error::store(format!(
+            "cannot watch task `{}`: the subscription to Redis has been down for the last \
+             {waited:?}",
+            crate::error::shorten(task_id)
+        ))
+    }
+
     fn connect(&self) -> Result<Connection, Error> {
         self.client
             .get_connection_with_timeout(Duration::from_secs(5))
@@ -428,6 +473,11 @@ impl Inner {
                 .arg(&key)
                 .query(connection)
         })?;
+        // `-2`: the key expired between the two commands, so the task is gone (taking it
+        // for a task without expiry would let a waiter sleep past its end).
+        if pttl == -2 {
+            return Ok(None);
+        }
         let [
             Some(version),
             Some(status),
@@ -552,7 +602,14 @@ impl Inner {
         };
         let registration = self.waiters.register(&keys.task(id));
         loop {
-            let mark = registration.mark(deadline).ok_or_else(timed_out)?;
+            // The subscription may be down (Redis unreachable): wait for it until the
+            // deadline, and never longer than the outage timeout.
+            let asked = Instant::now();
+            let outage = asked + self.outage_timeout;
+            let until = deadline.map_or(outage, |deadline| deadline.min(outage));
+            let Some(mark) = registration.mark(until) else {
+                return Err(self.unavailable(task_id, asked.elapsed()));
+            };
             let Some(read) = self.read(&keys, id)? else {
                 return Err(not_found(task_id));
             };
@@ -660,6 +717,7 @@ impl RedisTaskStore {
             ttl: TtlPolicy::default(),
             limits: Limits::default(),
             poll_interval: None,
+            outage_timeout: DEFAULT_OUTAGE_TIMEOUT,
         }
     }
 

@@ -121,26 +121,19 @@ impl Waiters {
 }
 
 impl Registration<'_> {
-    /// Waits (until `deadline`) for a confirmed subscription, then marks where the waiter
-    /// stands: call before reading the task. `None` if the deadline passed first.
-    pub(crate) fn mark(&self, deadline: Option<Instant>) -> Option<Mark> {
+    /// Waits (until `until`) for a confirmed subscription, then marks where the waiter
+    /// stands: call before reading the task. `None` if `until` passed first (the
+    /// subscription is down, so the task cannot be watched).
+    pub(crate) fn mark(&self, until: Instant) -> Option<Mark> {
         let mut state = lock(&self.waiters.state);
         while !state.live {
-            state = match deadline {
-                None => self
-                    .waiters
-                    .link
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner),
-                Some(deadline) => {
-                    let left = deadline.checked_duration_since(Instant::now())?;
-                    self.waiters
-                        .link
-                        .wait_timeout(state, left)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0
-                }
-            };
+            let left = until.checked_duration_since(Instant::now())?;
+            state = self
+                .waiters
+                .link
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
         let epoch = state.epoch;
         drop(state);
@@ -303,7 +296,8 @@ mod tests {
         let waiters = Arc::new(Waiters::default());
         waiters.up();
         let registration = waiters.register("task");
-        let mark = registration.mark(None).unwrap();
+        let far = Instant::now() + Duration::from_secs(60);
+        let mark = registration.mark(far).unwrap();
         waiters.bump("task");
         let started = Instant::now();
         registration.sleep(mark, Some(Duration::from_secs(10)));
@@ -312,12 +306,12 @@ mod tests {
             "a message was lost"
         );
 
-        let mark = registration.mark(None).unwrap();
+        let mark = registration.mark(far).unwrap();
         let sleeper = {
             let waiters = Arc::clone(&waiters);
             std::thread::spawn(move || {
                 let registration = waiters.register("task");
-                let mark = registration.mark(None).unwrap();
+                let mark = registration.mark(far).unwrap();
                 registration.sleep(mark, Some(Duration::from_secs(10)));
             })
         };
@@ -332,7 +326,7 @@ mod tests {
         );
         assert_eq!(
             registration
-                .mark(Some(Instant::now() + Duration::from_millis(20)))
+                .mark(Instant::now() + Duration::from_millis(20))
                 .map(|_| ()),
             None,
             "no waiter may read before the subscription is back"
