@@ -1,6 +1,6 @@
-//! `RedisTaskStore` under faults, on real `redis-server` processes: Redis restarted under
-//! running instances, Redis stopped under a wait, and a write whose reply is lost on the
-//! way back.
+//! `RedisTaskStore` under faults, on real `redis-server` processes: Redis restarted (with
+//! and without persistence) under running instances, Redis stopped under a wait, and a
+//! write whose reply is lost on the way back.
 //!
 //! Each test starts its own `redis-server` (`support/redis.rs`); without one on `PATH` the
 //! tests say `SKIPPED` and pass. Every blocking call and every loop is bounded, and every
@@ -155,6 +155,134 @@ fn an_aof_redis_restart_fails_no_request_once_it_is_back() {
         a.get(&owner, &before).unwrap().status(),
         TaskStatus::Completed
     );
+}
+
+/// (b) Redis without persistence restarts: it loses the shared cursor secret with the
+/// tasks. An instance built before the restart and one built after accept each other's
+/// cursors for new tasks, in both orders; the older instance still accepts its own
+/// cursors from before.
+#[test]
+fn cursors_hold_across_a_restart_without_persistence() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let owner = alice();
+    let old = instance(&server, &prefix);
+    for n in 0..3 {
+        let _ = old.insert(&owner, req(n)).unwrap();
+    }
+    let old_cursor = old
+        .list(&owner, None, 1)
+        .unwrap()
+        .next_cursor
+        .expect("a cursor");
+
+    server.restart();
+    let new = instance(&server, &prefix);
+    let mut created = Vec::new();
+    for n in 0..6 {
+        let store = if n % 2 == 0 { &old } else { &new };
+        created.push(store.insert(&owner, req(n)).unwrap().id().to_string());
+        thread::sleep(ms(2));
+    }
+    assert_eq!(ids(&new.list(&owner, None, 100).unwrap().tasks), created);
+
+    // The new instance's cursor continues on the old one, whose next continues on the new.
+    let first = new.list(&owner, None, 2).unwrap();
+    assert_eq!(ids(&first.tasks), created[..2]);
+    let second = old
+        .list(&owner, Some(&first.next_cursor.expect("a cursor")), 2)
+        .expect("the old instance accepts the new one's cursor");
+    assert_eq!(ids(&second.tasks), created[2..4]);
+    let third = new
+        .list(&owner, Some(&second.next_cursor.expect("a cursor")), 2)
+        .expect("the new instance accepts the old one's cursor");
+    assert_eq!(ids(&third.tasks), created[4..]);
+    assert_eq!(third.next_cursor, None);
+
+    // And the other way round, starting on the old instance.
+    let first = old.list(&owner, None, 3).unwrap();
+    let second = new
+        .list(&owner, Some(&first.next_cursor.expect("a cursor")), 3)
+        .expect("the new instance accepts the old one's cursor");
+    assert_eq!(ids(&[first.tasks, second.tasks].concat()), created);
+
+    // A cursor issued before the restart names a sequence number of a lost task: the old
+    // instance still accepts it (the tasks after it are the new ones).
+    let page = old
+        .list(&owner, Some(&old_cursor), 100)
+        .expect("the old instance accepts its cursor from before the restart");
+    assert_eq!(ids(&page.tasks), created);
+    // A forged cursor is still refused.
+    let forged = format!("{}0000000000000000", &old_cursor[..16]);
+    assert!(matches!(
+        new.list(&owner, Some(&forged), 2),
+        Err(Error::InvalidCursor { .. })
+    ));
+}
+
+/// (b') With an operator's cursor secret, the instances agree through no Redis key, so
+/// cursors from before a restart without persistence hold on every instance.
+#[test]
+fn a_configured_cursor_secret_holds_across_restarts_on_every_instance() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let secret = "a long operator secret, the same everywhere";
+    let configured = |server: &RedisServer| {
+        builder(&server.url(), &prefix)
+            .cursor_secret(secret)
+            .build()
+            .unwrap()
+    };
+    let owner = alice();
+    let old = configured(&server);
+    let mut created = Vec::new();
+    for n in 0..4 {
+        created.push(old.insert(&owner, req(n)).unwrap().id().to_string());
+        thread::sleep(ms(2));
+    }
+    let cursor = old
+        .list(&owner, None, 2)
+        .unwrap()
+        .next_cursor
+        .expect("a cursor");
+    // The cursor works on every instance with the secret, not on one without it.
+    let other = configured(&server);
+    assert_eq!(
+        ids(&other.list(&owner, Some(&cursor), 10).unwrap().tasks),
+        created[2..]
+    );
+    let unconfigured = instance(&server, &prefix);
+    assert!(matches!(
+        unconfigured.list(&owner, Some(&cursor), 10),
+        Err(Error::InvalidCursor { .. })
+    ));
+    assert_eq!(
+        server.command(&["EXISTS", &format!("{prefix}:cursor-secret")]),
+        ":1",
+        "only the unconfigured instance shared a secret"
+    );
+
+    server.restart();
+    let new = configured(&server);
+    let after = new.insert(&owner, req(9)).unwrap().id().to_string();
+    for store in [&old, &new] {
+        assert_eq!(
+            ids(&store.list(&owner, Some(&cursor), 10).unwrap().tasks),
+            vec![after.clone()],
+            "a cursor from before the restart"
+        );
+    }
+
+    assert!(matches!(
+        builder(&server.url(), &prefix)
+            .cursor_secret("too short")
+            .build(),
+        Err(Error::InvalidConfig(_))
+    ));
 }
 
 /// (c) Redis is stopped: a wait answers the store-unavailable error within about its

@@ -66,6 +66,25 @@
 //!   [`Error::Store`] at once (within the 5 s connect timeout). Every store error keeps the
 //!   Redis client's error as its [`source`](std::error::Error::source).
 //!
+//! # Cursors across Redis restarts
+//! A `tasks/list` cursor carries a tag under a secret every instance must know.
+//! - **Configured** ([`RedisStoreBuilder::cursor_secret`], the recommended setup for
+//!   several instances): every instance with the same secret accepts every cursor any of
+//!   them issued, across any Redis restart, persistent or not; nothing is stored in Redis.
+//! - **Not configured:** the first instance shares a random secret in
+//!   `{prefix}:cursor-secret` (`SET NX`) and the others adopt it when they are built. If
+//!   Redis keeps the key (persistence), restarts change nothing. If a restart loses it,
+//!   an instance that finds it missing (one built after the restart, or one built before
+//!   that reads it again, which it does after any disconnection before it issues its next
+//!   cursor, and on a cursor it cannot check) shares its own; every instance adopts the
+//!   shared one and still accepts cursors under the one it held before. So every instance
+//!   accepts every cursor issued after the restart, whenever it was built. A cursor issued
+//!   before the restart is accepted by the instances that were running then and refused
+//!   (`-32602`, invalid cursor) by those built after; it named tasks the restart lost, so
+//!   the requestor lists again from the start. Each instance keeps two secrets (current
+//!   and previous): after a second restart without persistence, cursors from before the
+//!   first one are refused too.
+//!
 //! # Operating Redis for it
 //! - Use `maxmemory-policy noeviction`: an evicted task would silently vanish. With it, a
 //!   full Redis refuses new tasks ([`Error::Store`]) instead.
@@ -75,7 +94,10 @@
 //!   persistence a restart loses every task (requestors then get "task not found").
 //!   Either way, requests succeed again as soon as Redis answers (each instance
 //!   reconnects on the first request).
-//! - Choose the [`outage_timeout`](RedisStoreBuilder::outage_timeout): how long a `tasks/result`
+//! - With several instances, give them all the same
+//!   [`cursor_secret`](RedisStoreBuilder::cursor_secret) (at least 16 characters, e.g. 32
+//!   random hex digits, kept like a password), and choose the
+//!   [`outage_timeout`](RedisStoreBuilder::outage_timeout): how long a `tasks/result`
 //!   without a timeout may wait for Redis to come back before it answers an error.
 //! - Run every instance with the same build of this crate (the stored record and the
 //!   scripts are versioned with it) and the same key prefix.
@@ -95,6 +117,7 @@ mod waiters;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -133,6 +156,10 @@ pub const DEFAULT_OUTAGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest outage timeout (a longer one is cut to this).
 const MAX_OUTAGE_TIMEOUT: Duration = Duration::from_secs(86_400);
 
+/// How often, at most, a cursor this instance cannot check makes it read the shared
+/// cursor secret again (when it saw no disconnection meanwhile).
+const SECRET_RECHECK: Duration = Duration::from_secs(1);
+
 /// A task store in Redis, shared by every instance built on the same server and prefix.
 ///
 /// `Clone` shares the instance (its connections and its subscriber thread). See the
@@ -156,7 +183,7 @@ pub struct RedisTaskStore {
 }
 
 /// Builds a [`RedisTaskStore`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use]
 pub struct RedisStoreBuilder {
     url: String,
@@ -164,19 +191,40 @@ pub struct RedisStoreBuilder {
     ttl: TtlPolicy,
     limits: Limits,
     poll_interval: Option<u64>,
+    cursor_secret: Option<String>,
     outage_timeout: Duration,
+}
+
+impl fmt::Debug for RedisStoreBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStoreBuilder")
+            .field("url", &self.url)
+            .field("prefix", &self.prefix)
+            .field("ttl", &self.ttl)
+            .field("limits", &self.limits)
+            .field("poll_interval", &self.poll_interval)
+            .field(
+                "cursor_secret",
+                &self.cursor_secret.as_ref().map(|_| "<configured>"),
+            )
+            .field("outage_timeout", &self.outage_timeout)
+            .finish()
+    }
 }
 
 struct Inner {
     client: Client,
     pool: Mutex<Vec<Connection>>,
+    /// Counts the failed connections of the pool (with the subscription's epoch: the
+    /// disconnections this instance saw).
+    broken: AtomicU64,
     outage_timeout: Duration,
     prefix: String,
     channel: String,
     ttl: TtlPolicy,
     per_owner: Option<usize>,
     poll_interval: Option<u64>,
-    cursors: CursorKey,
+    cursors: Cursors,
     waiters: Waiters,
     notifier: Notifier,
     /// Unfinished tasks this instance wrote last, by task key, with their version: a
@@ -213,6 +261,16 @@ impl RedisStoreBuilder {
     /// Suggests this poll interval (milliseconds) for tasks whose request names none.
     pub fn poll_interval(mut self, poll_interval: Option<u64>) -> Self {
         self.poll_interval = poll_interval;
+        self
+    }
+
+    /// Signs `tasks/list` cursors with this secret (at least 16 characters; every instance
+    /// must use the same): the recommended setup for several instances, since cursors then
+    /// hold across any Redis restart and instances never have to agree on a secret through
+    /// Redis. Without it, the instances share a random secret through Redis (see the
+    /// [module docs](self#cursors-across-redis-restarts)).
+    pub fn cursor_secret(mut self, secret: impl Into<String>) -> Self {
+        self.cursor_secret = Some(secret.into());
         self
     }
 
@@ -254,32 +312,32 @@ impl RedisStoreBuilder {
             .get_connection_with_timeout(Duration::from_secs(5))
             .map_err(store_error)?;
         let secret_key = format!("{}:cursor-secret", self.prefix);
-        let fresh = format!("{:032x}", uuid::Uuid::new_v4().as_u128());
-        let _: Option<String> = redis::cmd("SET")
-            .arg(&secret_key)
-            .arg(&fresh)
-            .arg("NX")
-            .query(&mut connection)
-            .map_err(store_error)?;
-        let secret: String = redis::cmd("GET")
-            .arg(&secret_key)
-            .query(&mut connection)
-            .map_err(store_error)?;
-        let secret = u128::from_str_radix(&secret, 16).map_err(|_| {
-            Error::store(format!(
-                "`{secret_key}` does not hold a cursor secret this crate wrote: delete it"
-            ))
-        })?;
+        let cursors = match &self.cursor_secret {
+            Some(secret) if secret.chars().count() < 16 => {
+                return Err(Error::InvalidConfig(
+                    "the cursor secret is shorter than 16 characters: use a long random one"
+                        .to_owned(),
+                ));
+            }
+            Some(secret) => Cursors::fixed(derive_secret(secret)),
+            None => {
+                let mine = uuid::Uuid::new_v4().as_u128();
+                let shared =
+                    share_secret(&mut connection, &secret_key, mine).map_err(store_error)?;
+                Cursors::shared(secret_key, parse_secret(&shared)?)
+            }
+        };
         let inner = Arc::new(Inner {
             client,
             pool: Mutex::new(vec![connection]),
+            broken: AtomicU64::new(0),
             outage_timeout: self.outage_timeout.min(MAX_OUTAGE_TIMEOUT),
             channel: format!("{}:events", self.prefix),
             prefix: self.prefix,
             ttl: self.ttl,
             per_owner: self.limits.per_owner,
             poll_interval: self.poll_interval,
-            cursors: CursorKey::from_secret(secret),
+            cursors,
             waiters: Waiters::default(),
             notifier: Notifier::default(),
             recent: Mutex::new(HashMap::new()),
@@ -327,6 +385,104 @@ fn is_broken(err: &redis::RedisError) -> bool {
 /// A random write id (see [`scripts`]).
 fn write_id() -> String {
     format!("{:016x}", uuid::Uuid::new_v4().as_u128() as u64)
+}
+
+/// Shares `mine` as the cursor secret under `key` unless one is there; returns the one
+/// there (one round trip).
+fn share_secret(connection: &mut Connection, key: &str, mine: u128) -> redis::RedisResult<String> {
+    let (_, shared): (Option<String>, String) = redis::pipe()
+        .cmd("SET")
+        .arg(key)
+        .arg(format!("{mine:032x}"))
+        .arg("NX")
+        .cmd("GET")
+        .arg(key)
+        .query(connection)?;
+    Ok(shared)
+}
+
+fn parse_secret(text: &str) -> Result<u128, Error> {
+    u128::from_str_radix(text, 16).map_err(|_| {
+        Error::store(
+            "the shared cursor secret is not one this crate wrote: delete the key \
+             `{prefix}:cursor-secret`"
+                .to_owned(),
+        )
+    })
+}
+
+/// The 128-bit key of an operator's cursor secret: SipHash-2-4 of the text under two fixed
+/// keys, the same in every process of every build.
+fn derive_secret(secret: &str) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let half = |k0: u64, k1: u64| {
+        #[allow(deprecated)]
+        let mut hasher = std::hash::SipHasher::new_with_keys(k0, k1);
+        secret.hash(&mut hasher);
+        hasher.finish()
+    };
+    (u128::from(half(0x6d63_702d_7461_736b, 1)) << 64) | u128::from(half(0x6375_7273_6f72_7321, 2))
+}
+
+/// The secrets `tasks/list` cursors are signed with.
+struct Cursors {
+    /// Where the shared secret lives; `None` when the operator configured one.
+    key: Option<String>,
+    state: Mutex<Secrets>,
+}
+
+struct Secrets {
+    /// Signs new cursors; accepted.
+    current: u128,
+    /// The one held before `current` (a Redis restart without persistence): accepted.
+    previous: Option<u128>,
+    /// When the shared secret was last read, and the disconnections seen by then.
+    checked_at: Instant,
+    checked_after: u64,
+}
+
+impl Cursors {
+    fn fixed(secret: u128) -> Self {
+        Self::new(None, secret)
+    }
+
+    fn shared(key: String, secret: u128) -> Self {
+        Self::new(Some(key), secret)
+    }
+
+    fn new(key: Option<String>, secret: u128) -> Self {
+        Cursors {
+            key,
+            state: Mutex::new(Secrets {
+                current: secret,
+                previous: None,
+                checked_at: Instant::now(),
+                checked_after: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Secrets> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn encode(&self, owner: &Owner, seq: u64) -> String {
+        CursorKey::from_secret(self.lock().current).encode(owner, seq)
+    }
+
+    fn decode(&self, owner: &Owner, cursor: &str) -> Result<u64, Error> {
+        let (current, previous) = {
+            let state = self.lock();
+            (state.current, state.previous)
+        };
+        let first = CursorKey::from_secret(current).decode(owner, cursor);
+        match previous {
+            Some(previous) if first.is_err() => CursorKey::from_secret(previous)
+                .decode(owner, cursor)
+                .or(first),
+            _ => first,
+        }
+    }
 }
 
 fn not_found(task_id: &str) -> Error {
@@ -443,7 +599,56 @@ impl Inner {
 
     /// A connection broke: forget the pooled ones.
     fn broke(&self) {
+        self.broken.fetch_add(1, Ordering::Relaxed);
         self.pool().clear();
+    }
+
+    /// The disconnections this instance has seen (pool and subscription).
+    fn disconnections(&self) -> u64 {
+        self.broken.load(Ordering::Relaxed) + self.waiters.epoch()
+    }
+
+    /// Reads the shared cursor secret again if this instance saw a disconnection since it
+    /// last did (Redis may have restarted and lost it), or, when `doubt` (a cursor it
+    /// cannot check), if it last did over [`SECRET_RECHECK`] ago. Re-shares its own secret
+    /// if the key is missing, adopts the one there otherwise (keeping the one it held as
+    /// the previous). Answers whether the secret changed.
+    fn recheck_secret(&self, doubt: bool) -> Result<bool, Error> {
+        let Some(key) = &self.cursors.key else {
+            return Ok(false);
+        };
+        let seen = self.disconnections();
+        let mine = {
+            let state = self.cursors.lock();
+            let due = state.checked_after != seen
+                || (doubt && state.checked_at.elapsed() >= SECRET_RECHECK);
+            if !due {
+                return Ok(false);
+            }
+            state.current
+        };
+        let shared = self.with(|connection| share_secret(connection, key, mine))?;
+        let shared = parse_secret(&shared)?;
+        let mut state = self.cursors.lock();
+        state.checked_at = Instant::now();
+        state.checked_after = seen;
+        if shared == state.current {
+            return Ok(false);
+        }
+        state.previous = Some(state.current);
+        state.current = shared;
+        Ok(true)
+    }
+
+    /// The sequence number `cursor` continues after, under any secret this instance holds
+    /// (read again once if none fits).
+    fn decode_cursor(&self, owner: &Owner, cursor: &str) -> Result<u64, Error> {
+        match self.cursors.decode(owner, cursor) {
+            Err(err) if self.recheck_secret(true)? => {
+                self.cursors.decode(owner, cursor).map_err(|_| err)
+            }
+            decoded => decoded,
+        }
     }
 
     /// The store is unreachable for a wait that waited `waited` for it.
@@ -717,6 +922,7 @@ impl RedisTaskStore {
             ttl: TtlPolicy::default(),
             limits: Limits::default(),
             poll_interval: None,
+            cursor_secret: None,
             outage_timeout: DEFAULT_OUTAGE_TIMEOUT,
         }
     }
@@ -827,7 +1033,7 @@ impl TaskStore for RedisTaskStore {
     ) -> Result<TaskPage, Error> {
         let inner = &*self.inner;
         let after = cursor
-            .map(|cursor| inner.cursors.decode(owner, cursor))
+            .map(|cursor| inner.decode_cursor(owner, cursor))
             .transpose()?;
         let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
         let keys = inner.keys(owner);
@@ -855,7 +1061,11 @@ impl TaskStore for RedisTaskStore {
             last = Some(seq.parse::<u64>().map_err(|_| unexpected(row))?);
         }
         let next_cursor = match (more, last) {
-            (true, Some(seq)) => Some(inner.cursors.encode(owner, seq)),
+            (true, Some(seq)) => {
+                // After a disconnection, Redis may have restarted and lost the shared secret.
+                inner.recheck_secret(false)?;
+                Some(inner.cursors.encode(owner, seq))
+            }
             _ => None,
         };
         Ok(TaskPage { tasks, next_cursor })

@@ -97,6 +97,11 @@ impl Waiters {
         state.live
     }
 
+    /// How many times the subscription was lost so far.
+    pub(crate) fn epoch(&self) -> u64 {
+        lock(&self.state).epoch
+    }
+
     /// The subscription is confirmed: waiters may read.
     pub(crate) fn up(&self) {
         lock(&self.state).live = true;
