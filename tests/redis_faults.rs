@@ -287,15 +287,18 @@ fn a_configured_cursor_secret_holds_across_restarts_on_every_instance() {
 
 /// (c) Redis is stopped: a wait answers the store-unavailable error within about its
 /// timeout (never `Timeout`, which would read as "the task is still working"), whether it
-/// starts during the outage or was already waiting; a wait without a timeout ends at the
-/// store's outage timeout. Once Redis is back, waits work again.
+/// starts during the outage or was already waiting; a wait without a timeout (or with a
+/// longer one) ends at the store's outage timeout. Once Redis is back, waits work again.
 #[test]
 fn a_wait_during_an_outage_answers_store_unavailable_within_its_timeout() {
     let Some(mut server) = RedisServer::start_aof() else {
         return;
     };
     let prefix = fresh_prefix();
-    let store = builder(&server.url(), &prefix)
+    // The default outage timeout (30 s): waits with a timeout end at their deadline.
+    let store = instance(&server, &prefix);
+    // A short one: waits without a timeout end at it.
+    let short = builder(&server.url(), &prefix)
         .outage_timeout(ms(300))
         .build()
         .unwrap();
@@ -340,9 +343,21 @@ fn a_wait_during_an_outage_answers_store_unavailable_within_its_timeout() {
         );
 
         let started = Instant::now();
-        let result = store.wait(&owner, &id, None);
+        let result = short.wait(&owner, &id, None);
         let waited = started.elapsed();
         assert_unavailable(result, &format!("a wait without a timeout, round {round}"));
+        assert!(
+            waited < PROMPTLY,
+            "round {round}: answered after {waited:?}"
+        );
+
+        let started = Instant::now();
+        let result = short.wait(&owner, &id, Some(BOUND));
+        let waited = started.elapsed();
+        assert_unavailable(
+            result,
+            &format!("a wait with a long timeout, round {round}"),
+        );
         assert!(
             waited < PROMPTLY,
             "round {round}: answered after {waited:?}"
