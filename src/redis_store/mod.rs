@@ -47,7 +47,7 @@
 //!
 //! # Faults
 //! - **A broken connection is retried once, exactly.** When a request's connection breaks
-//!   (Redis restarted, the connection was cut, a read timed out), the instance drops every
+//!   (Redis restarted, or the connection was cut), the instance drops every
 //!   pooled connection (all are as old as the broken one) and sends the request once more
 //!   on a fresh connection; only if that fails too does the caller get [`Error::Store`].
 //!   The first attempt may have been applied with only its reply lost, so every write
@@ -63,8 +63,9 @@
 //!   [`Error::Timeout`] (which would read as "still working"), and at the latest after
 //!   the store's [outage timeout](RedisStoreBuilder::outage_timeout) (default 30 s) when it
 //!   has no timeout or a longer one. A read or write during the outage answers
-//!   [`Error::Store`] at once (within the 5 s connect timeout). Every store error keeps the
-//!   Redis client's error as its [`source`](std::error::Error::source).
+//!   [`Error::Store`] as soon as connecting fails (at most the 5 s connect timeout; a
+//!   connection whose peer vanished without closing it is not timed out). Every store
+//!   error keeps the Redis client's error as its [`source`](std::error::Error::source).
 //!
 //! # Cursors across Redis restarts
 //! A `tasks/list` cursor carries a tag under a secret every instance must know.
