@@ -389,9 +389,10 @@ fn write_id() -> String {
 }
 
 /// Shares `mine` as the cursor secret under `key` unless one is there; returns the one
-/// there (one round trip).
+/// there (one round trip, atomic).
 fn share_secret(connection: &mut Connection, key: &str, mine: u128) -> redis::RedisResult<String> {
     let (_, shared): (Option<String>, String) = redis::pipe()
+        .atomic()
         .cmd("SET")
         .arg(key)
         .arg(format!("{mine:032x}"))
