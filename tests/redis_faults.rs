@@ -297,6 +297,12 @@ fn a_wait_during_an_outage_answers_store_unavailable_within_its_timeout() {
     let prefix = fresh_prefix();
     // The default outage timeout (30 s): waits with a timeout end at their deadline.
     let store = instance(&server, &prefix);
+    assert!(matches!(
+        builder(&server.url(), &prefix)
+            .outage_timeout(Duration::ZERO)
+            .build(),
+        Err(Error::InvalidConfig(_))
+    ));
     // A short one: waits without a timeout end at it.
     let short = builder(&server.url(), &prefix)
         .outage_timeout(ms(300))

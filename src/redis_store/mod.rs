@@ -279,7 +279,7 @@ impl RedisStoreBuilder {
     /// back when it finds the store's subscription down, before it answers
     /// [`Error::Store`] (default [`DEFAULT_OUTAGE_TIMEOUT`]). A wait with a shorter timeout
     /// answers [`Error::Store`] at its timeout instead; no wait outlasts an outage by
-    /// more than this.
+    /// more than this. Zero is refused; more than a day is cut to a day.
     pub fn outage_timeout(mut self, outage_timeout: Duration) -> Self {
         self.outage_timeout = outage_timeout;
         self
@@ -289,8 +289,9 @@ impl RedisStoreBuilder {
     /// subscriber thread; returns once its subscription is confirmed.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for a bad URL, prefix or TTL policy; [`Error::Store`] if
-    /// Redis cannot be reached.
+    /// [`Error::InvalidConfig`] for a bad URL, prefix or TTL policy, a zero outage timeout
+    /// or a cursor secret shorter than 16 characters; [`Error::Store`] if Redis cannot be
+    /// reached.
     pub fn build(self) -> Result<RedisTaskStore, Error> {
         self.ttl.validate()?;
         if self.prefix.contains(['{', '}']) {
@@ -309,17 +310,20 @@ impl RedisStoreBuilder {
                     .to_owned(),
             ));
         }
+        if self
+            .cursor_secret
+            .as_ref()
+            .is_some_and(|secret| secret.chars().count() < 16)
+        {
+            return Err(Error::InvalidConfig(
+                "the cursor secret is shorter than 16 characters: use a long random one".to_owned(),
+            ));
+        }
         let mut connection = client
             .get_connection_with_timeout(Duration::from_secs(5))
             .map_err(store_error)?;
         let secret_key = format!("{}:cursor-secret", self.prefix);
         let cursors = match &self.cursor_secret {
-            Some(secret) if secret.chars().count() < 16 => {
-                return Err(Error::InvalidConfig(
-                    "the cursor secret is shorter than 16 characters: use a long random one"
-                        .to_owned(),
-                ));
-            }
             Some(secret) => Cursors::fixed(derive_secret(secret)),
             None => {
                 let mine = uuid::Uuid::new_v4().as_u128();
