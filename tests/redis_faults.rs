@@ -396,6 +396,73 @@ fn a_wait_during_an_outage_answers_store_unavailable_within_its_timeout() {
     );
 }
 
+/// (c') Redis hangs (frozen: connections open, no answers): requests answer the
+/// store-unavailable error within a few I/O timeouts (the try, a connection, the retry),
+/// the subscription counts as lost once a `PING` goes unanswered, and waits without a
+/// timeout end at the outage timeout; once Redis answers again, so does the store.
+#[test]
+fn a_hung_redis_is_noticed_like_a_lost_one() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = builder(&server.url(), &fresh_prefix())
+        .io_timeout(ms(300))
+        .outage_timeout(ms(300))
+        .build()
+        .unwrap();
+    let owner = alice();
+    let id = store.insert(&owner, req(1)).unwrap().id().to_string();
+    let sleeper = {
+        let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
+        thread::spawn(move || store.wait(&owner, &id, None))
+    };
+    thread::sleep(ms(200));
+    assert!(
+        !sleeper.is_finished(),
+        "the waiter blocks while the task works"
+    );
+
+    server.freeze();
+    // Thawed even if an assertion fails, so that the server can be killed and reaped.
+    struct Thaw<'a>(&'a RedisServer);
+    impl Drop for Thaw<'_> {
+        fn drop(&mut self) {
+            self.0.thaw();
+        }
+    }
+    let thaw = Thaw(&server);
+    let reader = {
+        let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
+        thread::spawn(move || {
+            let started = Instant::now();
+            (store.get(&owner, &id), started.elapsed())
+        })
+    };
+    let (read, took) = join_within(reader, BOUND, "a read from a hung Redis");
+    assert_unavailable(read, "a read from a hung Redis");
+    assert!(took < PROMPTLY, "the read answered after {took:?}");
+    let (result, waited) = {
+        let started = Instant::now();
+        let result = join_within(sleeper, BOUND, "a waiter on a hung Redis");
+        (result, started.elapsed())
+    };
+    assert_unavailable(result, "a waiter without a timeout on a hung Redis");
+    assert!(waited < PROMPTLY, "the waiter answered after {waited:?}");
+
+    drop(thaw);
+    let started = Instant::now();
+    loop {
+        match store.get(&owner, &id) {
+            Ok(task) => {
+                assert_eq!(task.status(), TaskStatus::Working);
+                break;
+            }
+            Err(Error::Store { .. }) if started.elapsed() < BOUND => thread::sleep(ms(50)),
+            other => panic!("a read after Redis answers again: {other:?}"),
+        }
+    }
+}
+
 /// A unix-socket proxy in front of a `redis-server` that can lose one reply: the request
 /// reaches Redis and is applied, then the connection is cut before the reply gets back,
 /// as when a connection dies at the wrong moment.

@@ -47,7 +47,8 @@
 //!
 //! # Faults
 //! - **A broken connection is retried once, exactly.** When a request's connection breaks
-//!   (Redis restarted, or the connection was cut), the instance drops every
+//!   (Redis restarted, the connection was cut, or Redis did not answer within the
+//!   [I/O timeout](RedisStoreBuilder::io_timeout), default 10 s), the instance drops every
 //!   pooled connection (all are as old as the broken one) and sends the request once more
 //!   on a fresh connection; only if that fails too does the caller get [`Error::Store`].
 //!   The first attempt may have been applied with only its reply lost, so every write
@@ -63,9 +64,12 @@
 //!   [`Error::Timeout`] (which would read as "still working"), and at the latest after
 //!   the store's [outage timeout](RedisStoreBuilder::outage_timeout) (default 30 s) when it
 //!   has no timeout or a longer one. A read or write during the outage answers
-//!   [`Error::Store`] as soon as connecting fails (at most the 5 s connect timeout; a
-//!   connection whose peer vanished without closing it is not timed out). Every store
-//!   error keeps the Redis client's error as its [`source`](std::error::Error::source).
+//!   [`Error::Store`] as soon as connecting fails, or within a few I/O timeouts (the
+//!   request, a fresh connection, the retry) when Redis hangs (connections open, no
+//!   answers). The subscription is checked with a
+//!   `PING` after a second of silence, so a hung Redis takes it down like a lost one.
+//!   Every store error keeps the Redis client's error as its
+//!   [`source`](std::error::Error::source).
 //!
 //! # Cursors across Redis restarts
 //! A `tasks/list` cursor carries a tag under a secret every instance must know.
@@ -99,7 +103,9 @@
 //!   [`cursor_secret`](RedisStoreBuilder::cursor_secret) (at least 16 characters, e.g. 32
 //!   random hex digits, kept like a password), and choose the
 //!   [`outage_timeout`](RedisStoreBuilder::outage_timeout): how long a `tasks/result`
-//!   without a timeout may wait for Redis to come back before it answers an error.
+//!   without a timeout may wait for Redis to come back before it answers an error. The
+//!   [`io_timeout`](RedisStoreBuilder::io_timeout) must exceed your slowest request
+//!   (a page of `tasks/list`, a create that prunes a large per-owner index).
 //! - Run every instance with the same build of this crate (the stored record and the
 //!   scripts are versioned with it) and the same key prefix.
 //! - Expiry relies on the server's clock; Redis Cluster works (an owner's keys are in one
@@ -154,6 +160,12 @@ const RECENT: usize = 16_384;
 /// The default of [`RedisStoreBuilder::outage_timeout`].
 pub const DEFAULT_OUTAGE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The default of [`RedisStoreBuilder::io_timeout`].
+pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest a connection attempt takes (or the I/O timeout, if shorter).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The longest outage timeout (a longer one is cut to this).
 const MAX_OUTAGE_TIMEOUT: Duration = Duration::from_secs(86_400);
 
@@ -194,6 +206,7 @@ pub struct RedisStoreBuilder {
     poll_interval: Option<u64>,
     cursor_secret: Option<String>,
     outage_timeout: Duration,
+    io_timeout: Duration,
 }
 
 impl fmt::Debug for RedisStoreBuilder {
@@ -209,6 +222,7 @@ impl fmt::Debug for RedisStoreBuilder {
                 &self.cursor_secret.as_ref().map(|_| "<configured>"),
             )
             .field("outage_timeout", &self.outage_timeout)
+            .field("io_timeout", &self.io_timeout)
             .finish()
     }
 }
@@ -220,6 +234,7 @@ struct Inner {
     /// disconnections this instance saw).
     broken: AtomicU64,
     outage_timeout: Duration,
+    io_timeout: Duration,
     prefix: String,
     channel: String,
     ttl: TtlPolicy,
@@ -285,11 +300,23 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// How long a request waits for Redis's answer (default [`DEFAULT_IO_TIMEOUT`]) before
+    /// its connection counts as broken (and the request is retried once, see the
+    /// [module docs](self#faults)); connecting takes at most this long too, and at most
+    /// 5 s. The subscriber connection is checked with a `PING` when idle for a second and
+    /// counts as lost when the answer takes longer than this. So a Redis that hangs
+    /// (stopped, or cut off without closing its connections) is noticed like one that
+    /// went away. Zero is refused.
+    pub fn io_timeout(mut self, io_timeout: Duration) -> Self {
+        self.io_timeout = io_timeout;
+        self
+    }
+
     /// Connects, agrees on the cursor secret with the other instances, and starts the
     /// subscriber thread; returns once its subscription is confirmed.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for a bad URL, prefix or TTL policy, a zero outage timeout
+    /// [`Error::InvalidConfig`] for a bad URL, prefix or TTL policy, a zero I/O or outage timeout
     /// or a cursor secret shorter than 16 characters; [`Error::Store`] if Redis cannot be
     /// reached.
     pub fn build(self) -> Result<RedisTaskStore, Error> {
@@ -304,6 +331,11 @@ impl RedisStoreBuilder {
         let client = Client::open(self.url.as_str()).map_err(|err| {
             Error::InvalidConfig(format!("`{}` is not a Redis URL: {err}", self.url))
         })?;
+        if self.io_timeout.is_zero() {
+            return Err(Error::InvalidConfig(
+                "the Redis store's I/O timeout is zero: no request could be answered".to_owned(),
+            ));
+        }
         if self.outage_timeout.is_zero() {
             return Err(Error::InvalidConfig(
                 "the Redis store's outage timeout is zero: every wait would fail at once"
@@ -319,9 +351,7 @@ impl RedisStoreBuilder {
                 "the cursor secret is shorter than 16 characters: use a long random one".to_owned(),
             ));
         }
-        let mut connection = client
-            .get_connection_with_timeout(Duration::from_secs(5))
-            .map_err(store_error)?;
+        let mut connection = connect(&client, self.io_timeout).map_err(store_error)?;
         let secret_key = format!("{}:cursor-secret", self.prefix);
         let cursors = match &self.cursor_secret {
             Some(secret) => Cursors::fixed(derive_secret(secret)),
@@ -337,6 +367,7 @@ impl RedisStoreBuilder {
             pool: Mutex::new(vec![connection]),
             broken: AtomicU64::new(0),
             outage_timeout: self.outage_timeout.min(MAX_OUTAGE_TIMEOUT),
+            io_timeout: self.io_timeout,
             channel: format!("{}:events", self.prefix),
             prefix: self.prefix,
             ttl: self.ttl,
@@ -354,9 +385,10 @@ impl RedisStoreBuilder {
         let weak = Arc::downgrade(&inner);
         let client = inner.client.clone();
         let channel = inner.channel.clone();
+        let io_timeout = self.io_timeout;
         std::thread::Builder::new()
             .name("mcp-tasks-redis".into())
-            .spawn(move || waiters::run(&client, &channel, &weak))
+            .spawn(move || waiters::run(&client, &channel, &weak, io_timeout))
             .map_err(|err| Error::store_caused("cannot start the subscriber thread", err))?;
         // Subscribers registered right after `build` must see every change from then on.
         if !inner.waiters.wait_live(Duration::from_secs(5)) {
@@ -367,6 +399,14 @@ impl RedisStoreBuilder {
         }
         Ok(RedisTaskStore { inner })
     }
+}
+
+/// A connection whose every request is answered within `io_timeout` or fails.
+fn connect(client: &Client, io_timeout: Duration) -> redis::RedisResult<Connection> {
+    let connection = client.get_connection_with_timeout(io_timeout.min(CONNECT_TIMEOUT))?;
+    connection.set_read_timeout(Some(io_timeout))?;
+    connection.set_write_timeout(Some(io_timeout))?;
+    Ok(connection)
 }
 
 /// A Redis client's error as the store-unavailable error, keeping it as the source.
@@ -667,9 +707,7 @@ impl Inner {
     }
 
     fn connect(&self) -> Result<Connection, Error> {
-        self.client
-            .get_connection_with_timeout(Duration::from_secs(5))
-            .map_err(store_error)
+        connect(&self.client, self.io_timeout).map_err(store_error)
     }
 
     /// Reads the task `id` of `keys` with its version and remaining lifetime.
@@ -930,6 +968,7 @@ impl RedisTaskStore {
             poll_interval: None,
             cursor_secret: None,
             outage_timeout: DEFAULT_OUTAGE_TIMEOUT,
+            io_timeout: DEFAULT_IO_TIMEOUT,
         }
     }
 

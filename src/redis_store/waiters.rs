@@ -210,10 +210,15 @@ pub(crate) trait Listener: Send + Sync + 'static {
 
 /// Runs the subscriber: connect, subscribe, deliver messages; on any error, tell the
 /// waiters, back off, and reconnect. Ends when the listener is gone.
-pub(crate) fn run<L: Listener>(client: &redis::Client, channel: &str, listener: &Weak<L>) {
+pub(crate) fn run<L: Listener>(
+    client: &redis::Client,
+    channel: &str,
+    listener: &Weak<L>,
+    io_timeout: Duration,
+) {
     let mut backoff = Duration::from_millis(10);
     loop {
-        let session = subscribe(client, channel, listener);
+        let session = subscribe(client, channel, listener, io_timeout);
         let Some(alive) = listener.upgrade() else {
             return;
         };
@@ -227,14 +232,21 @@ pub(crate) fn run<L: Listener>(client: &redis::Client, channel: &str, listener: 
     }
 }
 
+/// How long the subscription may stay silent before it is checked with a `PING`.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+
 /// One subscription session. `Ok` means the store is gone; `Err` that the connection
-/// failed.
+/// failed (or did not answer a `PING` within `io_timeout`: a hung Redis counts as gone).
 fn subscribe<L: Listener>(
     client: &redis::Client,
     channel: &str,
     listener: &Weak<L>,
+    io_timeout: Duration,
 ) -> redis::RedisResult<()> {
-    let mut connection = client.get_connection_with_timeout(Duration::from_secs(2))?;
+    let mut connection =
+        client.get_connection_with_timeout(io_timeout.min(Duration::from_secs(2)))?;
+    connection.set_write_timeout(Some(io_timeout))?;
+    connection.set_read_timeout(Some(io_timeout))?;
     redis::cmd("CLIENT")
         .arg("SETNAME")
         .arg(super::SUBSCRIBER_NAME)
@@ -242,7 +254,9 @@ fn subscribe<L: Listener>(
     let mut pubsub = connection.as_pubsub();
     pubsub.subscribe(channel)?;
     // Wake up now and then to notice that the store was dropped.
-    pubsub.set_read_timeout(Some(Duration::from_millis(500)))?;
+    let tick = Duration::from_millis(500).min(io_timeout);
+    pubsub.set_read_timeout(Some(tick))?;
+    let mut heard = Instant::now();
     match listener.upgrade() {
         Some(alive) => alive.waiters().up(),
         None => return Ok(()),
@@ -250,6 +264,7 @@ fn subscribe<L: Listener>(
     loop {
         match pubsub.get_message() {
             Ok(message) => {
+                heard = Instant::now();
                 let Some(listener) = listener.upgrade() else {
                     return Ok(());
                 };
@@ -260,6 +275,14 @@ fn subscribe<L: Listener>(
             Err(err) if err.is_timeout() => {
                 if listener.strong_count() == 0 {
                     return Ok(());
+                }
+                if heard.elapsed() >= IDLE_CHECK {
+                    // Silent for a while: is Redis still there? (A timeout here ends the
+                    // session, and the waiters learn that the subscription is down.)
+                    pubsub.set_read_timeout(Some(io_timeout))?;
+                    pubsub.ping::<redis::Value>()?;
+                    pubsub.set_read_timeout(Some(tick))?;
+                    heard = Instant::now();
                 }
             }
             Err(err) => return Err(err),

@@ -80,6 +80,32 @@ impl RedisServer {
         Some(server)
     }
 
+    /// Freezes the server (`SIGSTOP`): its connections stay open and nothing answers, as
+    /// with a hung Redis or one cut off without closing its connections.
+    ///
+    /// # Panics
+    /// If `kill` cannot be run.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a [frozen](Self::freeze) server run again (`SIGCONT`).
+    ///
+    /// # Panics
+    /// If `kill` cannot be run.
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} failed: {status}");
+    }
+
     /// Kills the server (`SIGKILL`: no shutdown save, clients see their connections drop)
     /// and waits until it is gone; its directory stays for [`resume`](Self::resume).
     pub fn stop(&mut self) {
