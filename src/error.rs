@@ -168,6 +168,18 @@ pub enum Error {
         task_id: String,
     },
 
+    /// A handler waited for input on an `input_required` task that has no input request
+    /// outstanding and no answer to take (it asked for nothing, or took its answers
+    /// already): there is nothing to wait for. `-32603` (meant for the handler).
+    #[error(
+        "task `{}` has no input request outstanding: there is nothing to wait for",
+        shorten(task_id)
+    )]
+    NothingToWaitFor {
+        /// The task id.
+        task_id: String,
+    },
+
     /// A wait for a result ended before the task finished. `-32603`.
     #[error("task `{}` did not finish within {waited:?}", shorten(task_id))]
     Timeout {
@@ -273,6 +285,7 @@ impl Error {
             Error::TaskAugmentationRequired { .. } => INVALID_REQUEST,
             Error::LimitExceeded { .. }
             | Error::CancelRequested { .. }
+            | Error::NothingToWaitFor { .. }
             | Error::Timeout { .. }
             | Error::InvalidConfig(_)
             | Error::Store { .. }

@@ -276,3 +276,64 @@ fn answers_for_someone_elses_task_are_not_found() {
         "nothing answered"
     );
 }
+
+/// A wait for input that no answer can ever end answers at once instead of blocking until
+/// its timeout: no request was issued (by the handle or by id), or the answers were taken.
+#[test]
+fn a_wait_for_input_with_nothing_outstanding_answers_at_once() {
+    let (registry, _, owner) = setup();
+    fn nothing_to_wait_for<T: std::fmt::Debug>(result: Result<T, Error>, what: &str) {
+        match result {
+            Err(error @ Error::NothingToWaitFor { .. }) => assert_eq!(error.code(), -32603),
+            other => panic!("{what}: expected NothingToWaitFor, got {other:?}"),
+        }
+    }
+    // A handler that asked for nothing: run on a thread, so that a hang fails the test
+    // (within 10 s) instead of blocking it forever.
+    let (handle, _) = registry
+        .create(&owner, TaskRequest::new(1, "tools/call"))
+        .unwrap();
+    let waiting = handle.require_input(InputRequests::new()).unwrap();
+    let (send, answer) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let _ = send.send(waiting.wait_for_input(None).map(drop));
+    });
+    let answered = answer
+        .recv_timeout(Duration::from_secs(10))
+        .expect("a wait with nothing outstanding returns at once");
+    nothing_to_wait_for(answered, "the handle asked for nothing");
+
+    // A task moved to input_required by id, as the SDKs' updateTaskStatus does.
+    let task = registry
+        .insert(&owner, TaskRequest::new(2, "tools/call"))
+        .unwrap();
+    let id = task.id().to_string();
+    registry
+        .update_status(&owner, &id, TaskStatus::InputRequired, None)
+        .unwrap();
+    nothing_to_wait_for(
+        registry.wait_for_input(&owner, &id, Some(Duration::from_secs(10))),
+        "input_required by id",
+    );
+
+    // A handler that took its answers and waits again.
+    let (handle, task) = registry
+        .create(&owner, TaskRequest::new(3, "tools/call"))
+        .unwrap();
+    let id = task.id().to_string();
+    let waiting = handle
+        .require_input(InputRequests::new().with("a", ask("a?")))
+        .unwrap();
+    registry
+        .respond(&owner, &id, obj(json!({"a": accept("1")})))
+        .unwrap();
+    let answers = waiting
+        .wait_for_input(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(answers.get("a").unwrap()["content"]["answer"], "1");
+    nothing_to_wait_for(
+        waiting.wait_for_input(Some(Duration::from_secs(10))),
+        "answers already taken",
+    );
+    drop(waiting.resume().unwrap());
+}

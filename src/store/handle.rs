@@ -206,7 +206,8 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     /// [`Error::CancelRequested`] if the requestor asks to cancel meanwhile (the handle is
     /// intact: [`cancel`](TaskHandle::cancel) or carry on); [`Error::TaskCancelled`] if the
     /// task was cancelled; [`Error::TaskNotFound`] if it expired or was removed;
-    /// [`Error::Timeout`] if `timeout` passed.
+    /// [`Error::NothingToWaitFor`] at once if the task asked for no input (or its answers
+    /// were taken already); [`Error::Timeout`] if `timeout` passed.
     pub fn wait_for_input(&self, timeout: Option<Duration>) -> Result<InputResponses, Error>
     where
         S: AwaitsInput,

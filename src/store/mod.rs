@@ -205,7 +205,9 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug {
     /// [`Error::CancelRequested`] if the requestor asks to cancel meanwhile (the handler
     /// decides what to do); [`Error::TaskCancelled`] if the task is cancelled;
     /// [`Error::IllegalTransition`] if it leaves `input_required` some other way;
-    /// [`Error::TaskNotFound`] and [`Error::Timeout`] as for [`wait`](Self::wait).
+    /// [`Error::NothingToWaitFor`] at once if no request is outstanding and no answer is
+    /// left to take; [`Error::TaskNotFound`] and [`Error::Timeout`] as for
+    /// [`wait`](Self::wait).
     fn wait_for_input(
         &self,
         owner: &Owner,

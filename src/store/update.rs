@@ -299,6 +299,12 @@ pub(crate) fn take_answers(
             }))
         }
         AnyTask::InputRequired(task) if task.all_answered() => Some(Ok(task.take_answers())),
+        // Nothing outstanding and nothing to take: no answer can ever come.
+        AnyTask::InputRequired(task) if task.input_requests().is_empty() => {
+            Some(Err(Error::NothingToWaitFor {
+                task_id: task_id.to_owned(),
+            }))
+        }
         AnyTask::InputRequired(_) => None,
         other => Some(Err(handle_conflict(
             task_id,
