@@ -21,10 +21,11 @@ fail() { echo "walkthrough: $*" >&2; exit 1; }
 post() {
   local session=()
   [[ -n "${3:-}" ]] && session=(-H "Mcp-Session-Id: $3" -H 'MCP-Protocol-Version: 2025-11-25')
-  echo "> $2" >&2
-  curl -s "$URL" -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
-    -H 'Accept: application/json, text/event-stream' "${session[@]}" -d "$2" | tee /dev/stderr
-  echo >&2
+  local answer
+  answer=$(curl -s "$URL" -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' "${session[@]}" -d "$2")
+  printf '> %s\n< %s\n' "$2" "$answer" >&2
+  printf '%s' "$answer"
 }
 field() { python3 -c 'import json,sys; v=json.load(sys.stdin)
 for k in sys.argv[1].split("."): v=v[int(k)] if k.isdigit() else v[k]
