@@ -152,7 +152,7 @@ fn a_cancel_request_reaches_the_handler_without_changing_the_status() {
         .create(&owner, TaskRequest::new(1, "tools/call"))
         .unwrap();
     let id = task.id().to_string();
-    assert!(!handle.cancel_requested());
+    assert!(!handle.cancel_requested().unwrap());
     let waiting = handle
         .require_input(InputRequests::new().with("confirm", ask("sure?")))
         .unwrap();
@@ -172,7 +172,7 @@ fn a_cancel_request_reaches_the_handler_without_changing_the_status() {
         matches!(answers, Err(Error::CancelRequested { .. })),
         "{answers:?}"
     );
-    assert!(waiting.cancel_requested());
+    assert!(waiting.cancel_requested().unwrap());
     // The flag is not part of the wire form.
     let wire = serde_json::to_value(registry.get(&owner, &id).unwrap()).unwrap();
     assert!(!wire.to_string().contains("cancel"), "{wire}");
@@ -193,13 +193,13 @@ fn the_flag_survives_going_back_to_work_and_a_handler_may_still_complete() {
         .unwrap();
     let id = task.id().to_string();
     registry.request_cancel(&owner, &id).unwrap();
-    assert!(handle.cancel_requested());
+    assert!(handle.cancel_requested().unwrap());
     let waiting = handle
         .require_input(InputRequests::new().with("x", ask("x?")))
         .unwrap();
-    assert!(waiting.cancel_requested());
+    assert!(waiting.cancel_requested().unwrap());
     let working = waiting.resume().unwrap();
-    assert!(working.cancel_requested());
+    assert!(working.cancel_requested().unwrap());
     let done = working.complete(obj(json!({"content": []}))).unwrap();
     assert_eq!(done.status(), TaskStatus::Completed);
 }

@@ -22,7 +22,9 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{BOUND, WAKE, alice, eventually, ids, join_within, ms, recorder, req, tool_outcome};
+use common::{
+    BOUND, WAKE, alice, eventually, ids, join_within, ms, recorder, req, tool_outcome, tool_result,
+};
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
     AnyTask, Error, Owner, RedisStoreBuilder, RedisTaskStore, TaskStatus, TaskStore, TtlPolicy,
@@ -660,4 +662,43 @@ fn a_write_whose_reply_was_lost_is_replayed_exactly() {
         Err(Error::TaskNotFound { .. })
     ));
     assert!(observer.list(&owner, None, 10).unwrap().tasks.is_empty());
+}
+
+/// A handle's reads during an outage are the store-unavailable error, never "cancelled" or
+/// "gone": a handler can tell the difference, keep working, and finish once Redis (with
+/// AOF) is back; the result reaches a waiter on another instance.
+#[test]
+fn a_handler_tells_an_outage_from_a_cancel_and_finishes_after_it() {
+    let Some(mut server) = RedisServer::start_aof() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let (a, b) = (instance(&server, &prefix), instance(&server, &prefix));
+    let owner = alice();
+    let (handle, task) = a.create(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+    assert_eq!(handle.current_status().unwrap(), TaskStatus::Working);
+    assert!(!handle.cancel_requested().unwrap());
+
+    server.stop();
+    assert_unavailable(handle.current_status(), "the status during the outage");
+    assert_unavailable(
+        handle.cancel_requested(),
+        "the cancel flag during the outage",
+    );
+    server.resume();
+
+    // Once Redis answers again, the handler's reads and its result go through.
+    eventually("the handle reads the task again", || {
+        handle.current_status().ok() == Some(TaskStatus::Working)
+    });
+    assert!(
+        !handle.cancel_requested().unwrap(),
+        "nobody asked to cancel"
+    );
+    let done = handle.complete(tool_result("after the outage")).unwrap();
+    assert_eq!(done.status(), TaskStatus::Completed);
+    let seen = b.wait(&owner, &id, Some(BOUND)).unwrap();
+    assert_eq!(seen.status(), TaskStatus::Completed);
+    assert_eq!(seen.outcome(), done.clone().into_any().outcome());
 }

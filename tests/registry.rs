@@ -396,7 +396,7 @@ fn handle_transitions_write_through_with_the_registry_clock() {
     assert_eq!(created.last_updated_at(), t0());
     assert_eq!(created.poll_interval(), Some(250));
     assert_eq!(handle.owner(), &owner);
-    assert_eq!(handle.current_status(), Some(TaskStatus::Working));
+    assert_eq!(handle.current_status().unwrap(), TaskStatus::Working);
 
     clock.advance(ms(1_000));
     handle.set_status_message(Some("reading".into())).unwrap();

@@ -756,7 +756,7 @@ fn a_cancelled_task_never_gains_a_result<B: Backend>(backend: &B) {
     let (handle, task) = store.create(&owner, req(2)).unwrap();
     let id = task.id().to_string();
     let _ = store.cancel(&owner, &id, None).unwrap();
-    assert_eq!(handle.current_status(), Some(TaskStatus::Cancelled));
+    assert_eq!(handle.current_status().unwrap(), TaskStatus::Cancelled);
     assert_cancelled(
         handle.complete(tool_result("late")),
         &id,
@@ -807,7 +807,7 @@ fn a_handler_gets_input_answered_from_another_thread<B: Backend>(backend: &B) {
     let id = created.id().to_string();
     assert_eq!(handle.id(), created.id());
     assert_eq!(handle.owner(), &owner);
-    assert_eq!(handle.current_status(), Some(TaskStatus::Working));
+    assert_eq!(handle.current_status().unwrap(), TaskStatus::Working);
 
     let question = InputRequests::new().with("confirm", ask("Proceed?"));
     let waiting = handle
@@ -953,7 +953,8 @@ fn a_handle_of_a_removed_task_changes_nothing<B: Backend>(backend: &B) {
     let (handle, task) = store.create(&owner, req(1)).unwrap();
     let id = task.id().to_string();
     store.remove(&owner, &id).unwrap();
-    assert_eq!(handle.current_status(), None);
+    assert_not_found(handle.current_status(), &id, "the status");
+    assert_not_found(handle.cancel_requested(), &id, "the cancel flag");
     assert_not_found(handle.snapshot(), &id, "a snapshot");
     assert_not_found(handle.complete(tool_result("x")), &id, "a late result");
     assert!(list_all(&store, &owner, 10).is_empty(), "nothing came back");
@@ -1062,7 +1063,7 @@ fn request_cancel_wakes_the_handler_waiting_for_input<B: Backend>(backend: &B) {
     let owner = alice();
     let (handle, task) = store.create(&owner, req(1)).unwrap();
     let id = task.id().to_string();
-    assert!(!handle.cancel_requested());
+    assert!(!handle.cancel_requested().unwrap());
     let waiting = handle
         .require_input(InputRequests::new().with("confirm", ask("sure?")))
         .unwrap();
@@ -1090,7 +1091,7 @@ fn request_cancel_wakes_the_handler_waiting_for_input<B: Backend>(backend: &B) {
     let stored = store.get(&owner, &id).unwrap();
     assert_eq!(stored.status(), TaskStatus::InputRequired);
     assert!(stored.cancel_requested());
-    assert!(waiting.cancel_requested());
+    assert!(waiting.cancel_requested().unwrap());
     let cancelled = waiting.cancel().unwrap();
     assert_eq!(cancelled.status(), TaskStatus::Cancelled);
     // A finished task acknowledges a cancel request unchanged.
@@ -1104,7 +1105,7 @@ fn request_cancel_wakes_the_handler_waiting_for_input<B: Backend>(backend: &B) {
         .request_cancel(&owner, &task.id().to_string())
         .unwrap();
     assert_eq!(flagged.status(), TaskStatus::Working);
-    assert!(handle.cancel_requested());
+    assert!(handle.cancel_requested().unwrap());
     let done = handle.complete(tool_result("finished anyway")).unwrap();
     assert_eq!(done.status(), TaskStatus::Completed);
 }
@@ -1766,7 +1767,7 @@ fn a_dropped_handle_is_told_once<B: Backend>(backend: &B) {
     let (handle, task) = store.create(&owner, req(2)).unwrap();
     let id = task.id().to_string();
     let _ = store.cancel(&owner, &id, None).unwrap();
-    assert_eq!(handle.current_status(), Some(TaskStatus::Cancelled));
+    assert_eq!(handle.current_status().unwrap(), TaskStatus::Cancelled);
     let before = store.get(&owner, &id).unwrap();
     drop(handle);
     assert_eq!(store.get(&owner, &id).unwrap(), before);

@@ -203,7 +203,9 @@ fn crash() -> JsonRpcError {
     JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the crash tool always crashes")
 }
 
-/// Sleeps in small steps so a cancelled task stops early.
+/// Sleeps in small steps so a cancelled task stops early. A store that cannot be reached
+/// for a while (a shared store restarting) says nothing about the task: the sleep goes on,
+/// and the result is written once the store is back.
 fn sleep_task<T: TaskStore>(handle: TaskHandle<Working, T>, ms: u64) -> Result<(), Error> {
     let end = Instant::now() + Duration::from_millis(ms);
     while let Some(left) = end.checked_duration_since(Instant::now()) {
@@ -211,12 +213,22 @@ fn sleep_task<T: TaskStore>(handle: TaskHandle<Working, T>, ms: u64) -> Result<(
             break;
         }
         thread::sleep(left.min(Duration::from_millis(50)));
-        if handle.current_status() != Some(TaskStatus::Working) {
-            // Cancelled, expired or removed: nothing more to do.
-            handle.detach();
-            return Ok(());
-        }
-        if handle.cancel_requested() {
+        let cancel_requested = match handle.snapshot() {
+            Ok(task) if task.status() == TaskStatus::Working => task.cancel_requested(),
+            // Cancelled (by the requestor) or moved on: nothing more to do.
+            Ok(_) => {
+                handle.detach();
+                return Ok(());
+            }
+            // Unreachable for now: keep working.
+            Err(Error::Store { .. }) => false,
+            // Expired or removed.
+            Err(_) => {
+                handle.detach();
+                return Ok(());
+            }
+        };
+        if cancel_requested {
             // The extension's cooperative cancel: honour it.
             let _cancelled = handle
                 .with_message("cancelled at the requestor's request")

@@ -78,19 +78,26 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
         self.store()?.get(&self.owner, &self.key)
     }
 
-    /// The status the task has now, or `None` if it expired or was removed. A handler can
-    /// poll this to stop early once the task is `cancelled`.
-    #[must_use]
-    pub fn current_status(&self) -> Option<TaskStatus> {
-        self.snapshot().ok().map(|task| task.status())
+    /// The status the task has now. A handler can poll this to stop early once the task is
+    /// `cancelled`.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] if the task expired or was removed (nothing more to do);
+    /// [`Error::Store`] if the store cannot be reached right now: that says nothing about
+    /// the task, which a handler should go on running (and finish once the store is back).
+    pub fn current_status(&self) -> Result<TaskStatus, Error> {
+        self.snapshot().map(|task| task.status())
     }
 
     /// Whether the requestor asked to cancel the task (the tasks extension's cooperative
     /// `tasks/cancel`). A handler may honour it with [`cancel`](TaskHandle::cancel), or
-    /// finish anyway. A task that is gone reads as asked to cancel.
-    #[must_use]
-    pub fn cancel_requested(&self) -> bool {
-        self.snapshot().map_or(true, |task| task.cancel_requested())
+    /// finish anyway.
+    ///
+    /// # Errors
+    /// As for [`current_status`](TaskHandle::current_status): a task that is gone, or a
+    /// store that cannot be reached, is an error, never read as a request to cancel.
+    pub fn cancel_requested(&self) -> Result<bool, Error> {
+        self.snapshot().map(|task| task.cancel_requested())
     }
 
     /// Changes the task's retention time in place (within the store's [`TtlPolicy`](crate::TtlPolicy)).

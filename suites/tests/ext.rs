@@ -317,7 +317,7 @@ fn update_answers_the_handler_and_cancel_is_acknowledged_even_when_terminal() {
         .dispatch(&owner, "tasks/cancel", Some(&declared(&id)), true)
         .unwrap();
     assert_eq!(ack, json!({"resultType": "complete"}));
-    assert!(working.cancel_requested());
+    assert!(working.cancel_requested().unwrap());
     let got = ext
         .dispatch(&owner, "tasks/get", Some(&declared(&id)), true)
         .unwrap();
@@ -372,7 +372,7 @@ fn tasks_cross_between_the_two_dialects() {
     let id = task.id().to_string();
     ext.dispatch(&owner, "tasks/cancel", Some(&declared(&id)), true)
         .unwrap();
-    assert!(handle.cancel_requested());
+    assert!(handle.cancel_requested().unwrap());
     let _ = handle.cancel().unwrap();
     let v1_view = v1
         .dispatch(&owner, "tasks/get", Some(&json!({"taskId": id})))
