@@ -702,3 +702,54 @@ fn a_handler_tells_an_outage_from_a_cancel_and_finishes_after_it() {
     assert_eq!(seen.status(), TaskStatus::Completed);
     assert_eq!(seen.outcome(), done.clone().into_any().outcome());
 }
+
+/// A handle's finishing write made while Redis is down is tried again until Redis is back,
+/// and lands: nothing a handler finished is lost to an outage shorter than the store's
+/// outage timeout. A longer outage gives the write up with the store-unavailable error.
+#[test]
+fn a_finishing_write_during_an_outage_lands_once_redis_is_back() {
+    let Some(mut server) = RedisServer::start_aof() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let a = builder(&server.url(), &prefix)
+        .outage_timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let b = instance(&server, &prefix);
+    let owner = alice();
+    let (handle, task) = a.create(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+
+    server.stop();
+    let finishing = thread::spawn(move || handle.complete(tool_result("done in the outage")));
+    thread::sleep(Duration::from_millis(300));
+    assert!(!finishing.is_finished(), "the write waits for Redis");
+    server.resume();
+    let done = join_within(finishing, BOUND, "the finishing write").expect("it lands");
+    assert_eq!(done.status(), TaskStatus::Completed);
+    let seen = b.wait(&owner, &id, Some(BOUND)).unwrap();
+    assert_eq!(seen.status(), TaskStatus::Completed);
+    assert_eq!(seen.outcome(), Some(&tool_outcome("done in the outage")));
+
+    // Past the outage timeout, the write is given up, and says so.
+    let short = builder(&server.url(), &prefix)
+        .outage_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let (handle, _) = short.create(&owner, req(2)).unwrap();
+    server.stop();
+    let started = Instant::now();
+    let given_up = handle.complete(tool_result("too late"));
+    assert!(
+        started.elapsed() < PROMPTLY,
+        "given up within about the outage timeout"
+    );
+    match given_up {
+        Err(Error::Store { message, .. }) => {
+            assert!(message.contains("given up"), "{message}")
+        }
+        other => panic!("expected the store-unavailable error, got {other:?}"),
+    }
+    server.resume();
+}

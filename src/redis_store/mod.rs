@@ -68,6 +68,17 @@
 //!   request, a fresh connection, the retry) when Redis hangs (connections open, no
 //!   answers). The subscription is checked with a
 //!   `PING` after a second of silence, so a hung Redis takes it down like a lost one.
+//! - **Finished work is not lost to an outage.** A typed handle's finishing write
+//!   (`complete`, `fail`, `finish`, `cancel`) carries work already done: when Redis cannot
+//!   be reached, it is tried again with backoff (10 ms doubling to 1 s) until it lands, the
+//!   task turns out gone or moved on, or the outage timeout passes; then it answers
+//!   [`Error::Store`] saying that it gave up (the example servers log it). If an earlier
+//!   attempt landed but its answer was lost, the retry finds the task already in the
+//!   status it was moving to and answers the task as stored. With AOF and
+//!   `appendfsync always`, nothing a handler finished is lost across a Redis restart
+//!   shorter than the outage timeout. Reads (`TaskHandle::current_status`,
+//!   `cancel_requested`) answer [`Error::Store`] during an outage, never "gone" or
+//!   "asked to cancel".
 //!   Every store error keeps the Redis client's error as its
 //!   [`source`](std::error::Error::source).
 //!
@@ -294,7 +305,9 @@ impl RedisStoreBuilder {
     /// back when it finds the store's subscription down, before it answers
     /// [`Error::Store`] (default [`DEFAULT_OUTAGE_TIMEOUT`]). A wait with a shorter timeout
     /// answers [`Error::Store`] at its timeout instead; no wait outlasts an outage by
-    /// more than this. Zero is refused; more than a day is cut to a day.
+    /// more than this. A typed handle's finishing write (`complete`, `fail`, `cancel`) is
+    /// retried through an outage for as long. Zero is refused; more than a day is cut to a
+    /// day.
     pub fn outage_timeout(mut self, outage_timeout: Duration) -> Self {
         self.outage_timeout = outage_timeout;
         self
@@ -948,6 +961,40 @@ impl Listener for Inner {
 }
 
 impl RedisTaskStore {
+    /// One decision and conditional write of `update` (see [`TaskStore::update`]).
+    fn update_once(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
+        let inner = &*self.inner;
+        let id = canonical(task_id)?;
+        let keys = inner.keys(owner);
+        // Decided first on the copy this instance last wrote, if any; a refusal, or a
+        // write that finds another version, is decided again on a fresh read.
+        let mut remembered = inner.recall(&keys.task(id));
+        for _ in 0..MAX_ATTEMPTS {
+            let (version, task, fresh) = match remembered.take() {
+                Some((version, task)) => (version, task, false),
+                None => match inner.read(&keys, id)? {
+                    Some(read) => (read.version, read.task, true),
+                    None => return Err(not_found(task_id)),
+                },
+            };
+            let at = task.last_updated_at();
+            let (task, notify) = match update.clone().apply(task, at) {
+                Step::Changed(task) => (task, true),
+                Step::Quiet(task) => (task, false),
+                Step::Unchanged(task) if fresh => return Ok(task),
+                Step::Refused(_, error) if fresh => return Err(error),
+                Step::Unchanged(_) | Step::Refused(..) => continue,
+            };
+            if let Some(stored) = inner.commit(&keys, id, version, &task, notify)? {
+                return Ok(stored);
+            }
+        }
+        Err(Error::store(format!(
+            "task `{}` kept changing under {MAX_ATTEMPTS} attempts to update it: try again",
+            crate::error::shorten(task_id)
+        )))
+    }
+
     /// A store on the Redis at `url` (`redis://host:port/db`, `rediss://…`,
     /// `redis+unix:///path/to/redis.sock`), with the default prefix, [`TtlPolicy`] and
     /// [`Limits`], and no suggested poll interval.
@@ -1117,36 +1164,40 @@ impl TaskStore for RedisTaskStore {
     }
 
     fn update(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
-        let inner = &*self.inner;
-        let id = canonical(task_id)?;
-        let keys = inner.keys(owner);
-        // Decided first on the copy this instance last wrote, if any; a refusal, or a
-        // write that finds another version, is decided again on a fresh read.
-        let mut remembered = inner.recall(&keys.task(id));
-        for _ in 0..MAX_ATTEMPTS {
-            let (version, task, fresh) = match remembered.take() {
-                Some((version, task)) => (version, task, false),
-                None => match inner.read(&keys, id)? {
-                    Some(read) => (read.version, read.task, true),
-                    None => return Err(not_found(task_id)),
-                },
-            };
-            let at = task.last_updated_at();
-            let (task, notify) = match update.clone().apply(task, at) {
-                Step::Changed(task) => (task, true),
-                Step::Quiet(task) => (task, false),
-                Step::Unchanged(task) if fresh => return Ok(task),
-                Step::Refused(_, error) if fresh => return Err(error),
-                Step::Unchanged(_) | Step::Refused(..) => continue,
-            };
-            if let Some(stored) = inner.commit(&keys, id, version, &task, notify)? {
-                return Ok(stored);
+        let Some(target) = update.finishing_target() else {
+            return self.update_once(owner, task_id, update);
+        };
+        // A handle's finishing write carries work already done: through an outage it is
+        // tried again, with backoff, until it lands, the task is found gone or moved on, or
+        // the outage timeout passes.
+        let deadline = Instant::now() + self.inner.outage_timeout;
+        let mut backoff = Duration::from_millis(10);
+        let mut attempts = 1;
+        loop {
+            match self.update_once(owner, task_id, update.clone()) {
+                Err(Error::Store { .. }) if Instant::now() + backoff < deadline => {
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    attempts += 1;
+                }
+                Err(Error::Store { message, cause }) if attempts > 1 => {
+                    return Err(Error::Store {
+                        message: format!(
+                            "{message} (the task's finishing write was tried {attempts} times \
+                             over {:?}, then given up)",
+                            self.inner.outage_timeout
+                        ),
+                        cause,
+                    });
+                }
+                // An earlier attempt landed although its answer was lost in the outage:
+                // the task already has the status this write gives it.
+                Err(Error::IllegalTransition { from, .. }) if attempts > 1 && from == target => {
+                    return self.get(owner, task_id);
+                }
+                other => return other,
             }
         }
-        Err(Error::store(format!(
-            "task `{}` kept changing under {MAX_ATTEMPTS} attempts to update it: try again",
-            crate::error::shorten(task_id)
-        )))
     }
 
     fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {

@@ -175,6 +175,16 @@ impl Update {
         Update(Op::End(transition, message))
     }
 
+    /// The status a typed handle's finishing move leads to (`None` for any other update):
+    /// such a write carries work already done, so a backend that can fail transiently
+    /// retries it rather than lose it.
+    pub(crate) fn finishing_target(&self) -> Option<TaskStatus> {
+        match &self.0 {
+            Op::End(transition, _) => Some(transition.target()),
+            _ => None,
+        }
+    }
+
     /// Fails an unfinished task whose handle was dropped; a finished task is left alone.
     pub(crate) fn abandon(message: &str) -> Self {
         Update(Op::Abandon(message.to_owned()))
