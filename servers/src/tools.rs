@@ -318,23 +318,34 @@ fn confirm_task<T: TaskStore>(handle: TaskHandle<Working, T>, question: &str) ->
     let waiting = handle
         .with_message("waiting for the user's answer")
         .require_input(InputRequests::new().with("confirm", request.clone()))?;
-    let mut answers = match waiting.wait_for_input(Some(ANSWER_TIMEOUT)) {
-        Ok(answers) => answers,
-        Err(Error::CancelRequested { .. }) => {
-            let _cancelled = waiting
-                .with_message("cancelled at the requestor's request")
-                .cancel()?;
-            return Ok(());
+    let deadline = Instant::now() + ANSWER_TIMEOUT;
+    let mut answers = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match waiting.wait_for_input(Some(left)) {
+            Ok(answers) => break answers,
+            Err(Error::CancelRequested { .. }) => {
+                let _cancelled = waiting
+                    .with_message("cancelled at the requestor's request")
+                    .cancel()?;
+                return Ok(());
+            }
+            // The store cannot be reached right now: that says nothing about the answer.
+            Err(Error::Store { .. }) if !left.is_zero() => {
+                thread::sleep(Duration::from_millis(200));
+            }
+            Err(Error::Timeout { .. } | Error::Store { .. }) => {
+                let _failed = waiting.fail(Outcome::error(
+                    jsonrpc::INTERNAL_ERROR,
+                    "the user did not answer in time",
+                ))?;
+                return Ok(());
+            }
+            // Cancelled, expired or removed meanwhile: nothing more to do.
+            Err(_) => {
+                waiting.detach();
+                return Ok(());
+            }
         }
-        Err(Error::Timeout { .. }) => {
-            let _failed = waiting.fail(Outcome::error(
-                jsonrpc::INTERNAL_ERROR,
-                "the user did not answer in time",
-            ))?;
-            return Ok(());
-        }
-        // Cancelled, expired or removed meanwhile: nothing more to do.
-        Err(_) => return Ok(()),
     };
     let answer = Value::Object(answers.remove("confirm").unwrap_or_default());
     if let Err(why) = check_answer(&request, &answer) {
