@@ -178,6 +178,7 @@ impl Update {
     /// The status a typed handle's finishing move leads to (`None` for any other update):
     /// such a write carries work already done, so a backend that can fail transiently
     /// retries it rather than lose it.
+    #[cfg(feature = "redis")]
     pub(crate) fn finishing_target(&self) -> Option<TaskStatus> {
         match &self.0 {
             Op::End(transition, _) => Some(transition.target()),
