@@ -148,6 +148,7 @@ macro_rules! suite {
                 last_updated_at_moves_forward_from_created_at,
                 racing_cancel_and_result_have_one_winner,
                 a_shared_dyn_store_is_a_store,
+                cursors_reveal_nothing_of_other_owners,
             );
         }
     };
@@ -2076,4 +2077,80 @@ fn a_shared_dyn_store_is_a_store<B: Backend>(backend: &B) {
     );
     assert_eq!(store.ttl_policy(), Config::default().ttl);
     assert_eq!(ids(&store.list(&owner, None, 10).unwrap().tasks), [id]);
+}
+
+/// The observation: an owner's consecutive cursors must not show that other owners
+/// (some of them in the same registry shard) created tasks between its own, nor change when
+/// they create tasks while it pages.
+fn cursors_reveal_nothing_of_other_owners<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = Owner::new("tenant-a");
+    // 256 owners: with the registry's shards, many of them share tenant-a's.
+    let others: Vec<Owner> = (0..256)
+        .map(|n| Owner::new(format!("tenant-b{n}")))
+        .collect();
+    let everyone_creates = || {
+        for other in &others {
+            new_task(&store, other);
+        }
+    };
+    let mut created = Vec::new();
+    for n in 0..6 {
+        created.push(store.insert(&owner, req(n)).unwrap().id().to_string());
+        // Others are busy between tenant-a's 2nd and 3rd, and 4th and 5th tasks only.
+        if n == 1 || n == 3 {
+            everyone_creates();
+        }
+        thread::sleep(ms(2));
+    }
+    let walk = |busy: bool| {
+        let (mut walked, mut cursors) = (Vec::new(), Vec::new());
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = store.list(&owner, cursor.as_deref(), 1).unwrap();
+            walked.extend(ids(&page.tasks));
+            match page.next_cursor {
+                Some(next) => cursors.push(next.clone()),
+                None => break,
+            }
+            cursor = cursors.last().cloned();
+            if busy {
+                everyone_creates();
+            }
+        }
+        (walked, cursors)
+    };
+    let quiet = walk(false);
+    assert_eq!(quiet.0, created, "page size 1 neither skips nor repeats");
+    assert_eq!(quiet.1.len(), created.len() - 1);
+    assert_eq!(
+        walk(true),
+        quiet,
+        "others creating tasks while tenant-a pages change none of its pages or cursors"
+    );
+    // No cursor shows a counter in clear, and no two consecutive cursors are close, so
+    // neither a gap (others were busy) nor a step of one (they were not) can be told.
+    let halves = |cursor: &str| {
+        assert_eq!(cursor.len(), 32, "{cursor}");
+        assert!(
+            cursor
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+            "{cursor}: lowercase hex"
+        );
+        assert!(!cursor.contains("00000000"), "a clear counter in {cursor}");
+        let (high, low) = cursor.split_at(16);
+        [high, low].map(|half| u64::from_str_radix(half, 16).unwrap())
+    };
+    for pair in quiet.1.windows(2) {
+        for (a, b) in halves(&pair[0]).into_iter().zip(halves(&pair[1])) {
+            let distance = a.wrapping_sub(b).min(b.wrapping_sub(a));
+            assert!(
+                distance > 1 << 40,
+                "consecutive cursors {} and {} are close",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
 }
