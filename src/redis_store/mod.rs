@@ -372,7 +372,8 @@ impl RedisStoreBuilder {
                 let mine = uuid::Uuid::new_v4().as_u128();
                 let shared =
                     share_secret(&mut connection, &secret_key, mine).map_err(store_error)?;
-                Cursors::shared(secret_key, parse_secret(&shared)?)
+                let secret = parse_secret(&secret_key, &shared)?;
+                Cursors::shared(secret_key, secret)
             }
         };
         let inner = Arc::new(Inner {
@@ -460,13 +461,11 @@ fn share_secret(connection: &mut Connection, key: &str, mine: u128) -> redis::Re
     Ok(shared)
 }
 
-fn parse_secret(text: &str) -> Result<u128, Error> {
+fn parse_secret(key: &str, text: &str) -> Result<u128, Error> {
     u128::from_str_radix(text, 16).map_err(|_| {
-        Error::store(
-            "the shared cursor secret is not one this crate wrote: delete the key \
-             `{prefix}:cursor-secret`"
-                .to_owned(),
-        )
+        Error::store(format!(
+            "the shared cursor secret is not one this crate wrote: delete the key `{key}`"
+        ))
     })
 }
 
@@ -687,7 +686,7 @@ impl Inner {
             state.current
         };
         let shared = self.with(|connection| share_secret(connection, key, mine))?;
-        let shared = parse_secret(&shared)?;
+        let shared = parse_secret(key, &shared)?;
         let mut state = self.cursors.lock();
         state.checked_at = Instant::now();
         state.checked_after = seen;
@@ -961,8 +960,9 @@ impl Listener for Inner {
 }
 
 impl RedisTaskStore {
-    /// One decision and conditional write of `update` (see [`TaskStore::update`]).
-    fn update_once(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
+    /// One decision and conditional write of `update` (see [`TaskStore::update`]); each
+    /// decision takes its own copy of it, since a lost race decides again.
+    fn update_once(&self, owner: &Owner, task_id: &str, update: &Update) -> Result<AnyTask, Error> {
         let inner = &*self.inner;
         let id = canonical(task_id)?;
         let keys = inner.keys(owner);
@@ -1165,7 +1165,7 @@ impl TaskStore for RedisTaskStore {
 
     fn update(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
         let Some(target) = update.finishing_target() else {
-            return self.update_once(owner, task_id, update);
+            return self.update_once(owner, task_id, &update);
         };
         // A handle's finishing write carries work already done: through an outage it is
         // tried again, with backoff, until it lands, the task is found gone or moved on, or
@@ -1174,7 +1174,7 @@ impl TaskStore for RedisTaskStore {
         let mut backoff = Duration::from_millis(10);
         let mut attempts = 1;
         loop {
-            match self.update_once(owner, task_id, update.clone()) {
+            match self.update_once(owner, task_id, &update) {
                 Err(Error::Store { .. }) if Instant::now() + backoff < deadline => {
                     std::thread::sleep(backoff);
                     backoff = (backoff * 2).min(Duration::from_secs(1));
