@@ -131,15 +131,15 @@ pub use input::{InputRequest, InputRequests, InputResponses, Keyed};
 pub use jsonrpc::{JsonObject, JsonRpcError, RequestId};
 pub use outcome::Outcome;
 #[cfg(feature = "redis")]
-pub use redis_store::{RedisStoreBuilder, RedisTaskStore};
+pub use redis_store::{LeasePolicy, RedisStoreBuilder, RedisTaskStore};
 pub use registry::{RegistryBuilder, TaskRegistry};
 pub use status::{
     AwaitsInput, Buildable, CanRequireInput, CanResume, Cancelled, Completed, Failed, HasFailure,
     HasResult, InputRequired, NonTerminal, TaskState, TaskStatus, UnknownStatus, Working,
 };
 pub use store::{
-    Limits, MAX_PAGE_SIZE, Owner, StatusChange, Step, Subscriber, SubscriptionId, TaskHandle,
-    TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
+    Lease, Limits, MAX_PAGE_SIZE, Owner, StatusChange, Step, Subscriber, SubscriptionId,
+    TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
 };
 pub use task::{Change, Finished, Task};
 

@@ -15,7 +15,7 @@ use crate::status::{
     AwaitsInput, CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired,
     NonTerminal, TaskState, TaskStatus, Working,
 };
-use crate::store::{Owner, TaskStore, Update};
+use crate::store::{Lease, Owner, TaskStore, Update};
 use crate::task::{Finished, Task};
 
 /// The typed handle of a stored task in status `S`: the task's one writer.
@@ -37,17 +37,20 @@ pub struct TaskHandle<S: TaskState, T: TaskStore> {
     /// The id as text, as the store's by-id operations take it.
     key: Box<str>,
     owner: Owner,
+    /// The task's lease in a shared store, renewed while the handle lives.
+    lease: Lease,
     message: Option<String>,
     state: PhantomData<fn() -> S>,
 }
 
 impl<T: TaskStore> TaskHandle<Working, T> {
-    pub(crate) fn new(store: T, id: TaskId, owner: Owner) -> Self {
+    pub(crate) fn new(store: T, id: TaskId, owner: Owner, lease: Lease) -> Self {
         TaskHandle {
             store: Some(store),
             key: id.to_string().into_boxed_str(),
             id,
             owner,
+            lease,
             message: None,
             state: PhantomData,
         }
@@ -128,6 +131,7 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     /// through the store. Returns the id.
     pub fn detach(mut self) -> TaskId {
         self.store = None;
+        std::mem::replace(&mut self.lease, Lease::none()).release();
         self.id.clone()
     }
 
@@ -147,6 +151,7 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
                 id: self.id.clone(),
                 key: std::mem::take(&mut self.key),
                 owner: self.owner.clone(),
+                lease: std::mem::replace(&mut self.lease, Lease::none()),
             }),
             Err(error) => {
                 if matches!(error, Error::IllegalTransition { from, .. } if !from.is_terminal()) {
@@ -301,6 +306,7 @@ struct TaskHandleParts<T: TaskStore> {
     id: TaskId,
     key: Box<str>,
     owner: Owner,
+    lease: Lease,
 }
 
 impl<T: TaskStore> TaskHandleParts<T> {
@@ -310,6 +316,7 @@ impl<T: TaskStore> TaskHandleParts<T> {
             id: self.id,
             key: self.key,
             owner: self.owner,
+            lease: self.lease,
             message: None,
             state: PhantomData,
         }

@@ -13,6 +13,7 @@
 
 mod cursor;
 mod handle;
+mod lease;
 mod notify;
 mod owner;
 mod policy;
@@ -31,6 +32,9 @@ use crate::task::Task;
 
 pub(crate) use cursor::CursorKey;
 pub use handle::TaskHandle;
+pub use lease::Lease;
+#[cfg(feature = "redis")]
+pub(crate) use lease::LeaseHolder;
 pub(crate) use notify::Notifier;
 pub use notify::{StatusChange, SubscriptionId};
 pub use owner::Owner;
@@ -141,6 +145,23 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug {
     /// limits allow; nothing is created. A backend's own failure as [`Error::Store`].
     fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error>;
 
+    /// Creates a task as [`insert`](Self::insert) does, for a handler of this process to
+    /// run, and returns the [`Lease`] the handler holds while it runs the task
+    /// ([`create`](Self::create) puts it in the task's [`TaskHandle`]). A store shared by
+    /// several instances renews the lease in the background and fails the task if it
+    /// lapses (the instance died); the default, for stores whose tasks cannot outlive
+    /// their handlers' process, creates the task with [`Lease::none`].
+    ///
+    /// # Errors
+    /// As for [`insert`](Self::insert).
+    fn insert_leased(
+        &self,
+        owner: &Owner,
+        request: TaskRequest,
+    ) -> Result<(Task<Working>, Lease), Error> {
+        Ok((self.insert(owner, request)?, Lease::none()))
+    }
+
     /// The task `task_id` as `owner` sees it now (its outcome included, if terminal).
     ///
     /// # Errors
@@ -237,8 +258,8 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug {
     where
         Self: Clone + Sized,
     {
-        let task = self.insert(owner, request)?;
-        let handle = TaskHandle::new(self.clone(), task.id().clone(), owner.clone());
+        let (task, lease) = self.insert_leased(owner, request)?;
+        let handle = TaskHandle::new(self.clone(), task.id().clone(), owner.clone(), lease);
         Ok((handle, task))
     }
 
@@ -380,6 +401,14 @@ impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
 
     fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error> {
         (**self).insert(owner, request)
+    }
+
+    fn insert_leased(
+        &self,
+        owner: &Owner,
+        request: TaskRequest,
+    ) -> Result<(Task<Working>, Lease), Error> {
+        (**self).insert_leased(owner, request)
     }
 
     fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
