@@ -14,8 +14,6 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-#[cfg(feature = "redis")]
-use mcp_tasks::RedisTaskStore;
 use mcp_tasks::TaskStore;
 use mcp_tasks::ext::{self, ExtDispatcher, TasksExtensionCapability};
 use mcp_tasks::protocol::{
@@ -25,6 +23,8 @@ use mcp_tasks::protocol::{
 use mcp_tasks::{
     Error, JsonObject, JsonRpcError, Owner, RequestId, TaskId, TaskRegistry, TtlPolicy, jsonrpc,
 };
+#[cfg(feature = "redis")]
+use mcp_tasks::{LeasePolicy, RedisTaskStore};
 use serde_json::{Value, json};
 
 use crate::tools::{self, Call};
@@ -212,11 +212,25 @@ fn open_store(redis_url: Option<&str>) -> Result<Store, String> {
     }
 }
 
+/// The environment variable that sets the Redis store's lease length in milliseconds
+/// (`0`: no leases, a dead instance's tasks stay until their TTL).
+pub const LEASE_MS_ENV: &str = "MCP_TASKS_LEASE_MS";
+
 #[cfg(feature = "redis")]
 fn open_redis(url: &str) -> Result<Store, String> {
-    let store = RedisTaskStore::builder(url)
+    let mut builder = RedisTaskStore::builder(url)
         .ttl_policy(ttl_policy())
-        .poll_interval(Some(POLL_INTERVAL_MS))
+        .poll_interval(Some(POLL_INTERVAL_MS));
+    if let Ok(text) = std::env::var(LEASE_MS_ENV) {
+        let millis: u64 = text.trim().parse().map_err(|_| {
+            format!("{LEASE_MS_ENV}=`{text}` is not a lease length in milliseconds (0: none)")
+        })?;
+        builder = builder.lease_policy(match millis {
+            0 => LeasePolicy::leave_until_ttl(),
+            _ => LeasePolicy::fail_after(std::time::Duration::from_millis(millis)),
+        });
+    }
+    let store = builder
         .build()
         .map_err(|err| format!("cannot open the Redis task store at {url}: {err}"))?;
     Ok(Arc::new(store))

@@ -6,7 +6,8 @@
 //! digits). A task hash holds `v` (version), `s` (status), `b` (the record: everything
 //! else, opaque to Lua), `c` and `u` (created and updated, written only here), `q`
 //! (creation sequence), `r` and `m` (the originating request id and method), `w` (the write
-//! id of the last write). The owner's
+//! id of the last write), and while a handler of some instance runs the task, `l` (the
+//! deadline of its lease, see the `lease` module). The owner's
 //! index (a sorted set of ids by sequence) and sequence counter expire with the owner's
 //! last expiring task, and persist while one of its tasks has no expiry.
 //!
@@ -26,6 +27,9 @@ local function now_ms()
 end
 local function num(n)
   return string.format('%.0f', n)
+end
+local function finished(status)
+  return status == 'completed' or status == 'failed' or status == 'cancelled'
 end
 -- Keeps an owner's index or counter at least until `expires_at` (nil: forever). A key
 -- without expiry that is not `fresh` (just created) stays so: one of the owner's tasks
@@ -47,8 +51,9 @@ pub(crate) const REPLAY_WINDOW_MS: u64 = 30_000;
 
 /// Creates a task.
 ///
-/// KEYS: task, index, counter. ARGV: id, record, ttl (`''` = unlimited), per-owner limit
-/// (`''` = none), request id (JSON), method, write id.
+/// KEYS: task, index, counter, and for a leased task the store's lease index. ARGV: id,
+/// record, ttl (`''` = unlimited), per-owner limit (`''` = none), request id (JSON),
+/// method, write id, lease length in ms (`''` = no lease).
 /// Returns (as strings) `{'ok', created}`, `{'limit', count}` or `{'exists'}`; a replay of
 /// a create that was applied answers `{'ok', created}` again.
 pub(crate) const CREATE: &str = r"
@@ -89,6 +94,11 @@ redis.call('SET', KEYS[3], num(seq), 'KEEPTTL')
 redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', num(now),
   'u', num(now), 'q', num(seq), 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7])
 redis.call('ZADD', KEYS[2], num(seq), ARGV[1])
+local lease = tonumber(ARGV[8])
+if lease then
+  redis.call('HSET', KEYS[1], 'l', num(now + lease))
+  redis.call('ZADD', KEYS[4], num(now + lease), KEYS[1])
+end
 local ttl = tonumber(ARGV[3])
 if ttl then
   redis.call('PEXPIREAT', KEYS[1], num(now + ttl))
@@ -105,10 +115,12 @@ return {'ok', num(now)}
 /// is one the spec's table allows; publishes the change in the same step.
 ///
 /// KEYS: task, index, counter. ARGV: version, status, record, ttl (`''` = unlimited),
-/// notify (`'1'` when the wire-visible task changed), channel, owner tag, id, write id.
-/// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'stale'}` or `{'illegal', status}`;
-/// a replay of a commit that was applied (and not followed by another write) answers
-/// `{'ok', updated}` again, without writing or publishing.
+/// notify (`'1'` when the wire-visible task changed), channel, owner tag, id, write id,
+/// and `'lapsed'` to write only if the task's lease has lapsed (`''` otherwise).
+/// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'stale'}` or `{'illegal', status}`,
+/// or `{'renewed'}` when the lease it required lapsed was renewed; a replay of a commit
+/// that was applied (and not followed by another write) answers `{'ok', updated}` again,
+/// without writing or publishing.
 pub(crate) const COMMIT: &str = r"
 local current = redis.call('HMGET', KEYS[1], 'v', 's', 'c', 'u', 'w')
 if not current[1] then
@@ -119,6 +131,12 @@ if current[1] ~= ARGV[1] then
     return {'ok', current[4]}
   end
   return {'stale'}
+end
+if ARGV[10] == 'lapsed' then
+  local lease = tonumber(redis.call('HGET', KEYS[1], 'l'))
+  if not lease or lease > now_ms() then
+    return {'renewed'}
+  end
 end
 local from, to = current[2], ARGV[2]
 local allowed = {
@@ -174,6 +192,61 @@ redis.call('PEXPIRE', KEYS[3], ARGV[5])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. ARGV[1] .. '\n0')
 return fields
+";
+
+/// Renews, or gives up, the leases an instance holds.
+///
+/// KEYS: the lease index. ARGV: lease length in ms, then per lease the task key and `'k'`
+/// (keep: renew) or `'r'` (release: the handle was detached).
+/// Returns per lease: `'ok'` (renewed), `'released'`, `'gone'` (the task is gone,
+/// finished, or holds no lease) or `'lapsed'` (too late: it is failed by the next reaper
+/// that sees it, and the instance stops renewing it).
+pub(crate) const RENEW: &str = r"
+local now = now_ms()
+local deadline = num(now + tonumber(ARGV[1]))
+local out = {}
+for i = 2, #ARGV, 2 do
+  local key, op = ARGV[i], ARGV[i + 1]
+  local fields = redis.call('HMGET', key, 's', 'l')
+  local verdict
+  if not fields[1] or not fields[2] or finished(fields[1]) then
+    redis.call('ZREM', KEYS[1], key)
+    verdict = 'gone'
+  elseif op == 'r' then
+    redis.call('HDEL', key, 'l')
+    redis.call('ZREM', KEYS[1], key)
+    verdict = 'released'
+  elseif tonumber(fields[2]) < now then
+    verdict = 'lapsed'
+  else
+    redis.call('HSET', key, 'l', deadline)
+    redis.call('ZADD', KEYS[1], deadline, key)
+    verdict = 'ok'
+  end
+  table.insert(out, verdict)
+end
+return out
+";
+
+/// The task keys of up to `count` lapsed leases, forgetting index entries of tasks that are
+/// gone, finished or no longer leased, and re-filing those renewed since.
+///
+/// KEYS: the lease index. ARGV: count.
+pub(crate) const LAPSED: &str = r"
+local now = now_ms()
+local out = {}
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', num(now), 'LIMIT', 0, tonumber(ARGV[1]))
+for _, key in ipairs(due) do
+  local fields = redis.call('HMGET', key, 's', 'l')
+  if not fields[1] or not fields[2] or finished(fields[1]) then
+    redis.call('ZREM', KEYS[1], key)
+  elseif tonumber(fields[2]) > now then
+    redis.call('ZADD', KEYS[1], fields[2], key)
+  else
+    table.insert(out, key)
+  end
+end
+return out
 ";
 
 /// One page of an owner's tasks after a sequence number, forgetting index entries of

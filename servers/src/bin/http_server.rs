@@ -61,6 +61,9 @@
 //! - `MCP_TASKS_REDIS_URL` (or the argument `--redis URL`, which wins): keep the tasks in
 //!   Redis (`RedisTaskStore`, cargo feature `redis`) instead of in this process, e.g.
 //!   `redis://127.0.0.1:6379` or `redis+unix:///run/redis/redis.sock`.
+//! - `MCP_TASKS_LEASE_MS` (with Redis): the lease of a running task in milliseconds
+//!   (default 40000); a task whose instance dies fails `-32603` within the lease and an
+//!   eighth of it. `0` turns leases off (the task then stays `working` until its TTL).
 //!
 //! # Several instances, one store
 //! Servers started with the same Redis URL and the same tokens serve the same tasks: a

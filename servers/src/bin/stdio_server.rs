@@ -37,7 +37,8 @@
 //! # A shared store
 //! The tasks live in this process unless a Redis URL is given, as `--redis URL` or in
 //! `MCP_TASKS_REDIS_URL` (the argument wins); then they live in Redis (`RedisTaskStore`,
-//! cargo feature `redis`), shared by every server started with the same URL:
+//! cargo feature `redis`), shared by every server started with the same URL (and
+//! `MCP_TASKS_LEASE_MS` sets the lease of a running task, see the HTTP example):
 //!
 //! ```text
 //! cargo run -p mcp-tasks-servers --features redis --bin stdio_server -- --redis redis://127.0.0.1:6379
