@@ -1,6 +1,6 @@
 //! `RedisTaskStore` under faults, on real `redis-server` processes: Redis restarted (with
-//! and without persistence) under running instances, Redis stopped under a wait, and a
-//! write whose reply is lost on the way back.
+//! and without persistence) under running instances, Redis stopped under a wait, a
+//! write whose reply is lost on the way back, and a restarted Redis still loading its AOF.
 //!
 //! Each test starts its own `redis-server` (`support/redis.rs`); without one on `PATH` the
 //! tests say `SKIPPED` and pass. Every blocking call and every loop is bounded, and every
@@ -752,4 +752,47 @@ fn a_finishing_write_during_an_outage_lands_once_redis_is_back() {
         other => panic!("expected the store-unavailable error, got {other:?}"),
     }
     server.resume();
+}
+
+/// A restarted Redis answers `-LOADING` while it reads its AOF (nothing is run): requests
+/// then wait for it (up to the I/O timeout) instead of failing.
+#[test]
+fn requests_wait_for_a_redis_still_loading_its_aof() {
+    let Some(mut server) = RedisServer::start_aof() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let store = instance(&server, &prefix);
+    let task = store.insert(&alice(), req(1)).unwrap();
+    let id = task.id().to_string();
+    // Enough data that loading it takes a while.
+    assert_eq!(
+        server.command(&["DEBUG", "POPULATE", "1500000"]).trim(),
+        "+OK"
+    );
+    let _ = server.command(&["BGREWRITEAOF"]);
+    let started = Instant::now();
+    while !server
+        .command(&["INFO", "persistence"])
+        .contains("aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0")
+    {
+        assert!(started.elapsed() < BOUND, "the AOF rewrite did not end");
+        thread::sleep(ms(20));
+    }
+    server.stop();
+    server.resume_loading();
+    let loading = server.command(&["PING"]);
+    assert!(
+        loading.starts_with("-LOADING"),
+        "the restarted server answers {loading:?}, not -LOADING: the test proves nothing"
+    );
+    // Answered once Redis has loaded (not `Store`), the task as it was.
+    let read = store
+        .get(&alice(), &id)
+        .expect("a read waits for the AOF to load");
+    assert_eq!(read.status(), TaskStatus::Working);
+    let done = store
+        .store_result(&alice(), &id, TaskStatus::Completed, tool_outcome("done"))
+        .expect("a write after the load");
+    assert_eq!(done.status(), TaskStatus::Completed);
 }

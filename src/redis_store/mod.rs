@@ -58,6 +58,9 @@
 //!   decided again), a removal answers the removed task (from a tombstone kept 30 s).
 //!   If another writer changed the task between the lost reply and the replay, the
 //!   replay cannot tell and the change is decided again on the task as it now is.
+//!   A request Redis refuses because it cannot serve yet (`LOADING` while a restarted
+//!   Redis reads its AOF, `MASTERDOWN`, `TRYAGAIN`: nothing was run) is sent again with
+//!   backoff for up to the I/O timeout.
 //! - **Bounded waits.** `tasks/result` and a handler's wait for input watch the task
 //!   through the instance's subscription. While it is down (Redis unreachable), a wait
 //!   answers [`Error::Store`] (`-32603`, "task store unavailable") at its timeout, never
@@ -721,19 +724,43 @@ impl Inner {
             Some(connection) => connection,
             None => self.connect()?,
         };
-        let mut result = f(&mut connection);
+        let mut result = self.when_ready(&mut connection, &mut f);
         if let Err(err) = &result
             && is_broken(err)
         {
             self.broke();
             connection = self.connect()?;
-            result = f(&mut connection);
+            result = self.when_ready(&mut connection, &mut f);
         }
         match &result {
             Err(err) if is_broken(err) => self.broke(),
             _ => self.pool().push(connection),
         }
         result.map_err(store_error)
+    }
+
+    /// Runs `f` on `connection`, again (with backoff, for up to the I/O timeout) while
+    /// Redis answers that it cannot serve yet and the request was not run: `LOADING` (a
+    /// restarted Redis reading its AOF), `MASTERDOWN`, `TRYAGAIN`.
+    fn when_ready<T>(
+        &self,
+        connection: &mut Connection,
+        f: &mut impl FnMut(&mut Connection) -> redis::RedisResult<T>,
+    ) -> redis::RedisResult<T> {
+        let deadline = Instant::now() + self.io_timeout;
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            match f(connection) {
+                Err(err)
+                    if matches!(err.retry_method(), redis::RetryMethod::WaitAndRetry)
+                        && Instant::now() + backoff < deadline =>
+                {
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_millis(200));
+                }
+                result => return result,
+            }
+        }
     }
 
     fn pool(&self) -> MutexGuard<'_, Vec<Connection>> {

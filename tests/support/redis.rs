@@ -127,6 +127,25 @@ impl RedisServer {
         self.await_ping();
     }
 
+    /// Starts the server again like [`resume`](Self::resume), but returns as soon as it
+    /// accepts connections, while it may still be loading its AOF (answering `-LOADING`).
+    ///
+    /// # Panics
+    /// If it does not start listening in time.
+    pub fn resume_loading(&mut self) {
+        let program = std::env::var_os("REDIS_SERVER").unwrap_or_else(|| "redis-server".into());
+        self.child = spawn(&program, &self.dir, &self.socket, self.aof)
+            .unwrap_or_else(|err| panic!("cannot restart {}: {err}", program.to_string_lossy()));
+        let started = Instant::now();
+        while UnixStream::connect(&self.socket).is_err() {
+            assert!(
+                started.elapsed() < STARTUP,
+                "redis-server did not listen within {STARTUP:?}"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// [`stop`](Self::stop), then [`resume`](Self::resume).
     pub fn restart(&mut self) {
         self.stop();
@@ -248,6 +267,9 @@ fn spawn(program: &std::ffi::OsStr, dir: &Path, socket: &Path, aof: bool) -> io:
         .arg(if aof { "yes" } else { "no" })
         .arg("--appendfsync")
         .arg("always")
+        // `DEBUG POPULATE` fills a server quickly (on a private unix socket).
+        .arg("--enable-debug-command")
+        .arg("local")
         .arg("--dir")
         .arg(dir)
         .stdin(Stdio::null())
