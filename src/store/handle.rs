@@ -32,25 +32,36 @@ use crate::task::{Finished, Task};
 /// forever; [`detach`](TaskHandle::detach) opts out.
 #[must_use = "dropping the handle of a running task fails the task"]
 pub struct TaskHandle<S: TaskState, T: TaskStore> {
-    store: Option<T>,
+    held: Held<T>,
+    message: Option<String>,
+    state: PhantomData<fn() -> S>,
+}
+
+/// What a handle holds of its task, whatever its status: moved whole from a handle to the
+/// next one by a transition, it fails the task when dropped while armed.
+struct Held<T: TaskStore> {
+    store: T,
     id: TaskId,
     /// The id as text, as the store's by-id operations take it.
     key: Box<str>,
     owner: Owner,
     /// The task's lease in a shared store, renewed while the handle lives.
     lease: Lease,
-    message: Option<String>,
-    state: PhantomData<fn() -> S>,
+    /// Whether dropping fails the task: until a finishing move or `detach` spends it.
+    armed: bool,
 }
 
 impl<T: TaskStore> TaskHandle<Working, T> {
     pub(crate) fn new(store: T, id: TaskId, owner: Owner, lease: Lease) -> Self {
         TaskHandle {
-            store: Some(store),
-            key: id.to_string().into_boxed_str(),
-            id,
-            owner,
-            lease,
+            held: Held {
+                store,
+                key: id.to_string().into_boxed_str(),
+                id,
+                owner,
+                lease,
+                armed: true,
+            },
             message: None,
             state: PhantomData,
         }
@@ -64,13 +75,13 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     /// The task id.
     #[must_use]
     pub fn id(&self) -> &TaskId {
-        &self.id
+        &self.held.id
     }
 
     /// The owner the task is bound to.
     #[must_use]
     pub fn owner(&self) -> &Owner {
-        &self.owner
+        &self.held.owner
     }
 
     /// The task as it is stored now.
@@ -78,7 +89,7 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     /// # Errors
     /// [`Error::TaskNotFound`] if it expired or was removed.
     pub fn snapshot(&self) -> Result<AnyTask, Error> {
-        self.store()?.get(&self.owner, &self.key)
+        self.held.store.get(&self.held.owner, &self.held.key)
     }
 
     /// The status the task has now. A handler can poll this to stop early once the task is
@@ -108,7 +119,8 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     /// # Errors
     /// [`Error::TaskNotFound`] if the task expired or was removed.
     pub fn set_ttl(&self, ttl: Option<u64>) -> Result<(), Error> {
-        self.store()?.set_ttl(&self.owner, &self.key, ttl).map(drop)
+        let held = &self.held;
+        held.store.set_ttl(&held.owner, &held.key, ttl).map(drop)
     }
 
     /// Changes the task's suggested poll interval in place.
@@ -116,8 +128,9 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     /// # Errors
     /// [`Error::TaskNotFound`] if the task expired or was removed.
     pub fn set_poll_interval(&self, poll_interval: Option<u64>) -> Result<(), Error> {
-        self.store()?
-            .set_poll_interval(&self.owner, &self.key, poll_interval)
+        let held = &self.held;
+        held.store
+            .set_poll_interval(&held.owner, &held.key, poll_interval)
             .map(drop)
     }
 
@@ -130,32 +143,29 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     /// Gives up the handle without touching the task; the task can still be driven by id
     /// through the store. Returns the id.
     pub fn detach(mut self) -> TaskId {
-        self.store = None;
-        std::mem::replace(&mut self.lease, Lease::none()).release();
-        self.id.clone()
+        self.held.armed = false;
+        std::mem::replace(&mut self.held.lease, Lease::none()).release();
+        self.held.id.clone()
     }
 
-    fn store(&self) -> Result<&T, Error> {
-        self.store.as_ref().ok_or_else(spent)
-    }
-
-    /// Applies a typed, non-finishing move (`require_input`, `resume`) through the store.
-    /// If it is refused while the task is still unfinished (another writer moved it), the
-    /// handle stays armed, so dropping it fails the task rather than stranding it.
-    fn step(mut self, transition: Transition) -> Result<TaskHandleParts<T>, Error> {
-        let store = self.store.take().ok_or_else(spent)?;
-        let update = Update::step(S::STATUS, transition, self.message.take());
-        match store.update(&self.owner, &self.key, update) {
-            Ok(_) => Ok(TaskHandleParts {
-                store,
-                id: self.id.clone(),
-                key: std::mem::take(&mut self.key),
-                owner: self.owner.clone(),
-                lease: std::mem::replace(&mut self.lease, Lease::none()),
+    /// Applies a typed, non-finishing move (`require_input`, `resume`) through the store;
+    /// the handle of the next status holds the task from then on. If the move is refused
+    /// while the task is still unfinished (another writer moved it), the handle stays
+    /// armed, so dropping it fails the task rather than stranding it.
+    fn step<N: TaskState>(self, transition: Transition) -> Result<TaskHandle<N, T>, Error> {
+        let TaskHandle {
+            mut held, message, ..
+        } = self;
+        let update = Update::step(S::STATUS, transition, message);
+        match held.store.update(&held.owner, &held.key, update) {
+            Ok(_) => Ok(TaskHandle {
+                held,
+                message: None,
+                state: PhantomData,
             }),
             Err(error) => {
-                if matches!(error, Error::IllegalTransition { from, .. } if !from.is_terminal()) {
-                    self.store = Some(store);
+                if !matches!(error, Error::IllegalTransition { from, .. } if !from.is_terminal()) {
+                    held.armed = false;
                 }
                 Err(error)
             }
@@ -164,9 +174,10 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
 
     /// Applies a finishing move (legal from either unfinished status); the handle is spent.
     fn end(mut self, transition: Transition) -> Result<AnyTask, Error> {
-        let store = self.store.take().ok_or_else(spent)?;
+        self.held.armed = false;
         let update = Update::end(transition, self.message.take());
-        store.update(&self.owner, &self.key, update)
+        let held = &self.held;
+        held.store.update(&held.owner, &held.key, update)
     }
 
     /// Replaces the status message now (a progress note), without a transition.
@@ -177,8 +188,9 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     where
         S: NonTerminal,
     {
-        self.store()?
-            .update(&self.owner, &self.key, Update::message(S::STATUS, message))
+        let held = &self.held;
+        held.store
+            .update(&held.owner, &held.key, Update::message(S::STATUS, message))
             .map(drop)
     }
 
@@ -194,8 +206,7 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     where
         S: CanRequireInput,
     {
-        let parts = self.step(Transition::RequireInput(requests))?;
-        Ok(parts.into_handle())
+        self.step(Transition::RequireInput(requests))
     }
 
     /// `input_required` → `working`.
@@ -206,8 +217,7 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     where
         S: CanResume,
     {
-        let parts = self.step(Transition::Resume)?;
-        Ok(parts.into_handle())
+        self.step(Transition::Resume)
     }
 
     /// Blocks until every input request is answered, then returns the answers under the
@@ -224,8 +234,8 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     where
         S: AwaitsInput,
     {
-        self.store()?
-            .wait_for_input(&self.owner, &self.key, timeout)
+        let held = &self.held;
+        held.store.wait_for_input(&held.owner, &held.key, timeout)
     }
 
     /// → `completed` with `result`; returns the finished task.
@@ -273,10 +283,7 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
         match self.end(transition)? {
             AnyTask::Completed(task) => Ok(Finished::Completed(task)),
             AnyTask::Failed(task) => Ok(Finished::Failed(task)),
-            other => Err(Error::Internal(format!(
-                "finish produced a {} task",
-                other.status()
-            ))),
+            other => Err(broken_contract(other.status(), "completed` or `failed")),
         }
     }
 
@@ -292,41 +299,28 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     }
 }
 
-fn typed<T: TaskState>(task: AnyTask) -> Result<Task<T>, Error> {
-    Task::try_from(task).map_err(|err| Error::Internal(err.to_string()))
+/// The finished task a store answered to a finishing move, in the status the move gives.
+fn typed<S: TaskState>(task: AnyTask) -> Result<Task<S>, Error> {
+    let status = task.status();
+    Task::try_from(task).map_err(|_| broken_contract(status, S::STATUS.as_str()))
 }
 
-fn spent() -> Error {
-    Error::Internal("the task handle was already used".to_owned())
+/// A store answered a finishing move with a task in another status: it did not apply the
+/// update as [`TaskStore::update`] must (the backends of this crate never do). A fault of
+/// the store, never read as the task's state.
+fn broken_contract(answered: TaskStatus, expected: &str) -> Error {
+    Error::store(format!(
+        "the task store answered a `{answered}` task to a move to `{expected}`: it does not \
+         apply updates as `TaskStore::update` must"
+    ))
 }
 
-/// The fields of a spent handle, to build the handle of the next status.
-struct TaskHandleParts<T: TaskStore> {
-    store: T,
-    id: TaskId,
-    key: Box<str>,
-    owner: Owner,
-    lease: Lease,
-}
-
-impl<T: TaskStore> TaskHandleParts<T> {
-    fn into_handle<S: TaskState>(self) -> TaskHandle<S, T> {
-        TaskHandle {
-            store: Some(self.store),
-            id: self.id,
-            key: self.key,
-            owner: self.owner,
-            lease: self.lease,
-            message: None,
-            state: PhantomData,
-        }
-    }
-}
-
-impl<S: TaskState, T: TaskStore> Drop for TaskHandle<S, T> {
+impl<T: TaskStore> Drop for Held<T> {
     fn drop(&mut self) {
-        if let Some(store) = self.store.take() {
-            let _ = store.update(&self.owner, &self.key, Update::abandon(DROPPED));
+        if self.armed {
+            let _ = self
+                .store
+                .update(&self.owner, &self.key, Update::abandon(DROPPED));
         }
     }
 }
@@ -334,9 +328,95 @@ impl<S: TaskState, T: TaskStore> Drop for TaskHandle<S, T> {
 impl<S: TaskState, T: TaskStore> fmt::Debug for TaskHandle<S, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskHandle")
-            .field("id", &self.id)
+            .field("id", &self.held.id)
             .field("status", &S::STATUS)
-            .field("owner", &self.owner)
+            .field("owner", &self.held.owner)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::TaskRegistry;
+    use crate::input::InputResponses;
+    use crate::store::{Subscriber, SubscriptionId, TaskOrigin, TaskPage, TaskRequest, TtlPolicy};
+
+    /// A store that breaks the contract of `update`: it answers the task as it was.
+    #[derive(Debug, Clone, Default)]
+    struct Liar(TaskRegistry);
+
+    impl TaskStore for Liar {
+        fn ttl_policy(&self) -> TtlPolicy {
+            self.0.ttl_policy()
+        }
+        fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error> {
+            self.0.insert(owner, request)
+        }
+        fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+            self.0.get(owner, task_id)
+        }
+        fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
+            self.0.origin(owner, task_id)
+        }
+        fn list(
+            &self,
+            owner: &Owner,
+            cursor: Option<&str>,
+            size: usize,
+        ) -> Result<TaskPage, Error> {
+            self.0.list(owner, cursor, size)
+        }
+        fn update(&self, owner: &Owner, task_id: &str, _: Update) -> Result<AnyTask, Error> {
+            self.0.get(owner, task_id)
+        }
+        fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+            self.0.remove(owner, task_id)
+        }
+        fn wait(&self, o: &Owner, id: &str, t: Option<Duration>) -> Result<AnyTask, Error> {
+            self.0.wait(o, id, t)
+        }
+        fn wait_for_input(
+            &self,
+            o: &Owner,
+            id: &str,
+            t: Option<Duration>,
+        ) -> Result<InputResponses, Error> {
+            self.0.wait_for_input(o, id, t)
+        }
+        fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
+            self.0.add_subscriber(subscriber)
+        }
+        fn unsubscribe(&self, id: SubscriptionId) -> bool {
+            self.0.unsubscribe(id)
+        }
+    }
+
+    #[test]
+    fn a_store_that_answers_another_status_is_a_store_error_never_a_state() {
+        let store = Liar::default();
+        let owner = Owner::new("alice");
+        let (handle, _) = store
+            .create(&owner, TaskRequest::new(1, "tools/call"))
+            .unwrap();
+        match handle.complete(JsonObject::new()) {
+            Err(error @ Error::Store { .. }) => {
+                let message = error.to_string();
+                assert!(
+                    message.contains("`working`") && message.contains("`completed`"),
+                    "{message}"
+                );
+            }
+            other => panic!("expected a store error, got {other:?}"),
+        }
+        let (handle, _) = store
+            .create(&owner, TaskRequest::new(2, "tools/call"))
+            .unwrap();
+        assert!(matches!(
+            handle.finish(JsonObject::new()),
+            Err(Error::Store { .. })
+        ));
     }
 }
