@@ -25,7 +25,7 @@ use common::{BOUND, alice, ask, eventually, ms, req, tool_result};
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
     AnyTask, Error, InputRequests, LeasePolicy, Outcome, Owner, RedisStoreBuilder, RedisTaskStore,
-    TaskStatus, TaskStore, TtlPolicy,
+    TaskHandle, TaskStatus, TaskStore, TtlPolicy, Working,
 };
 use redis_server::RedisServer;
 
@@ -52,6 +52,32 @@ fn instance(server: &RedisServer, prefix: &str) -> RedisTaskStore {
     builder(&server.url(), prefix)
         .build()
         .expect("a RedisTaskStore on the test server")
+}
+
+/// A server, and two instances on it: the one that holds a new task, and another.
+struct Two {
+    server: RedisServer,
+    prefix: String,
+    other: RedisTaskStore,
+}
+
+/// [`Two`] instances, the handle of a task the first one created, and the task's id.
+fn two_with_task() -> Option<(Two, TaskHandle<Working, RedisTaskStore>, String)> {
+    let server = RedisServer::start()?;
+    let prefix = fresh_prefix();
+    let holder = instance(&server, &prefix);
+    let other = instance(&server, &prefix);
+    let (handle, task) = holder.create(&alice(), req(1)).unwrap();
+    let id = task.id().to_string();
+    Some((
+        Two {
+            server,
+            prefix,
+            other,
+        },
+        handle,
+        id,
+    ))
 }
 
 /// The Redis key of `owner`'s task `id` (the layout of the store's module docs).
@@ -227,20 +253,15 @@ fn a_killed_instance_fails_its_tasks_within_lease_and_interval() {
 
 #[test]
 fn a_live_holder_keeps_its_task_through_many_leases_and_input() {
-    let Some(server) = RedisServer::start() else {
+    let Some((two, handle, id)) = two_with_task() else {
         return;
     };
-    let prefix = fresh_prefix();
-    let holder = instance(&server, &prefix);
-    let other = instance(&server, &prefix);
-    let (handle, task) = holder.create(&alice(), req(1)).unwrap();
-    let id = task.id().to_string();
     thread::sleep(LEASE * 2);
     let waiting = handle
         .require_input(InputRequests::new().with("go", ask("carry on?")))
         .expect("the task is still the holder's to move");
     thread::sleep(LEASE * 2);
-    other
+    two.other
         .respond(
             &alice(),
             &id,
@@ -253,37 +274,34 @@ fn a_live_holder_keeps_its_task_through_many_leases_and_input() {
     thread::sleep(LEASE * 2);
     let done = working.complete(tool_result("done")).unwrap();
     assert_eq!(
-        other.get(&alice(), &id).unwrap(),
+        two.other.get(&alice(), &id).unwrap(),
         done.into_any(),
         "the result the live holder stored"
     );
     // The finished task leaves the lease index once its last deadline passes.
-    let index = format!("{prefix}:leases");
+    let index = format!("{}:leases", two.prefix);
     eventually("the lease index forgets the finished task", || {
-        int(&server, &["ZCARD", &index]) == 0
+        int(&two.server, &["ZCARD", &index]) == 0
     });
 }
 
 #[test]
 fn a_stale_holder_cannot_overwrite_the_verdict() {
-    let Some(server) = RedisServer::start() else {
+    let Some((two, handle, id)) = two_with_task() else {
         return;
     };
-    let prefix = fresh_prefix();
-    let holder = instance(&server, &prefix);
-    let other = instance(&server, &prefix);
-    let (handle, task) = holder.create(&alice(), req(1)).unwrap();
-    let id = task.id().to_string();
     // The holder "lost Redis for longer than the lease": its lease is in the past.
-    let _ = server.command(&["HSET", &task_key(&prefix, &alice(), &id), "l", "0"]);
-    let verdict = other.wait(&alice(), &id, Some(BOUND)).unwrap();
+    let _ = two
+        .server
+        .command(&["HSET", &task_key(&two.prefix, &alice(), &id), "l", "0"]);
+    let verdict = two.other.wait(&alice(), &id, Some(BOUND)).unwrap();
     assert!(failed_by_lapse(&verdict), "lapsed: {verdict:?}");
     match handle.complete(tool_result("late")) {
         Err(Error::IllegalTransition { from, .. }) => assert_eq!(from, TaskStatus::Failed),
-        other => panic!("the stale holder's result must be refused, got {other:?}"),
+        unexpected => panic!("the stale holder's result must be refused, got {unexpected:?}"),
     }
     assert_eq!(
-        other.get(&alice(), &id).unwrap(),
+        two.other.get(&alice(), &id).unwrap(),
         verdict,
         "the verdict stands"
     );

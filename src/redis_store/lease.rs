@@ -285,7 +285,7 @@ impl Inner {
             Step::Unchanged(_) | Step::Refused(..) => return Ok(false),
         };
         Ok(self
-            .commit_if_lapsed(&keys, id, read.version, &task)?
+            .write(&keys, id, read.version, &task, true, "lapsed")?
             .is_some())
     }
 

@@ -885,20 +885,9 @@ impl Inner {
         self.write(keys, id, version, task, notify, "")
     }
 
-    /// Writes `task` (a lapsed lease's verdict), decided on `version`, if the task's lease
-    /// is still lapsed. `Ok(None)` if another writer came first or the lease was renewed.
-    fn commit_if_lapsed(
-        &self,
-        keys: &Keys,
-        id: &str,
-        version: u64,
-        task: &AnyTask,
-    ) -> Result<Option<AnyTask>, Error> {
-        self.write(keys, id, version, task, true, "lapsed")
-    }
-
     /// The conditional write of [`commit`](Self::commit), with the script's lease
-    /// condition (`""` for none).
+    /// condition: `""` for none, `"lapsed"` to write only while the task's lease is lapsed
+    /// (`Ok(None)` then also when it was renewed meanwhile).
     fn write(
         &self,
         keys: &Keys,
@@ -930,13 +919,9 @@ impl Inner {
         })?;
         match reply.first().map(String::as_str) {
             Some("ok") => {
-                let updated = reply
-                    .get(1)
-                    .and_then(|updated| updated.parse().ok())
-                    .ok_or_else(|| unexpected(&reply))?;
                 // What was written, with the server's time of the write.
                 let mut stored = task.clone();
-                stored.set_last_updated_at(Timestamp::from_unix_millis(updated));
+                stored.set_last_updated_at(stamp(&reply)?);
                 self.remember(keys.task(id), version + 1, &stored);
                 Ok(Some(stored))
             }
@@ -1062,6 +1047,15 @@ fn decode(
     record::decode(id, status, millis(created)?, millis(updated)?, body)
 }
 
+/// The server time an `{'ok', millis}` reply of a script carries.
+fn stamp(reply: &[String]) -> Result<Timestamp, Error> {
+    reply
+        .get(1)
+        .and_then(|millis| millis.parse().ok())
+        .map(Timestamp::from_unix_millis)
+        .ok_or_else(|| unexpected(reply))
+}
+
 fn unexpected(reply: &[String]) -> Error {
     Error::store(format!(
         "unexpected reply from a script: {reply:?} (do all instances run the same version?)"
@@ -1178,11 +1172,7 @@ impl RedisTaskStore {
         })?;
         match reply.first().map(String::as_str) {
             Some("ok") => {
-                let now = reply
-                    .get(1)
-                    .and_then(|now| now.parse().ok())
-                    .ok_or_else(|| unexpected(&reply))?;
-                let task = fresh(Timestamp::from_unix_millis(now));
+                let task = fresh(stamp(&reply)?);
                 inner.remember(keys.task(&text), 1, &task.clone().into_any());
                 let lease = leases.map_or_else(Lease::none, |leases| leases.hold(keys.task(&text)));
                 Ok((task, lease))
