@@ -2,6 +2,8 @@
 //!
 //! - [`tools`]: the example tools and their handlers, written once for every transport and
 //!   both generations of MCP tasks.
+//! - [`fixtures`]: the fixture tools of the official conformance suite's `tasks-*`
+//!   scenarios, registered beside the example tools.
 //! - [`framing`]: JSON-RPC 2.0 framing both transports share: which messages are valid,
 //!   how invalid ones are refused, and ids echoed exactly as the client wrote them.
 //! - [`server`]: the request routing over any transport, for both generations.
@@ -11,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod child;
+pub mod fixtures;
 pub mod framing;
 pub mod server;
 pub mod tools;

@@ -456,12 +456,18 @@ impl Server {
         params: Option<Value>,
         declared: bool,
     ) -> Reply {
-        let (call, support) = match parse_call(params.as_ref()) {
+        let (mut call, support) = match parse_call(params.as_ref()) {
             Ok(call) => call,
             Err(error) => return Reply::Now(Err(error)),
         };
         match (support, declared) {
             (TaskSupport::Optional | TaskSupport::Required, true) => {
+                // A tool may need input before its task exists (an `InputRequiredResult`).
+                match call.gather_input(params.as_ref()) {
+                    Ok(None) => {}
+                    Ok(Some(asked)) => return Reply::Now(Ok(asked)),
+                    Err(error) => return Reply::Now(Err(error)),
+                }
                 match self
                     .ext
                     .store()

@@ -20,14 +20,27 @@ use mcp_tasks::{
 
 /// What the example tells a client it is about (`initialize` and `server/discover`).
 pub const INSTRUCTIONS: &str = "Tools: sleep, fail, crash (task optional), confirm (task only; \
-     asks the user for input), echo (never a task).";
+     asks the user for input), echo (never a task). Conformance-suite fixtures: greet (never a \
+     task), slow_compute, protocol_error_job (task optional), failing_job, confirm_delete, \
+     multi_input, test_tool_with_task (task only).";
 use serde_json::{Value, json};
+
+use crate::fixtures::{self, Fixture};
 
 /// How long a handler waits for the requestor's answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The tools, as `tools/list` shows them.
+/// The tools, as `tools/list` shows them: the examples, then the conformance fixtures
+/// ([`fixtures`]).
 pub fn list() -> Value {
+    let mut tools = examples();
+    if let Value::Array(tools) = &mut tools {
+        tools.extend(fixtures::list());
+    }
+    tools
+}
+
+fn examples() -> Value {
     json!([
         {
             "name": "sleep",
@@ -67,7 +80,7 @@ pub fn task_support(name: &str) -> Option<TaskSupport> {
         "sleep" | "fail" | "crash" => Some(TaskSupport::Optional),
         "confirm" => Some(TaskSupport::Required),
         "echo" => Some(TaskSupport::Forbidden),
-        _ => None,
+        other => fixtures::task_support(other),
     }
 }
 
@@ -111,6 +124,8 @@ pub enum Call {
     Confirm(String),
     /// `echo {text}`: answers at once (never a task).
     Echo(String),
+    /// A fixture of the conformance suite ([`fixtures`]).
+    Fixture(Fixture),
 }
 
 impl Call {
@@ -137,7 +152,9 @@ impl Call {
                 .and_then(Value::as_str)
                 .map(|t| Call::Echo(t.to_owned()))
                 .ok_or_else(|| invalid("`echo` needs a string `text`")),
-            other => Err(unknown_tool(other)),
+            other => Fixture::parse(other, arguments)
+                .map(|fixture| fixture.map(Call::Fixture))
+                .unwrap_or_else(|| Err(unknown_tool(other))),
         }
     }
 
@@ -149,13 +166,30 @@ impl Call {
             Call::Crash => "crash",
             Call::Confirm(_) => "confirm",
             Call::Echo(_) => "echo",
+            Call::Fixture(fixture) => fixture.name(),
         }
     }
 
     /// Whether the call asks the requestor for input while it runs (`confirm`: one
     /// form-mode `elicitation/create`).
     pub fn asks_for_input(&self) -> bool {
-        matches!(self, Call::Confirm(_))
+        match self {
+            Call::Fixture(fixture) => fixture.asks_for_input(),
+            call => matches!(call, Call::Confirm(_)),
+        }
+    }
+
+    /// The 2026-07-28 input round before a task is created, for a tool that needs input
+    /// first ([`Fixture::gather_input`]): the `InputRequiredResult` to answer now, or
+    /// `None` to go on and create the task.
+    ///
+    /// # Errors
+    /// `-32602` for an answer that does not match, `-32021` for an undeclared capability.
+    pub fn gather_input(&mut self, params: Option<&Value>) -> Result<Option<Value>, JsonRpcError> {
+        match self {
+            Call::Fixture(fixture) => fixture.gather_input(params),
+            _ => Ok(None),
+        }
     }
 
     /// Runs the call as a normal request and returns its `CallToolResult`.
@@ -171,6 +205,7 @@ impl Call {
             Call::Fail => Ok(text_result("the fail tool always fails", true)),
             Call::Crash => Err(crash()),
             Call::Echo(text) => Ok(text_result(text, false)),
+            Call::Fixture(fixture) => fixture.run(),
             Call::Confirm(_) => Err(Error::TaskRequired {
                 tool: "confirm".into(),
             }
@@ -191,6 +226,7 @@ impl Call {
             Call::Crash => handle.fail(Outcome::Error(crash())).map(drop),
             Call::Echo(text) => handle.complete(text_result(text, false)).map(drop),
             Call::Confirm(question) => confirm_task(handle, &question),
+            Call::Fixture(fixture) => fixture.run_task(handle),
         };
         if let Err(err) = outcome {
             eprintln!("task {id}: {err}");

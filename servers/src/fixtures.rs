@@ -1,0 +1,586 @@
+//! The fixture tools of the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`, its `tasks-*` server scenarios), served beside
+//! the example tools by both transports. `interop/conformance/README.md` gives each one's
+//! contract as the scenarios read it.
+//!
+//! | tool | task support | does |
+//! |---|---|---|
+//! | `greet {name}` | never a task | `Hello, {name}!` at once |
+//! | `slow_compute {seconds, label?}` | optional | sleeps, then answers; a cancel request stops it as `cancelled` |
+//! | `failing_job {}` | required | a tool error (`isError: true`) after about a second |
+//! | `protocol_error_job {}` | optional | fails with a JSON-RPC error (`-32603`) |
+//! | `confirm_delete {filename}` | required | asks one yes/no question (`confirm`) |
+//! | `multi_input {}` | required | asks two questions at once (`name`, `confirm`) |
+//! | `test_tool_with_task {}` | required | asks `user_name` first, then runs as a task |
+//!
+//! `test_tool_with_task` composes the two ways of asking for input of 2026-07-28: its
+//! first `tools/call` is answered with an `InputRequiredResult` (no task yet), and the
+//! retry that carries the answer in `inputResponses` creates the task, whose result greets
+//! the name given. Under 2025-11-25 (which has no such round) the task asks for the name
+//! itself, like the other tools that ask.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_tasks::protocol::TaskSupport;
+use mcp_tasks::{
+    Error, InputRequest, InputRequests, InputRequired, InputResponses, JsonObject, JsonRpcError,
+    Outcome, TaskHandle, TaskStatus, TaskStore, Working, ext, jsonrpc,
+};
+use serde_json::{Value, json};
+
+use crate::tools::{check_answer, text_result};
+
+/// The fixtures' names, in the order `tools/list` shows them.
+pub const NAMES: [&str; 7] = [
+    "greet",
+    "slow_compute",
+    "failing_job",
+    "protocol_error_job",
+    "confirm_delete",
+    "multi_input",
+    "test_tool_with_task",
+];
+
+/// The longest `slow_compute` sleeps (s): an hour, the longest a task of the examples
+/// lives.
+pub const MAX_SECONDS: f64 = 3600.0;
+
+/// How long `failing_job` works before it reports its error.
+const FAILING_JOB_DELAY: Duration = Duration::from_secs(1);
+
+/// How long a task waits for the requestor's answers.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How often a sleeping task looks for a cancel request.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// The key under which `test_tool_with_task` asks for the user's name.
+const USER_NAME: &str = "user_name";
+
+/// The fixtures, as `tools/list` shows them.
+pub fn list() -> Vec<Value> {
+    let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
+    vec![
+        json!({
+            "name": "greet",
+            "description": "Answers `Hello, {name}!` at once. Never a task (conformance fixture).",
+            "inputSchema": object(json!({"name": {"type": "string"}}), &["name"])
+        }),
+        json!({
+            "name": "slow_compute",
+            "description": "Sleeps `seconds` (at most 3600), then answers; a cancel request \
+                            stops it as cancelled (conformance fixture).",
+            "inputSchema": object(
+                json!({
+                    "seconds": {"type": "number", "minimum": 0, "maximum": MAX_SECONDS},
+                    "label": {"type": "string"}
+                }),
+                &["seconds"]
+            ),
+            "execution": {"taskSupport": "optional"}
+        }),
+        json!({
+            "name": "failing_job",
+            "description": "Ends with a tool error (isError: true) after about a second. \
+                            Runs only as a task (conformance fixture).",
+            "inputSchema": object(json!({}), &[]),
+            "execution": {"taskSupport": "required"}
+        }),
+        json!({
+            "name": "protocol_error_job",
+            "description": "Fails with a JSON-RPC error (-32603), not a tool error \
+                            (conformance fixture).",
+            "inputSchema": object(json!({}), &[]),
+            "execution": {"taskSupport": "optional"}
+        }),
+        json!({
+            "name": "confirm_delete",
+            "description": "Asks the user to confirm deleting `filename` (one elicitation) and \
+                            reports the answer; deletes nothing. Runs only as a task \
+                            (conformance fixture).",
+            "inputSchema": object(json!({"filename": {"type": "string"}}), &["filename"]),
+            "execution": {"taskSupport": "required"}
+        }),
+        json!({
+            "name": "multi_input",
+            "description": "Asks two questions at once (a name and a confirmation) and reports \
+                            both answers. Runs only as a task (conformance fixture).",
+            "inputSchema": object(json!({}), &[]),
+            "execution": {"taskSupport": "required"}
+        }),
+        json!({
+            "name": "test_tool_with_task",
+            "description": "Asks the user's name (under 2026-07-28 as an InputRequiredResult \
+                            before any task exists), then greets them from a task. Runs only \
+                            as a task (conformance fixture).",
+            "inputSchema": object(json!({}), &[]),
+            "execution": {"taskSupport": "required"}
+        }),
+    ]
+}
+
+/// The task support of a fixture, or `None` for any other name.
+pub fn task_support(name: &str) -> Option<TaskSupport> {
+    match name {
+        "greet" => Some(TaskSupport::Forbidden),
+        "slow_compute" | "protocol_error_job" => Some(TaskSupport::Optional),
+        "failing_job" | "confirm_delete" | "multi_input" | "test_tool_with_task" => {
+            Some(TaskSupport::Required)
+        }
+        _ => None,
+    }
+}
+
+fn invalid(message: &str) -> JsonRpcError {
+    JsonRpcError::new(
+        jsonrpc::INVALID_PARAMS,
+        format!("invalid params: {message}"),
+    )
+}
+
+/// What `test_tool_with_task` learnt before its task was created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gathered {
+    /// Nothing yet: the task asks for the name itself (2025-11-25).
+    Nothing,
+    /// The name the user gave.
+    Name(String),
+    /// The user declined or cancelled the question.
+    Refused,
+}
+
+/// A call of a fixture, its arguments checked before any work starts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fixture {
+    /// `greet {name}`.
+    Greet(String),
+    /// `slow_compute {seconds, label?}`, the sleep in milliseconds.
+    SlowCompute {
+        /// How long to sleep (ms).
+        ms: u64,
+        /// The caller's label, echoed in the result.
+        label: Option<String>,
+    },
+    /// `failing_job {}`.
+    FailingJob,
+    /// `protocol_error_job {}`.
+    ProtocolErrorJob,
+    /// `confirm_delete {filename}`.
+    ConfirmDelete(String),
+    /// `multi_input {}`.
+    MultiInput,
+    /// `test_tool_with_task {}`, with what the first round gathered.
+    TestToolWithTask(Gathered),
+}
+
+impl Fixture {
+    /// Reads a call of `name` with `arguments`; `None` if `name` is not a fixture.
+    ///
+    /// # Errors
+    /// `-32602` for missing or mistyped arguments.
+    pub fn parse(name: &str, arguments: &JsonObject) -> Option<Result<Fixture, JsonRpcError>> {
+        let string = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let fixture = match name {
+            "greet" => string("name")
+                .map(Fixture::Greet)
+                .ok_or_else(|| invalid("`greet` needs a string `name`")),
+            "slow_compute" => slow_compute(arguments),
+            "failing_job" => Ok(Fixture::FailingJob),
+            "protocol_error_job" => Ok(Fixture::ProtocolErrorJob),
+            "confirm_delete" => string("filename")
+                .map(Fixture::ConfirmDelete)
+                .ok_or_else(|| invalid("`confirm_delete` needs a string `filename`")),
+            "multi_input" => Ok(Fixture::MultiInput),
+            "test_tool_with_task" => Ok(Fixture::TestToolWithTask(Gathered::Nothing)),
+            _ => return None,
+        };
+        Some(fixture)
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fixture::Greet(_) => "greet",
+            Fixture::SlowCompute { .. } => "slow_compute",
+            Fixture::FailingJob => "failing_job",
+            Fixture::ProtocolErrorJob => "protocol_error_job",
+            Fixture::ConfirmDelete(_) => "confirm_delete",
+            Fixture::MultiInput => "multi_input",
+            Fixture::TestToolWithTask(_) => "test_tool_with_task",
+        }
+    }
+
+    /// Whether the call asks the requestor for input while it runs as a task.
+    pub fn asks_for_input(&self) -> bool {
+        matches!(
+            self,
+            Fixture::ConfirmDelete(_)
+                | Fixture::MultiInput
+                | Fixture::TestToolWithTask(Gathered::Nothing)
+        )
+    }
+
+    /// The 2026-07-28 round before a task exists (SEP-2322): `test_tool_with_task` needs
+    /// the user's name first. Without an answer in the request's `inputResponses`, returns
+    /// the `InputRequiredResult` to send now; with one, keeps it for the task and returns
+    /// `None` (go on and create the task). Every other fixture returns `None` at once.
+    ///
+    /// # Errors
+    /// `-32602` for `inputResponses` that is not an object or an answer that does not
+    /// match the question; `-32021` when the request does not declare the `elicitation`
+    /// client capability the question needs.
+    pub fn gather_input(&mut self, params: Option<&Value>) -> Result<Option<Value>, JsonRpcError> {
+        if !matches!(self, Fixture::TestToolWithTask(Gathered::Nothing)) {
+            return Ok(None);
+        }
+        let request = user_name_request();
+        let answer = match params.and_then(|params| params.get("inputResponses")) {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(responses)) => responses.get(USER_NAME),
+            Some(_) => return Err(invalid("`inputResponses` must be an object")),
+        };
+        let Some(answer) = answer else {
+            if !declares_elicitation(params) {
+                return Err(JsonRpcError::new(
+                    ext::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    "`test_tool_with_task` asks the user's name through `elicitation/create`: \
+                     declare the `elicitation` client capability",
+                )
+                .with_data(json!({"requiredCapabilities": {"elicitation": {}}})));
+            }
+            return Ok(Some(json!({
+                "resultType": "input_required",
+                "inputRequests": {USER_NAME: request},
+            })));
+        };
+        check_answer(&request, answer).map_err(|why| {
+            invalid(&format!(
+                "`inputResponses.{USER_NAME}` does not match the request it answers: {why}"
+            ))
+        })?;
+        *self = Fixture::TestToolWithTask(match given_text(answer, "name") {
+            Some(name) => Gathered::Name(name),
+            None => Gathered::Refused,
+        });
+        Ok(None)
+    }
+
+    /// Runs the call as a normal request and returns its `CallToolResult`.
+    ///
+    /// # Errors
+    /// `protocol_error_job`'s `-32603`, and the task-required error for the fixtures that
+    /// only run as tasks.
+    pub fn run(self) -> Result<JsonObject, JsonRpcError> {
+        match self {
+            Fixture::Greet(name) => Ok(text_result(format!("Hello, {name}!"), false)),
+            Fixture::SlowCompute { ms, label } => {
+                thread::sleep(Duration::from_millis(ms));
+                Ok(computed(ms, label.as_deref()))
+            }
+            Fixture::ProtocolErrorJob => Err(protocol_error()),
+            only_tasks => Err(Error::TaskRequired {
+                tool: only_tasks.name().into(),
+            }
+            .to_jsonrpc()),
+        }
+    }
+
+    /// Runs the call as the task behind `handle`, to its end.
+    ///
+    /// # Errors
+    /// A transition the store refused (the task was cancelled, expired or removed
+    /// meanwhile); the caller logs it.
+    pub fn run_task<T: TaskStore>(self, handle: TaskHandle<Working, T>) -> Result<(), Error> {
+        match self {
+            Fixture::Greet(name) => handle
+                .complete(text_result(format!("Hello, {name}!"), false))
+                .map(drop),
+            Fixture::SlowCompute { ms, label } => {
+                let Some(handle) = pause(handle, Duration::from_millis(ms))? else {
+                    return Ok(());
+                };
+                handle.complete(computed(ms, label.as_deref())).map(drop)
+            }
+            Fixture::FailingJob => {
+                let Some(handle) = pause(handle, FAILING_JOB_DELAY)? else {
+                    return Ok(());
+                };
+                // A tool error: `failed` under 2025-11-25, `completed` with `isError` in
+                // the extension's view.
+                handle
+                    .finish(text_result("failing_job always fails", true))
+                    .map(drop)
+            }
+            Fixture::ProtocolErrorJob => handle.fail(Outcome::Error(protocol_error())).map(drop),
+            Fixture::ConfirmDelete(filename) => confirm_delete(handle, &filename),
+            Fixture::MultiInput => multi_input(handle),
+            Fixture::TestToolWithTask(gathered) => test_tool_with_task(handle, gathered),
+        }
+    }
+}
+
+fn slow_compute(arguments: &JsonObject) -> Result<Fixture, JsonRpcError> {
+    let seconds = arguments
+        .get("seconds")
+        .and_then(Value::as_f64)
+        .filter(|seconds| (0.0..=MAX_SECONDS).contains(seconds))
+        .ok_or_else(|| invalid("`slow_compute` needs a number `seconds` from 0 to 3600"))?;
+    let label = match arguments.get("label") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(label)) => Some(label.clone()),
+        Some(_) => return Err(invalid("`slow_compute`'s `label` must be a string")),
+    };
+    // In range, so the product is finite and below 3.6e6.
+    let ms = (seconds * 1000.0).round() as u64;
+    Ok(Fixture::SlowCompute { ms, label })
+}
+
+fn computed(ms: u64, label: Option<&str>) -> JsonObject {
+    let text = match label {
+        Some(label) => format!("slow_compute `{label}` done after {ms} ms"),
+        None => format!("slow_compute done after {ms} ms"),
+    };
+    text_result(text, false)
+}
+
+/// The JSON-RPC error `protocol_error_job` fails with.
+fn protocol_error() -> JsonRpcError {
+    JsonRpcError::new(
+        jsonrpc::INTERNAL_ERROR,
+        "protocol_error_job always fails with a protocol error",
+    )
+}
+
+/// Whether a 2026-07-28 request declares the `elicitation` client capability.
+fn declares_elicitation(params: Option<&Value>) -> bool {
+    params
+        .and_then(|params| params.get("_meta"))
+        .and_then(|meta| meta.get(ext::META_CLIENT_CAPABILITIES))
+        .and_then(|capabilities| capabilities.get("elicitation"))
+        .is_some_and(Value::is_object)
+}
+
+/// A form-mode `elicitation/create` asking `message`, for the fields of `properties` (all
+/// required).
+fn form(message: &str, properties: Value) -> InputRequest {
+    let required: Vec<&String> = properties
+        .as_object()
+        .map(|fields| fields.keys().collect())
+        .unwrap_or_default();
+    let mut params = JsonObject::new();
+    params.insert("mode".into(), json!("form"));
+    params.insert("message".into(), json!(message));
+    params.insert(
+        "requestedSchema".into(),
+        json!({"type": "object", "properties": properties, "required": required}),
+    );
+    InputRequest::elicitation(params)
+}
+
+fn user_name_request() -> InputRequest {
+    form(
+        "What is your name?",
+        json!({"name": {"type": "string", "description": "Your name"}}),
+    )
+}
+
+fn confirm_request(message: &str) -> InputRequest {
+    form(
+        message,
+        json!({"confirm": {"type": "boolean", "description": "Yes or no"}}),
+    )
+}
+
+/// The accepted `content` of an elicitation answer, if the user accepted.
+fn accepted(answer: &Value) -> Option<&Value> {
+    (answer.get("action").and_then(Value::as_str) == Some("accept"))
+        .then(|| answer.get("content"))
+        .flatten()
+}
+
+/// The string the user gave for `field`, if they accepted.
+fn given_text(answer: &Value, field: &str) -> Option<String> {
+    accepted(answer)?.get(field)?.as_str().map(str::to_owned)
+}
+
+/// Whether the user accepted and said yes to `confirm`.
+fn confirmed(answer: &Value) -> bool {
+    accepted(answer)
+        .and_then(|content| content.get("confirm"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// Sleeps `total` in small steps. Returns the handle to carry on with, or `None` when the
+/// task is done with: cancelled here because the requestor asked (the extension's
+/// cooperative cancel), or cancelled, expired or removed by someone else. A store that
+/// cannot be reached for a while says nothing about the task: the sleep goes on.
+fn pause<T: TaskStore>(
+    handle: TaskHandle<Working, T>,
+    total: Duration,
+) -> Result<Option<TaskHandle<Working, T>>, Error> {
+    let end = Instant::now() + total;
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        if left.is_zero() {
+            break;
+        }
+        thread::sleep(left.min(CANCEL_POLL));
+        let cancel_requested = match handle.snapshot() {
+            Ok(task) if task.status() == TaskStatus::Working => task.cancel_requested(),
+            Err(Error::Store { .. }) => false,
+            Ok(_) | Err(_) => {
+                handle.detach();
+                return Ok(None);
+            }
+        };
+        if cancel_requested {
+            let _cancelled = handle
+                .with_message("cancelled at the requestor's request")
+                .cancel()?;
+            return Ok(None);
+        }
+    }
+    Ok(Some(handle))
+}
+
+/// A task back at work with the answers it asked for.
+type Answered<T> = (TaskHandle<Working, T>, InputResponses);
+
+/// Asks `requests` (by name) and waits for every answer. Returns the working handle and
+/// the answers, each checked against its question; or `None` when the task is done with:
+/// cancelled at the requestor's request, failed (no answer in time, or an answer that does
+/// not match its question: `-32602`), or cancelled, expired or removed meanwhile.
+fn ask<T: TaskStore>(
+    handle: TaskHandle<Working, T>,
+    message: &str,
+    requests: InputRequests,
+) -> Result<Option<Answered<T>>, Error> {
+    let waiting = handle
+        .with_message(message)
+        .require_input(requests.clone())?;
+    let deadline = Instant::now() + ANSWER_TIMEOUT;
+    let answers = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match waiting.wait_for_input(Some(left)) {
+            Ok(answers) => break answers,
+            Err(Error::CancelRequested { .. }) => {
+                let _cancelled = waiting
+                    .with_message("cancelled at the requestor's request")
+                    .cancel()?;
+                return Ok(None);
+            }
+            Err(Error::Store { .. }) if !left.is_zero() => {
+                thread::sleep(Duration::from_millis(200))
+            }
+            Err(Error::Timeout { .. } | Error::Store { .. }) => {
+                let _failed = waiting.fail(Outcome::error(
+                    jsonrpc::INTERNAL_ERROR,
+                    "the user did not answer in time",
+                ))?;
+                return Ok(None);
+            }
+            Err(_) => {
+                waiting.detach();
+                return Ok(None);
+            }
+        }
+    };
+    if let Some(failed) = mismatch(&requests, &answers) {
+        return give_up(waiting, failed);
+    }
+    Ok(Some((waiting.resume()?, answers)))
+}
+
+/// The `-32602` for the first answer that does not match its question, if any.
+fn mismatch(requests: &InputRequests, answers: &InputResponses) -> Option<JsonRpcError> {
+    requests.iter().find_map(|(name, request)| {
+        let answer = Value::Object(answers.get(name).cloned().unwrap_or_default());
+        check_answer(request, &answer).err().map(|why| {
+            invalid(&format!(
+                "the answer to `{name}` does not match the requested schema: {why}"
+            ))
+        })
+    })
+}
+
+fn give_up<T: TaskStore, R>(
+    waiting: TaskHandle<InputRequired, T>,
+    error: JsonRpcError,
+) -> Result<Option<R>, Error> {
+    let _failed = waiting.fail(Outcome::Error(error))?;
+    Ok(None)
+}
+
+fn answer(answers: &InputResponses, name: &str) -> Value {
+    Value::Object(answers.get(name).cloned().unwrap_or_default())
+}
+
+/// `working` → `input_required` (one yes/no question) → `working` → `completed`.
+fn confirm_delete<T: TaskStore>(
+    handle: TaskHandle<Working, T>,
+    filename: &str,
+) -> Result<(), Error> {
+    let requests =
+        InputRequests::new().with("confirm", confirm_request(&format!("Delete {filename}?")));
+    let Some((working, answers)) = ask(handle, "waiting for the user to confirm", requests)? else {
+        return Ok(());
+    };
+    let text = if confirmed(&answer(&answers, "confirm")) {
+        format!("the user confirmed deleting {filename} (nothing was deleted: a fixture)")
+    } else {
+        format!("the user kept {filename}")
+    };
+    working.complete(text_result(text, false)).map(drop)
+}
+
+/// `working` → `input_required` with two questions at once → `working` → `completed`
+/// once both are answered (one at a time is fine).
+fn multi_input<T: TaskStore>(handle: TaskHandle<Working, T>) -> Result<(), Error> {
+    let requests = InputRequests::new()
+        .with(
+            "name",
+            form("Your name?", json!({"name": {"type": "string"}})),
+        )
+        .with("confirm", confirm_request("Go ahead?"));
+    let Some((working, answers)) = ask(handle, "waiting for two answers", requests)? else {
+        return Ok(());
+    };
+    let name = given_text(&answer(&answers, "name"), "name");
+    let text = format!(
+        "name: {}, confirmed: {}",
+        name.as_deref().unwrap_or("(not given)"),
+        confirmed(&answer(&answers, "confirm"))
+    );
+    working.complete(text_result(text, false)).map(drop)
+}
+
+/// Greets the name gathered before the task existed, or asks for it now (2025-11-25).
+fn test_tool_with_task<T: TaskStore>(
+    handle: TaskHandle<Working, T>,
+    gathered: Gathered,
+) -> Result<(), Error> {
+    let (working, name) = match gathered {
+        Gathered::Name(name) => (handle, Some(name)),
+        Gathered::Refused => (handle, None),
+        Gathered::Nothing => {
+            let requests = InputRequests::new().with(USER_NAME, user_name_request());
+            let Some((working, answers)) = ask(handle, "waiting for the user's name", requests)?
+            else {
+                return Ok(());
+            };
+            let name = given_text(&answer(&answers, USER_NAME), "name");
+            (working, name)
+        }
+    };
+    let text = match name {
+        Some(name) => format!("Hello, {name}!"),
+        None => "the user did not give a name".to_owned(),
+    };
+    working.complete(text_result(text, false)).map(drop)
+}

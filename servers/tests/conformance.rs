@@ -1,0 +1,365 @@
+//! The fixture tools of the official conformance suite, driven through the stdio example in
+//! both generations.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use mcp_tasks_servers::fixtures;
+use serde_json::{Value, json};
+use support::{Stdio, WAIT, ext, ext_meta};
+
+/// `params` framed for 2026-07-28, declaring the tasks extension and `elicitation`.
+fn ext_eliciting(mut params: Value) -> Value {
+    let mut meta = ext_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({});
+    params["_meta"] = meta;
+    params
+}
+
+/// `params` framed for 2026-07-28 without declaring the tasks extension.
+fn undeclared(mut params: Value) -> Value {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    params
+}
+
+/// The result of a request, or a panic naming what came instead.
+fn result(answer: &Value) -> &Value {
+    assert!(answer.get("error").is_none(), "an error: {answer}");
+    &answer["result"]
+}
+
+/// The error code of an answer, or a panic naming the result that came instead.
+fn error_code(answer: &Value) -> i64 {
+    answer["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("an error: {answer}"))
+}
+
+/// The first text block of a `CallToolResult`.
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// Starts `name` as an extension task and returns its id.
+fn start_task(server: &mut Stdio, name: &str, arguments: Value) -> String {
+    let created = server.request(
+        "tools/call",
+        ext(json!({"name": name, "arguments": arguments})),
+    );
+    let created = result(&created);
+    assert_eq!(created["resultType"], "task", "{created}");
+    created["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task id: {created}"))
+        .to_owned()
+}
+
+/// Polls the extension's `tasks/get` until `done` holds for the task, and returns it.
+fn poll_until(server: &mut Stdio, task_id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let got = server.request("tasks/get", ext(json!({"taskId": task_id})));
+        let task = result(&got).clone();
+        if done(&task) {
+            return task;
+        }
+        assert!(start.elapsed() < WAIT, "task {task_id} stuck: {task}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn terminal(server: &mut Stdio, task_id: &str) -> Value {
+    poll_until(server, task_id, |task| {
+        ["completed", "failed", "cancelled"].contains(&task["status"].as_str().unwrap_or(""))
+    })
+}
+
+fn input_required(server: &mut Stdio, task_id: &str) -> Value {
+    poll_until(server, task_id, |task| task["status"] == "input_required")
+}
+
+fn update(server: &mut Stdio, task_id: &str, responses: Value) -> Value {
+    server.request(
+        "tasks/update",
+        ext(json!({"taskId": task_id, "inputResponses": responses})),
+    )
+}
+
+#[test]
+fn every_fixture_is_listed_with_its_task_support() {
+    let mut server = Stdio::start();
+    server.initialize(json!({}));
+    let listed = server.request("tools/list", json!({}));
+    let tools = result(&listed)["tools"].as_array().expect("tools").clone();
+    let expected = [
+        ("greet", None),
+        ("slow_compute", Some("optional")),
+        ("failing_job", Some("required")),
+        ("protocol_error_job", Some("optional")),
+        ("confirm_delete", Some("required")),
+        ("multi_input", Some("required")),
+        ("test_tool_with_task", Some("required")),
+    ];
+    assert_eq!(expected.len(), fixtures::NAMES.len());
+    for (name, support) in expected {
+        let tool = tools
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .unwrap_or_else(|| panic!("`{name}` missing from {listed}"));
+        assert_eq!(
+            tool["execution"]["taskSupport"].as_str(),
+            support,
+            "{name}: {tool}"
+        );
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+    }
+    // The example tools are still there.
+    for name in ["sleep", "fail", "crash", "confirm", "echo"] {
+        assert!(tools.iter().any(|tool| tool["name"] == name), "{name}");
+    }
+}
+
+#[test]
+fn greet_answers_at_once_and_never_becomes_a_task() {
+    let mut server = Stdio::start();
+    // Declared, and with a legacy `task` hint: still a plain result.
+    let answer = server.request(
+        "tools/call",
+        ext(json!({"name": "greet", "arguments": {"name": "World"}, "task": {"ttl": 1000}})),
+    );
+    let greeted = result(&answer);
+    assert_eq!(greeted["resultType"], "complete", "{greeted}");
+    assert_eq!(text(greeted), "Hello, World!");
+    assert!(greeted.get("taskId").is_none(), "{greeted}");
+}
+
+#[test]
+fn slow_compute_completes_runs_inline_for_undeclared_clients_and_stops_on_cancel() {
+    let mut server = Stdio::start();
+    let quick = start_task(
+        &mut server,
+        "slow_compute",
+        json!({"seconds": 0.05, "label": "quick"}),
+    );
+    let done = terminal(&mut server, &quick);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(text(&done["result"]).contains("`quick`"), "{done}");
+
+    // A client that does not declare the extension gets the result inline.
+    let inline = server.request(
+        "tools/call",
+        undeclared(json!({"name": "slow_compute", "arguments": {"seconds": 0}})),
+    );
+    let inline = result(&inline);
+    assert_eq!(inline["resultType"], "complete", "{inline}");
+    assert!(
+        inline.get("taskId").is_none() && inline["content"].is_array(),
+        "{inline}"
+    );
+
+    let long = start_task(&mut server, "slow_compute", json!({"seconds": 60}));
+    let ack = server.request("tasks/cancel", ext(json!({"taskId": long})));
+    assert_eq!(result(&ack), &json!({"resultType": "complete"}));
+    let cancelled = terminal(&mut server, &long);
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+}
+
+#[test]
+fn failing_job_reports_a_tool_error_and_protocol_error_job_a_json_rpc_error() {
+    let mut server = Stdio::start();
+    server.initialize(json!({}));
+    let failing = start_task(&mut server, "failing_job", json!({}));
+    let failed = terminal(&mut server, &failing);
+    // The extension's view of a tool error: completed, with `isError`.
+    assert_eq!(failed["status"], "completed", "{failed}");
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    // 2025-11-25's view of the same task: failed.
+    let legacy = server.request("tasks/get", json!({"taskId": failing}));
+    assert_eq!(result(&legacy)["status"], "failed", "{legacy}");
+
+    let protocol = start_task(&mut server, "protocol_error_job", json!({}));
+    let failed = terminal(&mut server, &protocol);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    assert!(failed.get("result").is_none(), "{failed}");
+}
+
+#[test]
+fn a_task_only_fixture_needs_the_extension() {
+    let mut server = Stdio::start();
+    let refused = server.request(
+        "tools/call",
+        undeclared(json!({"name": "failing_job", "arguments": {}})),
+    );
+    assert_eq!(error_code(&refused), -32021, "{refused}");
+    assert!(
+        refused["error"]["data"]["requiredCapabilities"]["extensions"]
+            ["io.modelcontextprotocol/tasks"]
+            .is_object(),
+        "{refused}"
+    );
+}
+
+#[test]
+fn confirm_delete_asks_once_and_reports_the_answer() {
+    let mut server = Stdio::start();
+    let task = start_task(&mut server, "confirm_delete", json!({"filename": "a.txt"}));
+    let waiting = input_required(&mut server, &task);
+    let asked = &waiting["inputRequests"]["confirm"];
+    assert_eq!(asked["method"], "elicitation/create", "{waiting}");
+    assert!(
+        asked["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("a.txt")),
+        "{asked}"
+    );
+    // A wrong type is refused and the task keeps waiting.
+    let wrong = update(
+        &mut server,
+        &task,
+        json!({"confirm": {"action": "accept", "content": {"confirm": "yes"}}}),
+    );
+    assert_eq!(error_code(&wrong), -32602, "{wrong}");
+    let ack = update(
+        &mut server,
+        &task,
+        json!({"confirm": {"action": "accept", "content": {"confirm": true}}}),
+    );
+    assert_eq!(result(&ack), &json!({"resultType": "complete"}));
+    let done = terminal(&mut server, &task);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        text(&done["result"]).contains("confirmed deleting a.txt"),
+        "{done}"
+    );
+
+    let kept = start_task(&mut server, "confirm_delete", json!({"filename": "b.txt"}));
+    input_required(&mut server, &kept);
+    update(
+        &mut server,
+        &kept,
+        json!({"confirm": {"action": "decline"}}),
+    );
+    let done = terminal(&mut server, &kept);
+    assert!(text(&done["result"]).contains("kept b.txt"), "{done}");
+}
+
+#[test]
+fn multi_input_waits_for_both_answers_one_at_a_time() {
+    let mut server = Stdio::start();
+    let task = start_task(&mut server, "multi_input", json!({}));
+    let waiting = input_required(&mut server, &task);
+    let mut keys: Vec<&String> = waiting["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .keys()
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["confirm", "name"], "{waiting}");
+
+    let answer = json!({"action": "accept", "content": {"name": "partial-1", "confirm": true}});
+    update(&mut server, &task, json!({"name": answer}));
+    let still = server.request("tasks/get", ext(json!({"taskId": task})));
+    let still = result(&still);
+    assert_eq!(still["status"], "input_required", "{still}");
+    let left: Vec<&String> = still["inputRequests"]
+        .as_object()
+        .expect("left")
+        .keys()
+        .collect();
+    assert_eq!(left, ["confirm"], "{still}");
+
+    update(&mut server, &task, json!({"confirm": answer}));
+    let done = terminal(&mut server, &task);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(text(&done["result"]), "name: partial-1, confirmed: true");
+}
+
+#[test]
+fn test_tool_with_task_asks_before_the_task_exists() {
+    let mut server = Stdio::start();
+    let call = |extra: Value| {
+        let mut params = json!({"name": "test_tool_with_task", "arguments": {}});
+        for (key, value) in extra.as_object().expect("object") {
+            params[key] = value.clone();
+        }
+        ext_eliciting(params)
+    };
+    let round1 = server.request("tools/call", call(json!({})));
+    let round1 = result(&round1).clone();
+    assert_eq!(round1["resultType"], "input_required", "{round1}");
+    assert!(round1.get("taskId").is_none(), "{round1}");
+    let asked = &round1["inputRequests"]["user_name"];
+    assert_eq!(asked["method"], "elicitation/create", "{round1}");
+
+    // An answer of the wrong shape is refused, and no task is created.
+    let wrong = server.request(
+        "tools/call",
+        call(
+            json!({"inputResponses": {"user_name": {"action": "accept", "content": {"name": 5}}}}),
+        ),
+    );
+    assert_eq!(error_code(&wrong), -32602, "{wrong}");
+
+    let round2 = server.request(
+        "tools/call",
+        call(json!({"inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}}})),
+    );
+    let round2 = result(&round2);
+    assert_eq!(round2["resultType"], "task", "{round2}");
+    assert!(round2.get("requestState").is_none() && round2.get("inputRequests").is_none());
+    let task = round2["taskId"].as_str().expect("a task id").to_owned();
+    let done = terminal(&mut server, &task);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(text(&done["result"]), "Hello, Alice!");
+
+    // Without the `elicitation` capability the question cannot be asked.
+    let refused = server.request(
+        "tools/call",
+        ext(json!({"name": "test_tool_with_task", "arguments": {}})),
+    );
+    assert_eq!(error_code(&refused), -32021, "{refused}");
+}
+
+#[test]
+fn under_2025_11_25_the_input_fixtures_ask_through_elicitation() {
+    let mut server = Stdio::start();
+    server.initialize(json!({"elicitation": {"form": {}}}));
+    let created = server.request(
+        "tools/call",
+        json!({"name": "test_tool_with_task", "arguments": {}, "task": {}}),
+    );
+    let task = result(&created)["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
+        .to_owned();
+    let asked = server.next_server_request();
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let reply = json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"name": "Bob"}}});
+    server.send_raw(&reply.to_string());
+    let answer = server.request("tasks/result", json!({"taskId": task}));
+    assert_eq!(text(result(&answer)), "Hello, Bob!", "{answer}");
+}
+
+#[test]
+fn bad_fixture_arguments_are_invalid_params() {
+    let mut server = Stdio::start();
+    for (name, arguments) in [
+        ("greet", json!({})),
+        ("greet", json!({"name": 7})),
+        ("slow_compute", json!({})),
+        ("slow_compute", json!({"seconds": -1})),
+        ("slow_compute", json!({"seconds": "1"})),
+        ("slow_compute", json!({"seconds": 3601})),
+        ("slow_compute", json!({"seconds": 1, "label": 3})),
+        ("confirm_delete", json!({"filename": null})),
+    ] {
+        let answer = server.request(
+            "tools/call",
+            ext(json!({"name": name, "arguments": arguments})),
+        );
+        assert_eq!(error_code(&answer), -32602, "{name} {arguments}: {answer}");
+    }
+}
