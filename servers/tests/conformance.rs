@@ -1,8 +1,12 @@
 //! The fixture tools of the official conformance suite, driven through the stdio example in
-//! both generations.
+//! both generations, and the HTTP example's anonymous single-owner mode, which serves only
+//! loopback.
 
 mod support;
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio as Pipe};
 use std::time::{Duration, Instant};
 
 use mcp_tasks_servers::fixtures;
@@ -361,5 +365,166 @@ fn bad_fixture_arguments_are_invalid_params() {
             ext(json!({"name": name, "arguments": arguments})),
         );
         assert_eq!(error_code(&answer), -32602, "{name} {arguments}: {answer}");
+    }
+}
+
+/// Starts the HTTP example with `env`; returns the child and, if it started, the address
+/// it listens on (else its stderr, once it exited).
+fn http_server(env: &[(&str, &str)]) -> (Child, Result<String, String>) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_http_server"));
+    command
+        .env_remove("MCP_TASKS_TOKENS")
+        .env_remove("MCP_TASKS_TOKENS_FILE")
+        .env_remove("MCP_TASKS_ANONYMOUS")
+        .env_remove("MCP_TASKS_REDIS_URL")
+        .stdin(Pipe::null())
+        .stdout(Pipe::piped())
+        .stderr(Pipe::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("the HTTP server runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("stdout is readable");
+    match line
+        .trim()
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+    {
+        Some(addr) => (child, Ok(addr.to_owned())),
+        None => {
+            let mut stderr = String::new();
+            child
+                .stderr
+                .take()
+                .expect("stderr")
+                .read_to_string(&mut stderr)
+                .expect("stderr is readable");
+            (child, Err(stderr))
+        }
+    }
+}
+
+/// Waits for a child that should exit by itself; returns whether it succeeded.
+fn exit_success(mut child: Child) -> bool {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("a status") {
+            return status.success();
+        }
+        if start.elapsed() > WAIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server kept running");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_anonymous_mode_is_refused_off_loopback_and_beside_tokens() {
+    for (addr, extra, why) in [
+        ("0.0.0.0:0", None, "loopback"),
+        ("[::]:0", None, "loopback"),
+        ("localhost:0", None, "loopback"),
+        (
+            "127.0.0.1:0",
+            Some(("MCP_TASKS_TOKENS", "alice=token-a")),
+            "unset MCP_TASKS_TOKENS",
+        ),
+    ] {
+        let mut env = vec![("MCP_TASKS_ANONYMOUS", "1"), ("MCP_TASKS_HTTP_ADDR", addr)];
+        env.extend(extra);
+        let (mut child, started) = http_server(&env);
+        let stderr = match started {
+            Ok(listening) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{addr} {extra:?}: the server started on {listening}")
+            }
+            Err(stderr) => stderr,
+        };
+        assert!(!exit_success(child), "{addr}: exit status 0");
+        assert!(stderr.contains(why), "{addr} {extra:?}: {stderr}");
+        assert!(stderr.contains("anonymous"), "{stderr}");
+    }
+    let (mut child, started) = http_server(&[
+        ("MCP_TASKS_ANONYMOUS", "yes"),
+        ("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0"),
+    ]);
+    let Err(stderr) = started else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("`yes` is not a mode, yet the server started");
+    };
+    assert!(!exit_success(child));
+    assert!(stderr.contains("must be `1`"), "{stderr}");
+}
+
+/// POSTs a 2026-07-28 request without any `Authorization` header.
+fn post_anonymously(addr: &str, method: &str, params: Value) -> (u16, Value) {
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": ext(params)}).to_string();
+    let mut stream = TcpStream::connect(addr).expect("the server accepts");
+    stream.set_read_timeout(Some(WAIT)).expect("a timeout");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .expect("the server reads");
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .expect("the server answers");
+    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("a status");
+    (status, serde_json::from_str(body).expect("a JSON body"))
+}
+
+#[test]
+fn the_anonymous_mode_serves_one_owner_on_loopback() {
+    for addr in ["127.0.0.1:0", "[::1]:0"] {
+        let (mut child, started) =
+            http_server(&[("MCP_TASKS_ANONYMOUS", "1"), ("MCP_TASKS_HTTP_ADDR", addr)]);
+        let _stop = Stop(&mut child);
+        let listening = match started {
+            Ok(listening) => listening,
+            // A machine without IPv6 cannot bind [::1]: that says nothing about the mode.
+            Err(stderr) if addr.starts_with('[') && stderr.contains("cannot listen") => continue,
+            Err(stderr) => panic!("{addr}: {stderr}"),
+        };
+        let (status, created) = post_anonymously(
+            &listening,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 0}}),
+        );
+        assert_eq!(status, 200, "{created}");
+        let task = created["result"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a task: {created}"))
+            .to_owned();
+        // A second request, on another connection, is the same owner: it sees the task.
+        let (status, got) = post_anonymously(&listening, "tasks/get", json!({"taskId": task}));
+        assert_eq!(status, 200, "{got}");
+        assert_eq!(got["result"]["taskId"], task.as_str(), "{got}");
+    }
+}
+
+/// Stops a server when dropped, also when a test fails.
+struct Stop<'c>(&'c mut Child);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }

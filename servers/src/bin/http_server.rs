@@ -50,7 +50,13 @@
 //! - `MCP_TASKS_TOKENS`: `principal=token` pairs separated by commas or newlines, e.g.
 //!   `alice=token-a,bob=token-b`; or `MCP_TASKS_TOKENS_FILE`: a file with the same pairs
 //!   (one per line, `#` starts a comment). Exactly one of the two must be set; the server
-//!   refuses to start without tokens. Keep the file private.
+//!   refuses to start without tokens (unless in the anonymous mode below). Keep the file private.
+//! - `MCP_TASKS_ANONYMOUS=1`: the anonymous single-owner mode, for local tools and the
+//!   official conformance suite (which sends no token): no `Authorization` is read, and
+//!   every request acts as one fixed owner, `anonymous`, so every local process that reaches
+//!   the port sees every task. It is refused unless `MCP_TASKS_HTTP_ADDR` is a loopback IP address
+//!   (`127.0.0.1:PORT`, `[::1]:PORT`; a host name is refused too), and refused together
+//!   with tokens. `0` or unset: tokens, as above.
 //! - `MCP_TASKS_HTTP_ADDR`: where to listen, default `127.0.0.1:8808` (port `0` picks a
 //!   free one). The server prints `listening on http://ADDR/mcp` on stdout once ready.
 //! - `MCP_TASKS_ALLOWED_ORIGINS`: extra allowed origins, comma-separated, exact match.
@@ -84,6 +90,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::{Cursor, Read, Write};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
@@ -121,6 +128,60 @@ const ELICITATION_NEEDS_STDIO: &str = "the elicitation round trip needs the stdi
      to the client";
 
 type HttpResponse = Response<Cursor<Vec<u8>>>;
+
+/// Who a request acts for.
+enum Access {
+    /// Bearer tokens, each standing for a principal (the normal mode).
+    Tokens(Tokens),
+    /// `MCP_TASKS_ANONYMOUS=1`: every request is [`ANONYMOUS_OWNER`]; loopback only.
+    Anonymous,
+}
+
+/// The one owner of every task in the anonymous mode.
+const ANONYMOUS_OWNER: &str = "anonymous";
+
+/// The environment variable that turns the anonymous single-owner mode on.
+const ANONYMOUS_ENV: &str = "MCP_TASKS_ANONYMOUS";
+
+impl Access {
+    /// The anonymous mode if `MCP_TASKS_ANONYMOUS=1` (and `addr` is a loopback IP
+    /// address, and no token is configured), else the tokens of the environment.
+    fn from_env(addr: &str) -> Result<Self, String> {
+        match std::env::var(ANONYMOUS_ENV).ok().as_deref() {
+            None | Some("" | "0") => Tokens::from_env().map(Access::Tokens),
+            Some("1") => {
+                if std::env::var_os("MCP_TASKS_TOKENS").is_some()
+                    || std::env::var_os("MCP_TASKS_TOKENS_FILE").is_some()
+                {
+                    return Err(format!(
+                        "{ANONYMOUS_ENV}=1 serves one anonymous owner and reads no token: \
+                         unset MCP_TASKS_TOKENS and MCP_TASKS_TOKENS_FILE, or the anonymous mode"
+                    ));
+                }
+                loopback_only(addr)?;
+                Ok(Access::Anonymous)
+            }
+            Some(other) => Err(format!(
+                "{ANONYMOUS_ENV} must be `1` (anonymous single-owner mode) or `0`, not `{}`",
+                other.chars().take(20).collect::<String>()
+            )),
+        }
+    }
+}
+
+/// Refuses any listening address but a loopback IP address: without tokens, the port must
+/// not be reachable from another machine.
+fn loopback_only(addr: &str) -> Result<(), String> {
+    match addr.parse::<SocketAddr>() {
+        Ok(socket) if socket.ip().is_loopback() => Ok(()),
+        _ => Err(format!(
+            "the anonymous mode ({ANONYMOUS_ENV}=1) listens on loopback only: \
+             MCP_TASKS_HTTP_ADDR must be a loopback IP address such as 127.0.0.1:8808 or \
+             [::1]:8808, not `{}`",
+            addr.chars().take(80).collect::<String>()
+        )),
+    }
+}
 
 /// The bearer tokens and the principal each one stands for.
 struct Tokens(Vec<(String, String)>);
@@ -238,7 +299,7 @@ impl Sessions {
 /// Everything the request threads share.
 struct State {
     server: Arc<Server>,
-    tokens: Tokens,
+    access: Access,
     extra_origins: Vec<String>,
     sessions: Mutex<Sessions>,
     trace_dir: Option<PathBuf>,
@@ -357,8 +418,13 @@ fn unauthorized(message: &str, invalid_token: bool) -> HttpResponse {
         .with_header(header("WWW-Authenticate", challenge))
 }
 
-/// The principal of the request's bearer token, or the `401` to answer.
+/// The principal of the request's bearer token, or the `401` to answer. In the anonymous
+/// mode, always the anonymous owner (no header is read).
 fn authenticate<'s>(state: &'s State, request: &Request) -> Result<&'s str, HttpResponse> {
+    let tokens = match &state.access {
+        Access::Tokens(tokens) => tokens,
+        Access::Anonymous => return Ok(ANONYMOUS_OWNER),
+    };
     let Some(value) = header_value(request, "Authorization") else {
         return Err(unauthorized(
             "unauthorized: send `Authorization: Bearer <token>`",
@@ -369,7 +435,7 @@ fn authenticate<'s>(state: &'s State, request: &Request) -> Result<&'s str, Http
         .split_once(' ')
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim());
-    match token.and_then(|token| state.tokens.principal(token)) {
+    match token.and_then(|token| tokens.principal(token)) {
         Some(principal) => Ok(principal),
         None => Err(unauthorized(
             "unauthorized: the bearer token is missing or not known",
@@ -717,7 +783,8 @@ fn serve(counted: InFlight, mut request: Request) {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let tokens = Tokens::from_env().map_err(|err| format!("http_server: {err}"))?;
+    let addr = std::env::var("MCP_TASKS_HTTP_ADDR").unwrap_or_else(|_| DEFAULT_ADDR.to_owned());
+    let access = Access::from_env(&addr).map_err(|err| format!("http_server: {err}"))?;
     let extra_origins = std::env::var("MCP_TASKS_ALLOWED_ORIGINS")
         .map(|list| {
             list.split(',')
@@ -730,12 +797,11 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     if let Some(dir) = &trace_dir {
         std::fs::create_dir_all(dir)?;
     }
-    let addr = std::env::var("MCP_TASKS_HTTP_ADDR").unwrap_or_else(|_| DEFAULT_ADDR.to_owned());
     let server = Arc::new(Server::from_env()?);
     refuse_v1_input(&server)?;
     let state = Arc::new(State {
         server,
-        tokens,
+        access,
         extra_origins,
         sessions: Mutex::new(Sessions::default()),
         trace_dir,
@@ -751,8 +817,11 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .to_ip()
         .map_or_else(|| addr.clone(), |ip| ip.to_string());
     eprintln!(
-        "http_server: ready (MCP {PROTOCOL_VERSION} over Streamable HTTP, JSON responses; {} principals)",
-        state.tokens.0.len()
+        "http_server: ready (MCP {PROTOCOL_VERSION} over Streamable HTTP, JSON responses; {})",
+        match &state.access {
+            Access::Tokens(tokens) => format!("{} principals", tokens.0.len()),
+            Access::Anonymous => "anonymous single-owner mode, loopback only".to_owned(),
+        }
     );
     println!("listening on http://{bound}{ENDPOINT}");
     std::io::stdout().flush()?;
