@@ -50,13 +50,15 @@
 //! - `MCP_TASKS_TOKENS`: `principal=token` pairs separated by commas or newlines, e.g.
 //!   `alice=token-a,bob=token-b`; or `MCP_TASKS_TOKENS_FILE`: a file with the same pairs
 //!   (one per line, `#` starts a comment). Exactly one of the two must be set; the server
-//!   refuses to start without tokens (unless in the anonymous mode below). Keep the file private.
+//!   refuses to start without tokens (unless in the anonymous mode below). Keep the file
+//!   private.
 //! - `MCP_TASKS_ANONYMOUS=1`: the anonymous single-owner mode, for local tools and the
 //!   official conformance suite (which sends no token): no `Authorization` is read, and
-//!   every request acts as one fixed owner, `anonymous`, so every local process that reaches
-//!   the port sees every task. It is refused unless `MCP_TASKS_HTTP_ADDR` is a loopback IP address
-//!   (`127.0.0.1:PORT`, `[::1]:PORT`; a host name is refused too), and refused together
-//!   with tokens. `0` or unset: tokens, as above.
+//!   every request acts as one fixed owner, `anonymous`, so every local process that
+//!   reaches the port sees every task. It is refused unless `MCP_TASKS_HTTP_ADDR` is a
+//!   loopback IP address (`127.0.0.1:PORT`, `[::1]:PORT`; a host name is refused too), and
+//!   refused together with tokens. The `Origin` check (above) still applies, so a web page
+//!   cannot reach the server through DNS rebinding. `0` or unset: tokens, as above.
 //! - `MCP_TASKS_HTTP_ADDR`: where to listen, default `127.0.0.1:8808` (port `0` picks a
 //!   free one). The server prints `listening on http://ADDR/mcp` on stdout once ready.
 //! - `MCP_TASKS_ALLOWED_ORIGINS`: extra allowed origins, comma-separated, exact match.
