@@ -465,12 +465,18 @@ fn the_anonymous_mode_is_refused_off_loopback_and_beside_tokens() {
 
 /// POSTs a 2026-07-28 request without any `Authorization` header.
 fn post_anonymously(addr: &str, method: &str, params: Value) -> (u16, Value) {
+    post_from(addr, None, method, params)
+}
+
+/// POSTs a 2026-07-28 request without `Authorization`, with an `Origin` if given.
+fn post_from(addr: &str, origin: Option<&str>, method: &str, params: Value) -> (u16, Value) {
+    let origin = origin.map_or_else(String::new, |origin| format!("Origin: {origin}\r\n"));
     let body =
         json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": ext(params)}).to_string();
     let mut stream = TcpStream::connect(addr).expect("the server accepts");
     stream.set_read_timeout(Some(WAIT)).expect("a timeout");
     let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{origin}Content-Type: application/json\r\n\
          Accept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
@@ -516,6 +522,14 @@ fn the_anonymous_mode_serves_one_owner_on_loopback() {
         let (status, got) = post_anonymously(&listening, "tasks/get", json!({"taskId": task}));
         assert_eq!(status, 200, "{got}");
         assert_eq!(got["result"]["taskId"], task.as_str(), "{got}");
+        // No token, but a foreign web page is still refused.
+        let (status, refused) = post_from(
+            &listening,
+            Some("http://rebound.example"),
+            "tasks/get",
+            json!({"taskId": task}),
+        );
+        assert_eq!(status, 403, "{refused}");
     }
 }
 
