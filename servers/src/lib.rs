@@ -15,5 +15,6 @@
 pub mod child;
 pub mod fixtures;
 pub mod framing;
+pub mod headers;
 pub mod server;
 pub mod tools;

@@ -47,6 +47,10 @@ pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// The JSON-RPC code for a request that lacks a capability the server needs (`-32021`).
 pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 
+/// The JSON-RPC code for an HTTP request whose `Mcp-Method` or `Mcp-Name` header disagrees
+/// with its body (`-32020`, core SEP-2243; answered with HTTP 400).
+pub const HEADER_MISMATCH: i64 = -32020;
+
 /// The method names of the extension.
 pub mod methods {
     /// `tasks/get`: the task with its payload.

@@ -101,6 +101,7 @@ use mcp_tasks::TaskStore;
 use mcp_tasks::protocol::PROTOCOL_VERSION;
 use mcp_tasks::{AnyTask, JsonRpcError, Outcome, Owner, TaskId, TaskStatus, ext, jsonrpc};
 use mcp_tasks_servers::framing::{self, Incoming};
+use mcp_tasks_servers::headers;
 use mcp_tasks_servers::server::{Elicitation, Generation, Reply, Server};
 use serde_json::{Value, json};
 use tiny_http::{Header, Method, Request, Response};
@@ -577,6 +578,17 @@ fn handle(state: &State, request: &mut Request) -> Answer {
         Incoming::Request { params, .. } | Incoming::Notification { params, .. } => params.as_ref(),
         _ => None,
     };
+    if let Incoming::Request { id, method, .. } = &incoming
+        && let Err(message) = headers::check(
+            method,
+            params,
+            header_value(request, "Mcp-Method"),
+            header_value(request, "Mcp-Name"),
+        )
+    {
+        let error = JsonRpcError::new(ext::HEADER_MISMATCH, message);
+        return json_body(400, &framing::response(Some(id), &Err(error))).into();
+    }
 
     // The session: issued by `initialize`, required and checked for everything else of
     // 2025-11-25. A request framed for 2026-07-28 stands alone (no handshake, no session).
