@@ -1,0 +1,203 @@
+//! The example server both rmcp examples serve: the tools of `servers/` (`sleep`,
+//! `fail`, `crash`, `confirm`, `echo`), parsed and described by `mcp_tasks_servers::tools`
+//! and run here as async operations with a `TaskContext` (the `servers/` handlers block a
+//! thread each; these do not).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_tasks::protocol::TaskSupport;
+use mcp_tasks::{TaskRegistry, TaskStore};
+use mcp_tasks_rmcp::{TaskContext, TaskExit, TaskManager, TaskOptions, text_result};
+use mcp_tasks_servers::tools::{self, Call};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InputRequest,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{Value, json};
+
+/// The store the examples run on: picked at run time.
+pub type Store = Arc<dyn TaskStore>;
+
+/// How often a client is asked to poll a task (the example's tasks are short).
+const POLL_INTERVAL_MS: u64 = 100;
+
+/// The example server: its tools, and a task manager over the chosen store.
+#[derive(Clone)]
+pub struct ExampleServer {
+    pub tasks: TaskManager<Store>,
+}
+
+impl ExampleServer {
+    /// A server keeping its tasks in `store`.
+    pub fn new(store: Store) -> Self {
+        Self {
+            tasks: TaskManager::new(store),
+        }
+    }
+}
+
+/// The store named on the command line: `--redis URL` for `RedisTaskStore` (feature
+/// `redis`), else a fresh in-process registry. Other arguments are returned.
+pub fn store_from_args() -> Result<(Store, Vec<String>), String> {
+    let mut rest = Vec::new();
+    let mut redis = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--redis" {
+            redis = Some(args.next().ok_or("--redis needs a url")?);
+        } else {
+            rest.push(arg);
+        }
+    }
+    match redis {
+        None => Ok((Arc::new(TaskRegistry::new()), rest)),
+        Some(url) => redis_store(&url).map(|store| (store, rest)),
+    }
+}
+
+#[cfg(feature = "redis")]
+fn redis_store(url: &str) -> Result<Store, String> {
+    mcp_tasks::RedisTaskStore::open(url)
+        .map(|store| Arc::new(store) as Store)
+        .map_err(|err| format!("cannot open redis at {url}: {err}"))
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_store(_url: &str) -> Result<Store, String> {
+    Err("--redis needs the `redis` feature: build with --features redis".into())
+}
+
+impl ServerHandler for ExampleServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "mcp-tasks-rmcp-example",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(tools::INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = serde_json::from_value(tools::list())
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        let call = Call::parse(&request.name, &arguments).map_err(error)?;
+        if tools::task_support(call.name()) == Some(TaskSupport::Forbidden) {
+            // `echo` never runs as a task.
+            return run(call, None)
+                .await
+                .map(CallToolResponse::Complete)
+                .map_err(exit);
+        }
+        let options = TaskOptions::new().with_poll_interval_ms(POLL_INTERVAL_MS);
+        self.tasks
+            .call_tool(&context, options, move |ctx| Box::pin(run(call, Some(ctx))))
+            .await
+    }
+
+    mcp_tasks_rmcp::task_handlers!(tasks);
+}
+
+/// A call's operation.
+async fn run(call: Call, ctx: Option<TaskContext<Store>>) -> Result<CallToolResult, TaskExit> {
+    match call {
+        Call::Sleep(ms) => {
+            let sleep = tokio::time::sleep(Duration::from_millis(ms));
+            match ctx {
+                Some(ctx) => tokio::select! {
+                    () = ctx.cancelled() => Err(TaskExit::Cancelled),
+                    () = sleep => Ok(text_result(format!("slept {ms} ms"), false)),
+                },
+                None => {
+                    sleep.await;
+                    Ok(text_result(format!("slept {ms} ms"), false))
+                }
+            }
+        }
+        Call::Fail => Ok(text_result("the fail tool always fails", true)),
+        Call::Crash => Err(TaskExit::Error(ErrorData::internal_error(
+            "the crash tool always crashes",
+            None,
+        ))),
+        Call::Echo(text) => Ok(text_result(text, false)),
+        Call::Confirm(question) => match ctx {
+            Some(ctx) => confirm(&ctx, &question).await,
+            None => Err(TaskExit::Error(error(
+                mcp_tasks::Error::TaskRequired {
+                    tool: "confirm".into(),
+                }
+                .to_jsonrpc(),
+            ))),
+        },
+    }
+}
+
+/// Asks the user (one form-mode elicitation) and reports the answer; an answer that does
+/// not match the form fails the task with `-32602`.
+async fn confirm(ctx: &TaskContext<Store>, question: &str) -> Result<CallToolResult, TaskExit> {
+    let wire = json!({
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": question, "requestedSchema": tools::confirm_schema()},
+    });
+    let checked: mcp_tasks::InputRequest = serde_json::from_value(wire.clone())
+        .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+    let request: InputRequest = serde_json::from_value(wire)
+        .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+    ctx.set_status_message("waiting for the user's answer");
+    let answer = ctx.request_input("confirm", request).await?;
+    if let Err(why) = tools::check_answer(&checked, &answer) {
+        return Err(TaskExit::Error(ErrorData::invalid_params(
+            format!(
+                "invalid params: the answer to `confirm` does not match the requested schema: {why}"
+            ),
+            None,
+        )));
+    }
+    let text = match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => {
+            let said = answer
+                .pointer("/content/answer")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            format!("the user answered: {said}")
+        }
+        Some("decline") => "the user declined".to_owned(),
+        _ => "the user cancelled".to_owned(),
+    };
+    Ok(text_result(text, false))
+}
+
+fn error(error: mcp_tasks::JsonRpcError) -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode(i32::try_from(error.code).unwrap_or(-32603)),
+        error.message,
+        error.data,
+    )
+}
+
+fn exit(exit: TaskExit) -> ErrorData {
+    match exit {
+        TaskExit::Error(error) => error,
+        TaskExit::Cancelled => ErrorData::internal_error("request cancelled", None),
+    }
+}

@@ -1,0 +1,42 @@
+//! An rmcp 3.x server over stdio whose tasks live in an mcp-tasks store.
+//!
+//! ```text
+//! cargo run --manifest-path rmcp/Cargo.toml --example rmcp_stdio [-- --redis URL]
+//! ```
+//!
+//! Tools: `sleep {ms}`, `fail`, `crash`, `confirm {question}` (asks for input), `echo
+//! {text}` (never a task). A client that declares `io.modelcontextprotocol/tasks` gets a
+//! task for every call but `echo`; any other client gets the result inline. The owner of
+//! every task is this connection.
+
+mod common;
+
+use rmcp::ServiceExt;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let (store, rest) = match common::store_from_args() {
+        Ok(found) => found,
+        Err(why) => {
+            eprintln!("rmcp_stdio: {why}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    if let Some(unknown) = rest.first() {
+        eprintln!("rmcp_stdio: unknown argument {unknown}; usage: rmcp_stdio [--redis URL]");
+        return std::process::ExitCode::from(2);
+    }
+    let server = common::ExampleServer::new(store);
+    let running = match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        Err(err) => {
+            eprintln!("rmcp_stdio: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    if let Err(err) = running.waiting().await {
+        eprintln!("rmcp_stdio: {err}");
+        return std::process::ExitCode::FAILURE;
+    }
+    std::process::ExitCode::SUCCESS
+}

@@ -1,0 +1,119 @@
+//! # mcp-tasks-rmcp
+//!
+//! [mcp-tasks](mcp_tasks) as the task store of [rmcp](rmcp) 3.x servers: what
+//! `rmcp::task_manager` gives (the 2026-07-28 tasks extension
+//! `io.modelcontextprotocol/tasks`), on any [`TaskStore`](mcp_tasks::TaskStore) — the
+//! in-process [`TaskRegistry`](mcp_tasks::TaskRegistry), or `RedisTaskStore` (feature
+//! `redis`) shared by several server instances — with owner isolation and the core's
+//! typed task handles.
+//!
+//! The names are rmcp's: [`TaskManager`], [`TaskContext`] (`request_input`,
+//! `cancelled`, `is_cancel_requested`, `set_status_message`), [`TaskExit`],
+//! [`TaskOptions`], [`TaskFuture`].
+//!
+//! ```no_run
+//! use mcp_tasks_rmcp::{TaskExit, TaskManager, TaskOptions, text_result};
+//! use rmcp::model::*;
+//! use rmcp::service::{RequestContext, RoleServer};
+//! use rmcp::{ErrorData, ServerHandler};
+//!
+//! #[derive(Clone, Default)]
+//! struct Server {
+//!     tasks: TaskManager,
+//! }
+//!
+//! impl ServerHandler for Server {
+//!     async fn call_tool(
+//!         &self,
+//!         _request: CallToolRequestParams,
+//!         context: RequestContext<RoleServer>,
+//!     ) -> Result<CallToolResponse, ErrorData> {
+//!         // A task if the client declared the extension, else inline.
+//!         self.tasks
+//!             .call_tool(&context, TaskOptions::new(), |ctx| {
+//!                 Box::pin(async move {
+//!                     tokio::select! {
+//!                         _ = ctx.cancelled() => Err(TaskExit::Cancelled),
+//!                         _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
+//!                             Ok(text_result("done", false))
+//!                         }
+//!                     }
+//!                 })
+//!             })
+//!             .await
+//!     }
+//!
+//!     // tasks/get, tasks/update and tasks/cancel, from the store, per owner.
+//!     mcp_tasks_rmcp::task_handlers!(tasks);
+//!
+//!     fn get_info(&self) -> ServerConfig {
+//!         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
+//!     }
+//! }
+//! ```
+//!
+//! # Owners
+//! A task belongs to the owner of the request that made it: the request's [`Principal`]
+//! (put there by an authentication layer in front of rmcp's Streamable HTTP service),
+//! else its HTTP session, else the connection (a stdio server's one client). Another
+//! owner's `tasks/get`, `tasks/update` or `tasks/cancel` gets `-32602`, exactly as for an
+//! unknown id.
+//!
+//! # Gating
+//! rmcp refuses `tasks/*` from a request that did not declare the extension with
+//! `-32021` before a handler method runs, and refuses a `CallToolResponse::Task` for
+//! such a request; [`TaskManager::call_tool`] therefore runs the tool inline for it.
+//!
+//! # Waits
+//! Waiting for input and for a cancellation request runs the store's blocking waits on
+//! tokio's blocking pool, in short slices, for now (one private module, to be replaced
+//! by the core's runtime-free futures).
+#![deny(missing_docs)]
+
+mod context;
+mod convert;
+mod manager;
+mod owner;
+mod wait;
+
+pub use context::{TaskContext, TaskExit, TaskFuture};
+pub use manager::{
+    DEFAULT_POLL_INTERVAL_MS, DEFAULT_TASK_TTL_MS, TaskManager, TaskOptions, declares_tasks,
+    text_result,
+};
+pub use owner::Principal;
+
+/// The crates this one is written against, for the macro and for users.
+pub use {mcp_tasks, rmcp};
+
+/// Writes the three task methods of an `rmcp::ServerHandler` (`get_task`, `update_task`,
+/// `cancel_task`) inside its `impl`, answering them from the [`TaskManager`] in the
+/// named field of `self`: `mcp_tasks_rmcp::task_handlers!(tasks);`.
+#[macro_export]
+macro_rules! task_handlers {
+    ($field:ident) => {
+        async fn get_task(
+            &self,
+            request: $crate::rmcp::model::GetTaskParams,
+            context: $crate::rmcp::service::RequestContext<$crate::rmcp::service::RoleServer>,
+        ) -> ::std::result::Result<$crate::rmcp::model::GetTaskResult, $crate::rmcp::ErrorData> {
+            self.$field.get_task(request, &context).await
+        }
+
+        async fn update_task(
+            &self,
+            request: $crate::rmcp::model::UpdateTaskParams,
+            context: $crate::rmcp::service::RequestContext<$crate::rmcp::service::RoleServer>,
+        ) -> ::std::result::Result<(), $crate::rmcp::ErrorData> {
+            self.$field.update_task(request, &context).await
+        }
+
+        async fn cancel_task(
+            &self,
+            request: $crate::rmcp::model::CancelTaskParams,
+            context: $crate::rmcp::service::RequestContext<$crate::rmcp::service::RoleServer>,
+        ) -> ::std::result::Result<(), $crate::rmcp::ErrorData> {
+            self.$field.cancel_task(request, &context).await
+        }
+    };
+}

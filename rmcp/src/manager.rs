@@ -1,0 +1,280 @@
+//! [`TaskManager`]: rmcp's task runtime over an mcp-tasks [`TaskStore`].
+
+use mcp_tasks::ext::ExtDispatcher;
+use mcp_tasks::{Owner, TaskRegistry, TaskRequest, TaskStore, Working};
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, GetTaskParams,
+    GetTaskResult, UpdateTaskParams,
+};
+use rmcp::service::{RequestContext, RoleServer};
+
+use crate::context::{TaskContext, TaskExit, TaskFuture};
+use crate::{convert, owner};
+
+/// Default TTL (5 minutes, in milliseconds) asked for when none is set, as rmcp's.
+pub const DEFAULT_TASK_TTL_MS: u64 = 300_000;
+
+/// Default suggested polling interval, in milliseconds, as rmcp's.
+pub const DEFAULT_POLL_INTERVAL_MS: u64 = 1_000;
+
+/// Options of a spawned task (as `rmcp::task_manager::TaskOptions`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskOptions {
+    /// TTL in milliseconds; `None` asks for unlimited retention. The store's
+    /// [`TtlPolicy`](mcp_tasks::TtlPolicy) bounds it.
+    pub ttl_ms: Option<u64>,
+    /// Suggested polling interval in milliseconds.
+    pub poll_interval_ms: Option<u64>,
+    /// Initial status message.
+    pub status_message: Option<String>,
+}
+
+impl Default for TaskOptions {
+    fn default() -> Self {
+        Self {
+            ttl_ms: Some(DEFAULT_TASK_TTL_MS),
+            poll_interval_ms: Some(DEFAULT_POLL_INTERVAL_MS),
+            status_message: None,
+        }
+    }
+}
+
+impl TaskOptions {
+    /// The defaults: a 5-minute TTL, a 1-second poll interval, no message.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The TTL in milliseconds; `None` asks for unlimited retention.
+    #[must_use]
+    pub fn with_ttl_ms(mut self, ttl_ms: impl Into<Option<u64>>) -> Self {
+        self.ttl_ms = ttl_ms.into();
+        self
+    }
+
+    /// The suggested polling interval in milliseconds.
+    #[must_use]
+    pub fn with_poll_interval_ms(mut self, poll_interval_ms: u64) -> Self {
+        self.poll_interval_ms = Some(poll_interval_ms);
+        self
+    }
+
+    /// The initial status message.
+    #[must_use]
+    pub fn with_status_message(mut self, message: impl Into<String>) -> Self {
+        self.status_message = Some(message.into());
+        self
+    }
+}
+
+/// What `rmcp::task_manager::TaskManager` gives an rmcp 3.x server, on any mcp-tasks
+/// [`TaskStore`]: the in-process [`TaskRegistry`] (the default), or `RedisTaskStore`
+/// (feature `redis`) shared by several server instances.
+///
+/// Every task is bound to the owner of the request that made it (see [`Principal`]
+/// (crate::Principal)); `tasks/get`, `tasks/update` and `tasks/cancel` from anyone else
+/// get `-32602`, as for an unknown id. Cheap to clone; clones share the store and the
+/// connection owner. A server that makes one handler per connection calls
+/// [`for_connection`](Self::for_connection) for each.
+#[derive(Debug, Clone)]
+pub struct TaskManager<T: TaskStore = TaskRegistry> {
+    dispatcher: ExtDispatcher<T>,
+    connection: Owner,
+}
+
+impl Default for TaskManager {
+    fn default() -> Self {
+        Self::new(TaskRegistry::new())
+    }
+}
+
+fn connection_owner() -> Owner {
+    Owner::new(format!("connection:{}", mcp_tasks::TaskId::random()))
+}
+
+impl<T: TaskStore + Clone + 'static> TaskManager<T> {
+    /// A manager keeping its tasks in `store`.
+    #[must_use]
+    pub fn new(store: T) -> Self {
+        Self {
+            dispatcher: ExtDispatcher::new(store),
+            connection: connection_owner(),
+        }
+    }
+
+    /// The same store, with a new connection owner: for a handler serving another
+    /// connection, whose requests carry no principal or session.
+    #[must_use]
+    pub fn for_connection(&self) -> Self {
+        Self {
+            dispatcher: self.dispatcher.clone(),
+            connection: connection_owner(),
+        }
+    }
+
+    /// The store.
+    #[must_use]
+    pub fn store(&self) -> &T {
+        self.dispatcher.store()
+    }
+
+    /// The owner of the tasks `context`'s request makes and may see.
+    #[must_use]
+    pub fn owner(&self, context: &RequestContext<RoleServer>) -> Owner {
+        owner::resolve(context, &self.connection)
+    }
+
+    /// Creates a task for `owner` and runs `make_future`'s operation with it on tokio.
+    /// The task is stored before this returns (so `tasks/get` finds it); its result,
+    /// error or cancellation is stored through the task's typed handle when the
+    /// operation ends, and an operation that panics leaves the task `failed` (`-32603`).
+    ///
+    /// # Errors
+    /// The store's refusal (a limit reached: `-32603` with its reason), or its outage.
+    pub fn spawn<F>(
+        &self,
+        owner: &Owner,
+        request_id: &rmcp::model::RequestId,
+        options: TaskOptions,
+        make_future: F,
+    ) -> Result<CreateTaskResult, ErrorData>
+    where
+        F: FnOnce(TaskContext<T>) -> TaskFuture,
+    {
+        let store = self.store();
+        let request = TaskRequest::new(convert::request_id(request_id), "tools/call")
+            .with_ttl(options.ttl_ms)
+            .with_poll_interval(options.poll_interval_ms);
+        let (handle, mut task) = store.create(owner, request).map_err(convert::store_error)?;
+        if let Some(message) = options.status_message {
+            handle
+                .set_status_message(Some(message))
+                .map_err(convert::store_error)?;
+            task = store
+                .get(owner, &handle.id().to_string())
+                .and_then(|task| {
+                    mcp_tasks::Task::<Working>::try_from(task)
+                        .map_err(|err| mcp_tasks::Error::Internal(err.to_string()))
+                })
+                .map_err(convert::store_error)?;
+        }
+        let created = convert::rewire(&mcp_tasks::ext::CreateTaskResult::new(&task))?;
+        let context = TaskContext::task(store.clone(), handle);
+        let future = make_future(context.clone());
+        tokio::spawn(async move {
+            let exit = future.await;
+            context.finish(exit);
+        });
+        Ok(created)
+    }
+
+    /// Answers a `tools/call` the way the extension wants, deciding per call: when the
+    /// request declared `io.modelcontextprotocol/tasks`, the operation becomes a task
+    /// ([`spawn`](Self::spawn)) and the answer is `CallToolResponse::Task`; otherwise it
+    /// runs inline and its result is the answer (its context's `request_input` then
+    /// fails with `-32021`, and `cancelled()` follows the request's cancellation).
+    ///
+    /// # Errors
+    /// As [`spawn`](Self::spawn); inline, the operation's error (`TaskExit::Cancelled`
+    /// is reported as a `-32603` "request cancelled").
+    pub async fn call_tool<F>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        options: TaskOptions,
+        make_future: F,
+    ) -> Result<CallToolResponse, ErrorData>
+    where
+        F: FnOnce(TaskContext<T>) -> TaskFuture,
+    {
+        if declares_tasks(context) {
+            let owner = self.owner(context);
+            let created = self.spawn(&owner, &context.id, options, make_future)?;
+            return Ok(CallToolResponse::Task(created));
+        }
+        let inline = TaskContext::inline(context.ct.clone());
+        match make_future(inline).await {
+            Ok(result) => Ok(CallToolResponse::Complete(result)),
+            Err(TaskExit::Error(error)) => Err(error),
+            Err(TaskExit::Cancelled) => Err(ErrorData::internal_error("request cancelled", None)),
+        }
+    }
+
+    /// Answers `tasks/get` for `context`'s owner.
+    ///
+    /// # Errors
+    /// `-32602` for an unknown, expired or foreign task.
+    pub async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let answer = self.dispatch(mcp_tasks::ext::methods::TASKS_GET, &request, context)?;
+        serde_json::from_value(answer).map_err(convert::internal)
+    }
+
+    /// Answers `tasks/update` for `context`'s owner: the answers reach the operation
+    /// waiting in [`TaskContext::request_input`]; unknown or already answered keys are
+    /// ignored.
+    ///
+    /// # Errors
+    /// `-32602` for an unknown, expired or foreign task.
+    pub async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.dispatch(mcp_tasks::ext::methods::TASKS_UPDATE, &request, context)
+            .map(drop)
+    }
+
+    /// Answers `tasks/cancel` for `context`'s owner: cooperative, as the extension
+    /// says; the operation sees it in [`TaskContext::cancelled`] and decides.
+    ///
+    /// # Errors
+    /// `-32602` for an unknown, expired or foreign task.
+    pub async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.dispatch(mcp_tasks::ext::methods::TASKS_CANCEL, &request, context)
+            .map(drop)
+    }
+
+    /// One `tasks/*` request through the core's extension dialect. rmcp has already
+    /// refused a request that did not declare the extension (`-32021`) before calling
+    /// the handler method.
+    fn dispatch(
+        &self,
+        method: &str,
+        params: &impl serde::Serialize,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<serde_json::Value, ErrorData> {
+        let params = serde_json::to_value(params).map_err(convert::internal)?;
+        self.dispatcher
+            .dispatch(&self.owner(context), method, Some(&params), true)
+            .map_err(convert::error)
+    }
+}
+
+/// Whether `context`'s request declared the tasks extension (per request, or at
+/// `initialize` for a legacy session), as rmcp reads it.
+#[must_use]
+pub fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.supports_tasks())
+}
+
+/// A tool result with one text block, for operations that only report text.
+#[must_use]
+pub fn text_result(text: impl Into<String>, is_error: bool) -> CallToolResult {
+    let content = vec![rmcp::model::ContentBlock::text(text.into())];
+    if is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+}
