@@ -1,0 +1,178 @@
+//! An rmcp 3.x server over Streamable HTTP whose tasks live in an mcp-tasks store, with
+//! bearer tokens mapped to owners.
+//!
+//! ```text
+//! cargo run --manifest-path rmcp/Cargo.toml --example rmcp_http -- \
+//!     --token s3cret=alice --token other=bob [--listen 127.0.0.1:8808] [--redis URL]
+//! cargo run --manifest-path rmcp/Cargo.toml --example rmcp_http -- --anonymous
+//! ```
+//!
+//! The endpoint is `/mcp`. Every request needs `Authorization: Bearer <token>` for one
+//! of the `--token TOKEN=OWNER` pairs (else `401`); the owner becomes the request's
+//! [`Principal`], so a task is visible only with a token of its owner, whichever session
+//! or connection asks. `--anonymous` instead serves every request as the one owner
+//! `anonymous`, and is refused unless the address is a loopback one (for test suites
+//! that send no token). The first line on stdout is `listening on http://ADDR/mcp`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use mcp_tasks_rmcp::Principal;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+
+/// Who may call: bearer tokens and their owners, or everyone as one anonymous owner.
+enum Access {
+    Tokens(HashMap<String, String>),
+    Anonymous,
+}
+
+const USAGE: &str = "usage: rmcp_http (--token TOKEN=OWNER ... | --anonymous) \
+                     [--listen ADDR] [--redis URL]";
+
+fn parse(args: Vec<String>) -> Result<(SocketAddr, Access), String> {
+    let mut listen: SocketAddr = ([127, 0, 0, 1], 8808).into();
+    let mut tokens = HashMap::new();
+    let mut anonymous = false;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--listen" => {
+                let addr = args.next().ok_or("--listen needs an address")?;
+                listen = addr
+                    .parse()
+                    .map_err(|err| format!("--listen {addr}: {err}"))?;
+            }
+            "--token" => {
+                let pair = args.next().ok_or("--token needs TOKEN=OWNER")?;
+                let (token, owner) = pair
+                    .split_once('=')
+                    .filter(|(token, owner)| !token.is_empty() && !owner.is_empty())
+                    .ok_or_else(|| format!("--token {pair}: expected TOKEN=OWNER"))?;
+                tokens.insert(token.to_owned(), owner.to_owned());
+            }
+            "--anonymous" => anonymous = true,
+            other => return Err(format!("unknown argument {other}; {USAGE}")),
+        }
+    }
+    let access = match (anonymous, tokens.is_empty()) {
+        (true, true) if listen.ip().is_loopback() => Access::Anonymous,
+        (true, true) => {
+            return Err(format!(
+                "--anonymous serves only a loopback address, not {listen}"
+            ));
+        }
+        (true, false) => return Err("--anonymous and --token exclude each other".into()),
+        (false, false) => Access::Tokens(tokens),
+        (false, true) => return Err(format!("no --token and no --anonymous; {USAGE}")),
+    };
+    Ok((listen, access))
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text.to_owned())).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+/// The request's principal: its bearer token's owner (`None`: no valid token).
+fn principal(access: &Access, request: &Request<Incoming>) -> Option<Principal> {
+    let tokens = match access {
+        Access::Anonymous => return Some(Principal::new("anonymous")),
+        Access::Tokens(tokens) => tokens,
+    };
+    let token = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))?;
+    tokens.get(token).map(|owner| Principal::new(owner.clone()))
+}
+
+/// `401` with the scheme to use.
+fn unauthorized() -> Response<Body> {
+    let mut refused = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+    refused.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Bearer"),
+    );
+    refused
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let parsed = common::store_from_args().and_then(|(store, rest)| Ok((store, parse(rest)?)));
+    let (store, (listen, access)) = match parsed {
+        Ok(parsed) => parsed,
+        Err(why) => {
+            eprintln!("rmcp_http: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match TcpListener::bind(listen).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("rmcp_http: cannot listen on {listen}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let local = listener.local_addr().unwrap_or(listen);
+    println!("listening on http://{local}/mcp");
+
+    let server = common::ExampleServer::new(store);
+    let service = Arc::new(StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    ));
+    let access = Arc::new(access);
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                eprintln!("rmcp_http: accept: {err}");
+                continue;
+            }
+        };
+        let service = Arc::clone(&service);
+        let access = Arc::clone(&access);
+        tokio::spawn(async move {
+            let handler = service_fn(move |mut request: Request<Incoming>| {
+                let service = Arc::clone(&service);
+                let access = Arc::clone(&access);
+                async move {
+                    if request.uri().path() != "/mcp" {
+                        return Ok::<_, Infallible>(plain(StatusCode::NOT_FOUND, "not found"));
+                    }
+                    match principal(&access, &request) {
+                        Some(principal) => {
+                            request.extensions_mut().insert(principal);
+                            Ok(service.handle(request).await)
+                        }
+                        None => Ok(unauthorized()),
+                    }
+                }
+            });
+            let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
+            if let Err(err) = connection.await {
+                eprintln!("rmcp_http: connection: {err}");
+            }
+        });
+    }
+}
