@@ -7,68 +7,14 @@ mod support;
 
 use std::process::Stdio;
 
+use rmcp::ClientLifecycleMode;
 use rmcp::model::{
-    CallToolResponse, CancelTaskParams, ClientConfig, GetTaskParams, InputResponses, TaskPayload,
-    TaskStatus, UpdateTaskParams,
+    CallToolResponse, CancelTaskParams, GetTaskParams, InputResponses, TaskPayload, TaskStatus,
+    UpdateTaskParams,
 };
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::json;
 use support::*;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-
-/// A running `rmcp_http` example and its endpoint; killed when dropped.
-struct Server {
-    _child: Child,
-    url: String,
-}
-
-async fn start(args: &[&str]) -> Server {
-    let mut child = Command::new(example("rmcp_http"))
-        .args(["--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the http example starts");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut line = String::new();
-    tokio::time::timeout(LIMIT, BufReader::new(stdout).read_line(&mut line))
-        .await
-        .expect("the example announces its address in time")
-        .expect("its stdout is readable");
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    Server { _child: child, url }
-}
-
-async fn connect(
-    server: &Server,
-    token: Option<&str>,
-    config: ClientConfig,
-    lifecycle: ClientLifecycleMode,
-) -> Result<Client, String> {
-    let mut transport = StreamableHttpClientTransportConfig::with_uri(server.url.clone());
-    if let Some(token) = token {
-        transport = transport.auth_header(token);
-    }
-    let transport = StreamableHttpClientTransport::from_config(transport);
-    tokio::time::timeout(LIMIT, config.serve_with_lifecycle(transport, lifecycle))
-        .await
-        .map_err(|_| "no lifecycle answer in time".to_owned())?
-        .map_err(|err| err.to_string())
-}
-
-async fn tasks(server: &Server, token: &str) -> Client {
-    connect(server, Some(token), tasks_client(), discover())
-        .await
-        .expect("a client with a valid token connects")
-}
+use tokio::process::Command;
 
 const TOKENS: [&str; 6] = [
     "--token",
@@ -81,7 +27,7 @@ const TOKENS: [&str; 6] = [
 
 #[tokio::test]
 async fn tasks_complete_take_input_and_cancel_over_http() {
-    let server = start(&TOKENS).await;
+    let server = start_http(&TOKENS).await;
     let alice = tasks(&server, "t-alice").await;
 
     let sleep = start_task(&alice, "sleep", json!({"ms": 50})).await;
@@ -139,7 +85,7 @@ async fn tasks_complete_take_input_and_cancel_over_http() {
 
 #[tokio::test]
 async fn a_task_belongs_to_the_owner_of_the_token_not_to_the_connection() {
-    let server = start(&TOKENS).await;
+    let server = start_http(&TOKENS).await;
     let alice = tasks(&server, "t-alice").await;
     let alice_again = tasks(&server, "t-alice-2").await;
     let bob = tasks(&server, "t-bob").await;
@@ -178,7 +124,7 @@ async fn a_task_belongs_to_the_owner_of_the_token_not_to_the_connection() {
 
 #[tokio::test]
 async fn a_request_without_a_valid_token_is_refused() {
-    let server = start(&TOKENS).await;
+    let server = start_http(&TOKENS).await;
     assert!(
         connect(&server, None, tasks_client(), discover())
             .await
@@ -193,7 +139,7 @@ async fn a_request_without_a_valid_token_is_refused() {
 
 #[tokio::test]
 async fn a_client_without_the_extension_gets_the_result_inline_over_http() {
-    let server = start(&TOKENS).await;
+    let server = start_http(&TOKENS).await;
     let plain = connect(
         &server,
         Some("t-bob"),
@@ -214,7 +160,7 @@ async fn a_client_without_the_extension_gets_the_result_inline_over_http() {
 
 #[tokio::test]
 async fn anonymous_mode_serves_one_owner_and_only_on_loopback() {
-    let server = start(&["--anonymous"]).await;
+    let server = start_http(&["--anonymous"]).await;
     let first = connect(&server, None, tasks_client(), discover())
         .await
         .expect("anonymous mode needs no token");

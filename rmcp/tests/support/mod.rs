@@ -11,9 +11,13 @@ use rmcp::model::{
     Implementation, JsonObject, ProtocolVersion, TASKS_EXTENSION_ID, TaskPayload,
 };
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceError};
 use serde_json::Value;
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Child;
 use tokio::process::Command;
 
 pub type Client = RunningService<RoleClient, ClientConfig>;
@@ -154,4 +158,55 @@ pub fn code(err: ServiceError) -> i32 {
         ServiceError::McpError(error) => error.code.0,
         other => panic!("expected a JSON-RPC error, got {other}"),
     }
+}
+
+/// A running `rmcp_http` example and its endpoint; killed when dropped.
+pub struct Server {
+    _child: Child,
+    pub url: String,
+}
+
+pub async fn start_http(args: &[&str]) -> Server {
+    let mut child = Command::new(example("rmcp_http"))
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the http example starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    tokio::time::timeout(LIMIT, BufReader::new(stdout).read_line(&mut line))
+        .await
+        .expect("the example announces its address in time")
+        .expect("its stdout is readable");
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    Server { _child: child, url }
+}
+
+pub async fn connect(
+    server: &Server,
+    token: Option<&str>,
+    config: ClientConfig,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Client, String> {
+    let mut transport = StreamableHttpClientTransportConfig::with_uri(server.url.clone());
+    if let Some(token) = token {
+        transport = transport.auth_header(token);
+    }
+    let transport = StreamableHttpClientTransport::from_config(transport);
+    tokio::time::timeout(LIMIT, config.serve_with_lifecycle(transport, lifecycle))
+        .await
+        .map_err(|_| "no lifecycle answer in time".to_owned())?
+        .map_err(|err| err.to_string())
+}
+
+pub async fn tasks(server: &Server, token: &str) -> Client {
+    connect(server, Some(token), tasks_client(), discover())
+        .await
+        .expect("a client with a valid token connects")
 }
