@@ -249,12 +249,12 @@ async fn a_client_without_the_extension_gets_the_result_inline() {
         }
         other => panic!("expected an inline result, got {other:?}"),
     }
-    // A tool that needs input cannot run without the extension.
+    // A tool that needs input cannot run without the extension: -32021.
     let confirm = client
         .call_tool_once(call("confirm", json!({"question": "?"})))
         .await
         .unwrap_err();
-    assert_ne!(code(confirm), 0);
+    assert_eq!(code(confirm), -32021);
     // tasks/* are refused with -32021 (rmcp's gating).
     let get = client
         .get_task(GetTaskParams::new("00000000-0000-4000-8000-000000000000"))

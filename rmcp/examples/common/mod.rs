@@ -142,12 +142,15 @@ async fn run(call: Call, ctx: Option<TaskContext<Store>>) -> Result<CallToolResu
         Call::Echo(text) => Ok(text_result(text, false)),
         Call::Confirm(question) => match ctx {
             Some(ctx) => confirm(&ctx, &question).await,
-            None => Err(TaskExit::Error(error(
-                mcp_tasks::Error::TaskRequired {
-                    tool: "confirm".into(),
-                }
-                .to_jsonrpc(),
-            ))),
+            // Only `echo` runs without a context; `confirm` inline gets a context whose
+            // `request_input` answers -32021.
+            None => Err(TaskExit::Error(
+                ErrorData::missing_required_client_capability(
+                    rmcp::model::ClientCapabilities::builder()
+                        .enable_tasks()
+                        .build(),
+                ),
+            )),
         },
     }
 }
