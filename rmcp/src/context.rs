@@ -1,5 +1,6 @@
 //! What a running tool sees: [`TaskContext`], and how it ends: [`TaskExit`].
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -126,7 +127,8 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
     /// While the request is outstanding, `tasks/get` shows the task `input_required` with
     /// it in `inputRequests`. Keys are unique over the task's life: a key used before is
     /// sent with a suffix (`confirm-2`) and answered under the name given here. Calls
-    /// from clones of one context are served one after the other.
+    /// from clones of one context are served one after the other; to ask several things
+    /// at once, use [`request_inputs`](Self::request_inputs).
     ///
     /// # Errors
     /// [`TaskExit::Cancelled`] if the requestor asks to cancel meanwhile, or the task was
@@ -137,6 +139,22 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
         key: impl Into<String>,
         request: InputRequest,
     ) -> Result<serde_json::Value, TaskExit> {
+        let key = key.into();
+        let mut answers = self.request_inputs([(key.clone(), request)]).await?;
+        Ok(answers.remove(&key).unwrap_or_default())
+    }
+
+    /// Asks the client several things at once (all outstanding together in `tasks/get`)
+    /// and waits until every one is answered; the answers come back under the keys given
+    /// here. The client may answer them in several `tasks/update`s: the task stays
+    /// `input_required` with the rest until the last one.
+    ///
+    /// # Errors
+    /// As [`request_input`](Self::request_input).
+    pub async fn request_inputs(
+        &self,
+        requests: impl IntoIterator<Item = (String, InputRequest)>,
+    ) -> Result<BTreeMap<String, serde_json::Value>, TaskExit> {
         let (store, owner, id, slot, message, gate) = match &*self.mode {
             Mode::Task {
                 store,
@@ -154,17 +172,18 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
                 ));
             }
         };
-        let key = key.into();
-        let request: mcp_tasks::InputRequest = convert::rewire(&request)?;
+        let mut wanted = InputRequests::new();
+        for (key, request) in requests {
+            let request: mcp_tasks::InputRequest = convert::rewire(&request)?;
+            wanted = wanted.with(key, request);
+        }
         let _one_at_a_time = gate.lock().await;
         {
             let mut slot = lock(slot);
             let Slot::Working(handle) = std::mem::replace(&mut *slot, Slot::Spent) else {
                 return Err(TaskExit::Cancelled);
             };
-            match carry(handle, message)
-                .require_input(InputRequests::new().with(key.clone(), request))
-            {
+            match carry(handle, message).require_input(wanted) {
                 Ok(waiting) => *slot = Slot::Waiting(waiting),
                 Err(err) => return Err(gone_or_error(err)),
             }
@@ -175,10 +194,14 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
             return Err(TaskExit::Cancelled);
         };
         match answered {
-            Ok(mut answers) => {
-                let answer = answers.remove(&key).unwrap_or_default();
+            Ok(answers) => {
                 *slot = Slot::Working(carry(waiting, message).resume().map_err(gone_or_error)?);
-                Ok(serde_json::Value::Object(answer))
+                Ok(answers
+                    .iter()
+                    .map(|(key, answer)| {
+                        (key.to_owned(), serde_json::Value::Object(answer.clone()))
+                    })
+                    .collect())
             }
             Err(mcp_tasks::Error::CancelRequested { .. }) => {
                 // The operation decides; it gets its `working` handle back to finish with.

@@ -78,8 +78,8 @@ mod wait;
 
 pub use context::{TaskContext, TaskExit, TaskFuture};
 pub use manager::{
-    DEFAULT_POLL_INTERVAL_MS, DEFAULT_TASK_TTL_MS, TaskManager, TaskOptions, declares_tasks,
-    text_result,
+    AnswerCheck, DEFAULT_POLL_INTERVAL_MS, DEFAULT_TASK_TTL_MS, TaskManager, TaskOptions,
+    declares_tasks, text_result,
 };
 pub use owner::Principal;
 

@@ -1,5 +1,7 @@
 //! [`TaskManager`]: rmcp's task runtime over an mcp-tasks [`TaskStore`].
 
+use std::sync::Arc;
+
 use mcp_tasks::ext::ExtDispatcher;
 use mcp_tasks::{Owner, TaskRegistry, TaskRequest, TaskStore, Working};
 use rmcp::ErrorData;
@@ -78,10 +80,26 @@ impl TaskOptions {
 /// get `-32602`, as for an unknown id. Cheap to clone; clones share the store and the
 /// connection owner. A server that makes one handler per connection calls
 /// [`for_connection`](Self::for_connection) for each.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TaskManager<T: TaskStore = TaskRegistry> {
     dispatcher: ExtDispatcher<T>,
     connection: Owner,
+    answer_check: Option<AnswerCheck>,
+}
+
+/// Checks one answer of a `tasks/update` against the input request it answers (see
+/// [`TaskManager::with_answer_check`]): `Err` says what does not fit.
+pub type AnswerCheck =
+    Arc<dyn Fn(&mcp_tasks::InputRequest, &serde_json::Value) -> Result<(), String> + Send + Sync>;
+
+impl<T: TaskStore> std::fmt::Debug for TaskManager<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskManager")
+            .field("store", self.dispatcher.store())
+            .field("connection", &self.connection)
+            .field("answer_check", &self.answer_check.is_some())
+            .finish()
+    }
 }
 
 impl Default for TaskManager {
@@ -101,7 +119,24 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         Self {
             dispatcher: ExtDispatcher::new(store),
             connection: connection_owner(),
+            answer_check: None,
         }
+    }
+
+    /// The same manager, checking every answer of a `tasks/update` against the input
+    /// request it answers before any is delivered: if one does not fit, the whole update
+    /// is refused with `-32602` and the task keeps waiting (the client can answer
+    /// again). Answers to unknown or already answered keys are ignored, as always.
+    #[must_use]
+    pub fn with_answer_check(
+        mut self,
+        check: impl Fn(&mcp_tasks::InputRequest, &serde_json::Value) -> Result<(), String>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.answer_check = Some(Arc::new(check));
+        self
     }
 
     /// The same store, with a new connection owner: for a handler serving another
@@ -111,6 +146,7 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         Self {
             dispatcher: self.dispatcher.clone(),
             connection: connection_owner(),
+            answer_check: self.answer_check.clone(),
         }
     }
 
@@ -225,8 +261,40 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         request: UpdateTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if let Some(check) = &self.answer_check {
+            self.check_answers(check, &request, context)?;
+        }
         self.dispatch(mcp_tasks::ext::methods::TASKS_UPDATE, &request, context)
             .map(drop)
+    }
+
+    /// Refuses the update if an answer to an outstanding request does not fit it. An
+    /// unknown or foreign task is left to the dispatch (`-32602` there).
+    fn check_answers(
+        &self,
+        check: &AnswerCheck,
+        request: &UpdateTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Ok(task) = self.store().get(&self.owner(context), &request.task_id) else {
+            return Ok(());
+        };
+        let Some(outstanding) = task.input_requests() else {
+            return Ok(());
+        };
+        for (key, answer) in &request.input_responses {
+            if let Some(asked) = outstanding.get(key)
+                && let Err(why) = check(asked, answer)
+            {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "invalid params: the answer to `{key}` does not fit its request: {why}"
+                    ),
+                    None,
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Answers `tasks/cancel` for `context`'s owner: cooperative, as the extension
