@@ -13,6 +13,15 @@
 //! or connection asks. `--anonymous` instead serves every request as the one owner
 //! `anonymous`, and is refused unless the address is a loopback one (for test suites
 //! that send no token). The first line on stdout is `listening on http://ADDR/mcp`.
+//!
+//! As the project's own `http_server`, it also reads `MCP_TASKS_HTTP_ADDR` (the default
+//! for `--listen`) and `MCP_TASKS_ANONYMOUS=1` (as `--anonymous`), so the conformance
+//! runner drives it unchanged:
+//!
+//! ```text
+//! cargo build --manifest-path rmcp/Cargo.toml --example rmcp_http
+//! CONFORMANCE_SERVER=$PWD/rmcp/target/debug/examples/rmcp_http bash interop/conformance/run.sh
+//! ```
 
 mod common;
 
@@ -45,9 +54,14 @@ const USAGE: &str = "usage: rmcp_http (--token TOKEN=OWNER ... | --anonymous) \
                      [--listen ADDR] [--redis URL]";
 
 fn parse(args: Vec<String>) -> Result<(SocketAddr, Access), String> {
-    let mut listen: SocketAddr = ([127, 0, 0, 1], 8808).into();
+    let mut listen: SocketAddr = match std::env::var("MCP_TASKS_HTTP_ADDR") {
+        Ok(addr) => addr
+            .parse()
+            .map_err(|err| format!("MCP_TASKS_HTTP_ADDR={addr}: {err}"))?,
+        Err(_) => ([127, 0, 0, 1], 8808).into(),
+    };
     let mut tokens = HashMap::new();
-    let mut anonymous = false;
+    let mut anonymous = std::env::var("MCP_TASKS_ANONYMOUS").is_ok_and(|value| value == "1");
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {

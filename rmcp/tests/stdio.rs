@@ -10,7 +10,7 @@ use rmcp::model::{
     CallToolResponse, CancelTaskParams, GetTaskParams, InputResponses, TaskPayload, TaskStatus,
     UpdateTaskParams,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use support::*;
 
 #[tokio::test]
@@ -124,7 +124,7 @@ async fn input_is_asked_in_tasks_get_and_answered_with_tasks_update() {
 }
 
 #[tokio::test]
-async fn an_answer_that_does_not_fit_the_form_fails_the_task_with_invalid_params() {
+async fn an_answer_that_does_not_fit_the_form_is_refused_and_the_task_keeps_waiting() {
     let client = spawn_stdio(tasks_client(), discover()).await;
     let created = start_task(&client, "confirm", json!({"question": "proceed?"})).await;
     let task_id = created.task.task_id;
@@ -133,22 +133,57 @@ async fn an_answer_that_does_not_fit_the_form_fails_the_task_with_invalid_params
         _ => None,
     })
     .await;
-    let mut responses = InputResponses::new();
-    responses.insert(key, json!({"action": "accept", "content": {"answer": 42}}));
+    let mut wrong = InputResponses::new();
+    wrong.insert(
+        key.clone(),
+        json!({"action": "accept", "content": {"answer": 42}}),
+    );
+    let refused = client
+        .update_task(UpdateTaskParams::new(task_id.clone(), wrong))
+        .await
+        .unwrap_err();
+    assert_eq!(code(refused), -32602);
+    let still = client
+        .get_task(GetTaskParams::new(task_id.clone()))
+        .await
+        .expect("tasks/get answers");
+    assert_eq!(still.task.status(), TaskStatus::InputRequired);
+
+    let mut right = InputResponses::new();
+    right.insert(key, json!({"action": "decline"}));
     client
-        .update_task(UpdateTaskParams::new(task_id.clone(), responses))
+        .update_task(UpdateTaskParams::new(task_id.clone(), right))
         .await
         .expect("tasks/update acknowledges");
     match terminal(&client, &task_id).await {
-        TaskPayload::Failed { error } => {
-            assert_eq!(error.get("code"), Some(&json!(-32602)));
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            assert!(message.contains("content.answer"), "{message}");
+        TaskPayload::Completed { result } => {
+            assert_eq!(text_of(&result), ("the user declined".to_owned(), false));
         }
-        other => panic!("expected failed, got {other:?}"),
+        other => panic!("expected completed, got {other:?}"),
+    }
+    client.cancel().await.expect("the client closes");
+}
+
+#[tokio::test]
+async fn tools_list_names_the_example_tools_and_the_conformance_fixtures() {
+    let client = spawn_stdio(tasks_client(), discover()).await;
+    let tools = client.list_all_tools().await.expect("tools/list answers");
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    for wanted in [
+        "sleep",
+        "fail",
+        "crash",
+        "confirm",
+        "echo",
+        "greet",
+        "slow_compute",
+        "failing_job",
+        "protocol_error_job",
+        "confirm_delete",
+        "multi_input",
+        "test_tool_with_task",
+    ] {
+        assert!(names.contains(&wanted), "no `{wanted}` among {names:?}");
     }
     client.cancel().await.expect("the client closes");
 }

@@ -3,6 +3,8 @@
 //! and run here as async operations with a `TaskContext` (the `servers/` handlers block a
 //! thread each; these do not).
 
+mod fixtures;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,7 +36,9 @@ impl ExampleServer {
     /// A server keeping its tasks in `store`.
     pub fn new(store: Store) -> Self {
         Self {
-            tasks: TaskManager::new(store),
+            // A `tasks/update` answer that does not fit its form is refused (-32602) and
+            // the task keeps waiting.
+            tasks: TaskManager::new(store).with_answer_check(tools::check_answer),
         }
     }
 }
@@ -90,7 +94,12 @@ impl ServerHandler for ExampleServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = serde_json::from_value(tools::list())
+        let mut all = match tools::list() {
+            Value::Array(all) => all,
+            other => vec![other],
+        };
+        all.extend(fixtures::list());
+        let tools = serde_json::from_value(Value::Array(all))
             .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -100,6 +109,9 @@ impl ServerHandler for ExampleServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(answer) = fixtures::call(&self.tasks, &request, &context).await {
+            return answer;
+        }
         let arguments = request.arguments.unwrap_or_default();
         let call = Call::parse(&request.name, &arguments).map_err(error)?;
         if tools::task_support(call.name()) == Some(TaskSupport::Forbidden) {
