@@ -177,6 +177,10 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
             let request: mcp_tasks::InputRequest = convert::rewire(&request)?;
             wanted = wanted.with(key, request);
         }
+        if wanted.is_empty() {
+            // Nothing to ask: nothing to wait for.
+            return Ok(BTreeMap::new());
+        }
         let _one_at_a_time = gate.lock().await;
         {
             let mut slot = lock(slot);
@@ -241,8 +245,10 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
     }
 
     /// Whether the requestor asked to cancel the task (`tasks/cancel`), or, inline, the
-    /// request was cancelled (`notifications/cancelled`). A store that cannot be reached
-    /// reads as not cancelled.
+    /// request was cancelled (`notifications/cancelled`). A task that is already terminal
+    /// or gone reads as cancelled (there is nothing left to do); a store that cannot be
+    /// reached reads as not cancelled. It reads the store synchronously (a network round
+    /// trip for `RedisTaskStore`); in async code prefer [`cancelled`](Self::cancelled).
     #[must_use]
     pub fn is_cancel_requested(&self) -> bool {
         match &*self.mode {

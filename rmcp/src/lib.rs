@@ -1,6 +1,6 @@
 //! # mcp-tasks-rmcp
 //!
-//! [mcp-tasks](mcp_tasks) as the task store of [rmcp](rmcp) 3.x servers: what
+//! [mcp-tasks](mcp_tasks) as the task store of [rmcp] 3.x servers: what
 //! `rmcp::task_manager` gives (the 2026-07-28 tasks extension
 //! `io.modelcontextprotocol/tasks`), on any [`TaskStore`](mcp_tasks::TaskStore) — the
 //! in-process [`TaskRegistry`](mcp_tasks::TaskRegistry), or `RedisTaskStore` (feature
@@ -58,6 +58,11 @@
 //! else its HTTP session, else the connection (a stdio server's one client). Another
 //! owner's `tasks/get`, `tasks/update` or `tasks/cancel` gets `-32602`, exactly as for an
 //! unknown id.
+//!
+//! Over Streamable HTTP without an authentication layer, 2026-07-28 requests carry no
+//! session, so they all fall to the connection owner of the handler the service factory
+//! returns: with a factory that clones one handler, every such client shares one owner
+//! (a single-owner server). Put a [`Principal`] on each request to keep clients apart.
 //!
 //! # Gating
 //! rmcp refuses `tasks/*` from a request that did not declare the extension with

@@ -75,8 +75,8 @@ impl TaskOptions {
 /// [`TaskStore`]: the in-process [`TaskRegistry`] (the default), or `RedisTaskStore`
 /// (feature `redis`) shared by several server instances.
 ///
-/// Every task is bound to the owner of the request that made it (see [`Principal`]
-/// (crate::Principal)); `tasks/get`, `tasks/update` and `tasks/cancel` from anyone else
+/// Every task is bound to the owner of the request that made it (see
+/// [`Principal`](crate::Principal)); `tasks/get`, `tasks/update` and `tasks/cancel` from anyone else
 /// get `-32602`, as for an unknown id. Cheap to clone; clones share the store and the
 /// connection owner. A server that makes one handler per connection calls
 /// [`for_connection`](Self::for_connection) for each.

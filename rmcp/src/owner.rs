@@ -30,6 +30,12 @@ impl Principal {
 /// 2. else its Streamable HTTP session (`session:<Mcp-Session-Id>`);
 /// 3. else `connection`, the owner of the connection this handler serves (a stdio
 ///    server's one client).
+///
+/// Over Streamable HTTP without an authentication layer, 2026-07-28 requests carry no
+/// session, so they all fall to the connection owner of the handler the service factory
+/// returns: with a factory that clones one handler, every such client shares one owner
+/// (an anonymous, single-owner server). Put a [`Principal`] on each request to keep
+/// clients apart.
 pub(crate) fn resolve(context: &RequestContext<RoleServer>, connection: &Owner) -> Owner {
     let parts = context.extensions.get::<http::request::Parts>();
     let principal = context
