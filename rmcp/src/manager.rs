@@ -237,7 +237,7 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         }
     }
 
-    /// Answers `tasks/get` for `context`'s owner.
+    /// Answers `tasks/get` for `context`'s owner ([`get_task_for`](Self::get_task_for)).
     ///
     /// # Errors
     /// `-32602` for an unknown, expired or foreign task.
@@ -246,25 +246,79 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         request: GetTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let answer = self.dispatch(mcp_tasks::ext::methods::TASKS_GET, &request, context)?;
-        serde_json::from_value(answer).map_err(convert::internal)
+        self.get_task_for(&self.owner(context), &request)
     }
 
-    /// Answers `tasks/update` for `context`'s owner: the answers reach the operation
-    /// waiting in [`TaskContext::request_input`]; unknown or already answered keys are
-    /// ignored.
+    /// Answers `tasks/update` for `context`'s owner
+    /// ([`update_task_for`](Self::update_task_for)).
     ///
     /// # Errors
-    /// `-32602` for an unknown, expired or foreign task.
+    /// As [`update_task_for`](Self::update_task_for).
     pub async fn update_task(
         &self,
         request: UpdateTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.update_task_for(&self.owner(context), &request)
+    }
+
+    /// Answers `tasks/cancel` for `context`'s owner
+    /// ([`cancel_task_for`](Self::cancel_task_for)).
+    ///
+    /// # Errors
+    /// `-32602` for an unknown, expired or foreign task.
+    pub async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_task_for(&self.owner(context), &request)
+    }
+
+    /// `tasks/get` for `owner`: the task with the payload of its status (its input
+    /// requests, its result or its error).
+    ///
+    /// # Errors
+    /// `-32602` for an unknown, expired or foreign task.
+    pub fn get_task_for(
+        &self,
+        owner: &Owner,
+        request: &GetTaskParams,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let answer = self.dispatch(owner, mcp_tasks::ext::methods::TASKS_GET, request)?;
+        serde_json::from_value(answer).map_err(convert::internal)
+    }
+
+    /// `tasks/update` for `owner`: the answers reach the operation waiting in
+    /// [`TaskContext::request_input`]; unknown or already answered keys are ignored.
+    ///
+    /// # Errors
+    /// `-32602` for an unknown, expired or foreign task, or (with
+    /// [`with_answer_check`](Self::with_answer_check)) an answer that does not fit.
+    pub fn update_task_for(
+        &self,
+        owner: &Owner,
+        request: &UpdateTaskParams,
+    ) -> Result<(), ErrorData> {
         if let Some(check) = &self.answer_check {
-            self.check_answers(check, &request, context)?;
+            self.check_answers(check, owner, request)?;
         }
-        self.dispatch(mcp_tasks::ext::methods::TASKS_UPDATE, &request, context)
+        self.dispatch(owner, mcp_tasks::ext::methods::TASKS_UPDATE, request)
+            .map(drop)
+    }
+
+    /// `tasks/cancel` for `owner`: cooperative, as the extension says; the operation
+    /// sees it in [`TaskContext::cancelled`] and decides. Acknowledged for a task that
+    /// is already terminal too.
+    ///
+    /// # Errors
+    /// `-32602` for an unknown, expired or foreign task.
+    pub fn cancel_task_for(
+        &self,
+        owner: &Owner,
+        request: &CancelTaskParams,
+    ) -> Result<(), ErrorData> {
+        self.dispatch(owner, mcp_tasks::ext::methods::TASKS_CANCEL, request)
             .map(drop)
     }
 
@@ -273,10 +327,10 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
     fn check_answers(
         &self,
         check: &AnswerCheck,
+        owner: &Owner,
         request: &UpdateTaskParams,
-        context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let Ok(task) = self.store().get(&self.owner(context), &request.task_id) else {
+        let Ok(task) = self.store().get(owner, &request.task_id) else {
             return Ok(());
         };
         let Some(outstanding) = task.input_requests() else {
@@ -297,32 +351,18 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         Ok(())
     }
 
-    /// Answers `tasks/cancel` for `context`'s owner: cooperative, as the extension
-    /// says; the operation sees it in [`TaskContext::cancelled`] and decides.
-    ///
-    /// # Errors
-    /// `-32602` for an unknown, expired or foreign task.
-    pub async fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.dispatch(mcp_tasks::ext::methods::TASKS_CANCEL, &request, context)
-            .map(drop)
-    }
-
     /// One `tasks/*` request through the core's extension dialect. rmcp has already
     /// refused a request that did not declare the extension (`-32021`) before calling
     /// the handler method.
     fn dispatch(
         &self,
+        owner: &Owner,
         method: &str,
         params: &impl serde::Serialize,
-        context: &RequestContext<RoleServer>,
     ) -> Result<serde_json::Value, ErrorData> {
         let params = serde_json::to_value(params).map_err(convert::internal)?;
         self.dispatcher
-            .dispatch(&self.owner(context), method, Some(&params), true)
+            .dispatch(owner, method, Some(&params), true)
             .map_err(convert::error)
     }
 }
