@@ -183,7 +183,13 @@ pub async fn start_http(args: &[&str]) -> Server {
     let url = line
         .trim()
         .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .unwrap_or_else(|| {
+            panic!(
+                "rmcp_http did not start (first line {line:?}; its stderr is above): an \
+                 example built without this test's features? `cargo test` builds the \
+                 examples with the same features, `cargo test --test NAME` does not"
+            )
+        })
         .to_owned();
     Server { _child: child, url }
 }
