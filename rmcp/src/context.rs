@@ -46,21 +46,22 @@ pub(crate) enum Slot<T: TaskStore> {
 /// Where a context runs: as a stored task, or inline (the client did not declare the
 /// tasks extension).
 enum Mode<T: TaskStore> {
-    Task {
-        store: T,
-        owner: Owner,
-        id: String,
-        slot: Mutex<Slot<T>>,
-        /// The status message last set: each move of the typed handle carries it (a move
-        /// without one clears it).
-        message: Mutex<Option<String>>,
-        /// One input request at a time: the typed handle goes `working` →
-        /// `input_required` → `working` for each.
-        input_gate: tokio::sync::Mutex<()>,
-    },
-    Inline {
-        cancel: CancelSignal,
-    },
+    Task(Box<Running<T>>),
+    Inline { cancel: CancelSignal },
+}
+
+/// A context's stored task.
+struct Running<T: TaskStore> {
+    store: T,
+    owner: Owner,
+    id: String,
+    slot: Mutex<Slot<T>>,
+    /// The status message last set: each move of the typed handle carries it (a move
+    /// without one clears it).
+    message: Mutex<Option<String>>,
+    /// One input request at a time: the typed handle goes `working` → `input_required` →
+    /// `working` for each.
+    input_gate: tokio::sync::Mutex<()>,
 }
 
 /// The handle a tool's operation gets: ask the client for input, see a cancellation
@@ -95,7 +96,7 @@ impl<T: TaskStore> TaskContext<T> {
     #[must_use]
     pub fn task_id(&self) -> Option<&str> {
         match &*self.mode {
-            Mode::Task { id, .. } => Some(id),
+            Mode::Task(running) => Some(&running.id),
             Mode::Inline { .. } => None,
         }
     }
@@ -104,14 +105,14 @@ impl<T: TaskStore> TaskContext<T> {
 impl<T: TaskStore + Clone + 'static> TaskContext<T> {
     pub(crate) fn task(store: T, handle: TaskHandle<Working, T>) -> Self {
         Self {
-            mode: Arc::new(Mode::Task {
+            mode: Arc::new(Mode::Task(Box::new(Running {
                 store,
                 owner: handle.owner().clone(),
                 id: handle.id().to_string(),
                 slot: Mutex::new(Slot::Working(handle)),
                 message: Mutex::new(None),
                 input_gate: tokio::sync::Mutex::new(()),
-            }),
+            }))),
         }
     }
 
@@ -156,14 +157,14 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
         requests: impl IntoIterator<Item = (String, InputRequest)>,
     ) -> Result<BTreeMap<String, serde_json::Value>, TaskExit> {
         let (store, owner, id, slot, message, gate) = match &*self.mode {
-            Mode::Task {
-                store,
-                owner,
-                id,
-                slot,
-                message,
-                input_gate,
-            } => (store, owner, id, slot, message, input_gate),
+            Mode::Task(running) => (
+                &running.store,
+                &running.owner,
+                &running.id,
+                &running.slot,
+                &running.message,
+                &running.input_gate,
+            ),
             Mode::Inline { .. } => {
                 return Err(TaskExit::Error(
                     ErrorData::missing_required_client_capability(
@@ -226,12 +227,8 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
 
     /// Replaces the task's human-readable status message (ignored inline).
     pub fn set_status_message(&self, message: impl Into<String>) {
-        if let Mode::Task {
-            slot,
-            message: last,
-            ..
-        } = &*self.mode
-        {
+        if let Mode::Task(running) = &*self.mode {
+            let (slot, last) = (&running.slot, &running.message);
             let message = Some(message.into());
             last.lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -252,10 +249,9 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
     #[must_use]
     pub fn is_cancel_requested(&self) -> bool {
         match &*self.mode {
-            Mode::Task {
-                store, owner, id, ..
-            } => store
-                .get(owner, id)
+            Mode::Task(running) => running
+                .store
+                .get(&running.owner, &running.id)
                 .is_ok_and(|task| task.cancel_requested() || task.is_terminal()),
             Mode::Inline { cancel } => cancel.is_cancelled(),
         }
@@ -266,18 +262,19 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
     /// work, and return [`TaskExit::Cancelled`] to settle the task `cancelled`.
     pub async fn cancelled(&self) {
         match &*self.mode {
-            Mode::Task {
-                store, owner, id, ..
-            } => wait::cancel_requested(store, owner, id).await,
+            Mode::Task(running) => {
+                wait::cancel_requested(&running.store, &running.owner, &running.id).await;
+            }
             Mode::Inline { cancel } => cancel.cancelled().await,
         }
     }
 
     /// Finishes the task with what the operation returned, through the typed handle.
     pub(crate) fn finish(&self, exit: Result<CallToolResult, TaskExit>) {
-        let Mode::Task { slot, id, .. } = &*self.mode else {
+        let Mode::Task(running) = &*self.mode else {
             return;
         };
+        let (slot, id) = (&running.slot, &running.id);
         let slot = std::mem::replace(&mut *lock(slot), Slot::Spent);
         let outcome = match slot {
             Slot::Working(handle) => settle(handle, exit),

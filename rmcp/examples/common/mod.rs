@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use mcp_tasks::protocol::TaskSupport;
 use mcp_tasks::{TaskRegistry, TaskStore};
-use mcp_tasks_rmcp::{TaskContext, TaskExit, TaskManager, TaskOptions, text_result};
+use mcp_tasks_rmcp::{
+    TaskContext, TaskExit, TaskManager, TaskOptions, declares_tasks, text_result,
+};
 use mcp_tasks_servers::tools::{self, Call};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InputRequest,
@@ -94,12 +96,7 @@ impl ServerHandler for ExampleServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut all = match tools::list() {
-            Value::Array(all) => all,
-            other => vec![other],
-        };
-        all.extend(fixtures::list());
-        let tools = serde_json::from_value(Value::Array(all))
+        let tools = serde_json::from_value(tools::list())
             .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -109,17 +106,40 @@ impl ServerHandler for ExampleServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(answer) = fixtures::call(&self.tasks, &request, &context).await {
-            return answer;
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let mut call = Call::parse(&request.name, &arguments).map_err(error)?;
+        match tools::task_support(call.name()) {
+            // `echo` and `greet` never run as tasks.
+            Some(TaskSupport::Forbidden) => {
+                return run(call, None)
+                    .await
+                    .map(CallToolResponse::Complete)
+                    .map_err(exit);
+            }
+            // The tools that only run as tasks need the extension.
+            Some(TaskSupport::Required) if !declares_tasks(&context) => {
+                return Err(ErrorData::missing_required_client_capability(
+                    rmcp::model::ClientCapabilities::builder()
+                        .enable_tasks()
+                        .build(),
+                ));
+            }
+            _ => {}
         }
-        let arguments = request.arguments.unwrap_or_default();
-        let call = Call::parse(&request.name, &arguments).map_err(error)?;
-        if tools::task_support(call.name()) == Some(TaskSupport::Forbidden) {
-            // `echo` never runs as a task.
-            return run(call, None)
-                .await
-                .map(CallToolResponse::Complete)
-                .map_err(exit);
+        if let Call::Fixture(fixture) = &mut call {
+            // `test_tool_with_task` asks for the name in the call itself first (SEP-2322).
+            let mut params = serde_json::to_value(&request)
+                .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+            // rmcp keeps the request's `_meta` in the context; the fixture reads the
+            // client's capabilities from there (or from `initialize`, for a session).
+            params["_meta"] = json!({
+                mcp_tasks::ext::META_CLIENT_CAPABILITIES: context.client_capabilities(),
+            });
+            if let Some(asked) = fixture.gather_input(Some(&params)).map_err(error)? {
+                let asked = serde_json::from_value(asked)
+                    .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+                return Ok(CallToolResponse::InputRequired(asked));
+            }
         }
         let options = TaskOptions::new().with_poll_interval_ms(POLL_INTERVAL_MS);
         self.tasks
@@ -152,6 +172,7 @@ async fn run(call: Call, ctx: Option<TaskContext<Store>>) -> Result<CallToolResu
             None,
         ))),
         Call::Echo(text) => Ok(text_result(text, false)),
+        Call::Fixture(fixture) => fixtures::run(fixture, ctx).await,
         Call::Confirm(question) => match ctx {
             Some(ctx) => confirm(&ctx, &question).await,
             // Only `echo` runs without a context; `confirm` inline gets a context whose
