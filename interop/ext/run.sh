@@ -15,6 +15,8 @@
 #   INTEROP_EXT_TRACES=DIR   write the trace and outputs into DIR (kept; interop/run.sh
 #                            passes its own trace directory)
 #   PYTHON=python3.11        interpreter used to create interop/.venv if it is missing
+#   EXT_ONLY_2026=1          the server speaks 2026-07-28 only (rmcp/'s rmcp_stdio): the
+#                            two 2025-11-25 scenarios are skipped, the client writes the trace
 set -euo pipefail
 
 EXT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -84,7 +86,10 @@ part() {
   fi
 }
 
-part ext-client env MCP_TASKS_TRACE="$TRACE" \
+# A server that speaks 2026-07-28 only (EXT_ONLY_2026=1, an rmcp 3.x server) writes no
+# trace of its own: the client writes it.
+if [[ "${EXT_ONLY_2026:-0}" == 1 ]]; then trace_var=EXT_CLIENT_TRACE; else trace_var=MCP_TASKS_TRACE; fi
+part ext-client env "$trace_var=$TRACE" \
   timeout "$CLIENT_TIMEOUT" node "$EXT/ext_client.mjs" "$SERVER"
 part ext-schema-validation "$VENV/bin/python" "$EXT/validate_ext_trace.py" "$TRACE"
 
