@@ -232,7 +232,14 @@ fn open_redis(url: &str) -> Result<Store, String> {
     }
     let store = builder
         .build()
-        .map_err(|err| format!("cannot open the Redis task store at {url}: {err}"))?;
+        .map_err(|err| {
+            // The store's message says what failed; its source says why (refused, no such
+            // socket, timed out).
+            let cause = std::error::Error::source(&err)
+                .map(|cause| format!(" ({cause})"))
+                .unwrap_or_default();
+            format!("cannot open the Redis task store at {url}: {err}{cause}")
+        })?;
     Ok(Arc::new(store))
 }
 
@@ -244,6 +251,24 @@ fn open_redis(url: &str) -> Result<Store, String> {
         example_name()
     ))
 }
+
+/// Why a server could not start: one line for its operator. `Debug` shows the same line
+/// (unquoted), so a `main` returning it prints `Error: <line>`.
+pub struct StartupError(pub String);
+
+impl std::fmt::Display for StartupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Debug for StartupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartupError {}
 
 /// The example server: tools, tasks in both generations, and their handshakes.
 pub struct Server {
@@ -264,12 +289,13 @@ impl Server {
     /// # Errors
     /// A message for a bad command line, a store that cannot be opened, or a Redis URL
     /// given to an example built without the `redis` feature.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, StartupError> {
         let page_size = std::env::var("MCP_TASKS_PAGE_SIZE")
             .ok()
             .and_then(|size| size.parse().ok())
             .unwrap_or(protocol::DEFAULT_PAGE_SIZE);
-        let store = open_store(redis_url()?.as_deref())?;
+        let store =
+            open_store(redis_url().map_err(StartupError)?.as_deref()).map_err(StartupError)?;
         Ok(Self {
             v1: Dispatcher::new(store.clone()).with_page_size(page_size),
             ext: ExtDispatcher::new(store),
