@@ -142,18 +142,30 @@ pub struct Http {
     addr: String,
 }
 
-/// An HTTP answer: status and body.
+/// An HTTP answer: status, body and the `Mcp-Session-Id` header, if any.
 pub struct HttpAnswer {
     pub status: u16,
     pub body: String,
+    pub session: Option<String>,
 }
 
 impl Http {
     pub fn start() -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_http_server"))
+        Self::start_with(&[])
+    }
+
+    /// The HTTP server with these extra environment variables (e.g. `MCP_TASKS_REDIS_URL`).
+    pub fn start_with(env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_http_server"));
+        command
+            .env_remove("MCP_TASKS_REDIS_URL")
             .env("MCP_TASKS_TOKENS", "alice=token-a")
             .env_remove("MCP_TASKS_TOKENS_FILE")
-            .env("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0")
+            .env("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
@@ -175,11 +187,19 @@ impl Http {
 
     /// POSTs `body` to `/mcp` with alice's token and returns the answer.
     pub fn post(&self, body: &str) -> HttpAnswer {
+        self.post_in(body, None)
+    }
+
+    /// POSTs `body` to `/mcp` with alice's token, in `session` if given.
+    pub fn post_in(&self, body: &str, session: Option<&str>) -> HttpAnswer {
         let mut stream = TcpStream::connect(&self.addr).expect("the server accepts");
         stream.set_read_timeout(Some(WAIT)).expect("a timeout");
+        let session_header = session
+            .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
+            .unwrap_or_default();
         let request = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer token-a\r\n\
-             Content-Type: application/json\r\nAccept: application/json\r\n\
+             Content-Type: application/json\r\nAccept: application/json\r\n{session_header}\
              Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.addr,
             body.len()
@@ -198,9 +218,15 @@ impl Http {
             .nth(1)
             .and_then(|code| code.parse().ok())
             .unwrap_or_else(|| panic!("no status line: {head:?}"));
+        let session = head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        });
         HttpAnswer {
             status,
             body: body.to_owned(),
+            session,
         }
     }
 }
