@@ -1,6 +1,7 @@
 //! The example servers on a shared Redis under faults: Redis down when a store or a server
-//! starts, and Redis (with AOF) restarted under two running `http_server` instances with
-//! tasks in flight — the issue's measurement, printed for the record.
+//! starts, Redis (with AOF) restarted under two running `http_server` instances with
+//! tasks in flight, and an instance killed (`SIGKILL`) while it runs a task — the issue's
+//! measurements, printed for the record.
 //!
 //! Each test starts its own `redis-server` (`../../tests/support/redis.rs`) where it needs
 //! one; without one on `PATH` those tests say `SKIPPED` and pass. Every server process is
@@ -210,7 +211,16 @@ struct Instance {
 
 impl Instance {
     fn start(url: &str) -> Instance {
-        let http = Http::start_with(&[("MCP_TASKS_REDIS_URL", url)]);
+        Self::start_leased(url, "")
+    }
+
+    /// An instance whose running tasks hold leases of `lease_ms` (`""`: the default).
+    fn start_leased(url: &str, lease_ms: &str) -> Instance {
+        let mut env = vec![("MCP_TASKS_REDIS_URL", url)];
+        if !lease_ms.is_empty() {
+            env.push(("MCP_TASKS_LEASE_MS", lease_ms));
+        }
+        let http = Http::start_with(&env);
         let answer = http.post(&rpc(
             0,
             "initialize",
@@ -396,4 +406,69 @@ fn two_http_instances_lose_nothing_across_a_redis_restart() {
     assert_eq!(lost, 0, "results lost");
     assert_eq!(not_woken, 0, "waiters that did not wake");
     assert!(last_wake < WAIT, "every waiter woke within {WAIT:?}");
+}
+
+/// An instance killed (`SIGKILL`) while it runs a task: with 1 s leases (renewed every
+/// 125 ms), the other instance's `tasks/result` waiter gets the task failed with the
+/// lease's `-32603` within the lease plus one renewal interval, and `tasks/get` there
+/// says `failed`.
+#[test]
+fn a_killed_instance_fails_its_task_on_the_other_within_lease_and_interval() {
+    const LEASE: Duration = Duration::from_millis(1_000);
+    const INTERVAL: Duration = Duration::from_millis(125);
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let url = redis.url();
+    let lease_ms = LEASE.as_millis().to_string();
+    let (a, b) = (
+        Instance::start_leased(&url, &lease_ms),
+        Instance::start_leased(&url, &lease_ms),
+    );
+    let created = a
+        .call(
+            1,
+            "tools/call",
+            &json!({"name": "sleep", "arguments": {"ms": 60_000}, "task": {"ttl": 600_000}}),
+        )
+        .expect("A creates the task");
+    let id = created["task"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    // Alive, A keeps the task past its lease.
+    thread::sleep(LEASE * 2);
+    let task = b.call(2, "tasks/get", &json!({"taskId": id})).unwrap();
+    assert_eq!(task["status"], "working", "{task}");
+
+    let (answer, killed, woke) = thread::scope(|scope| {
+        let waiter = scope.spawn(|| {
+            let answer = b.call(3, "tasks/result", &json!({"taskId": id}));
+            (answer, Instant::now())
+        });
+        thread::sleep(Duration::from_millis(100));
+        assert!(!waiter.is_finished(), "the waiter waits while A lives");
+        let Instance { http, .. } = a;
+        let killed = Instant::now();
+        drop(http); // SIGKILL, then reaped
+        let (answer, woke) = waiter.join().expect("the waiter thread");
+        (answer, killed, woke)
+    });
+    let elapsed = woke.saturating_duration_since(killed);
+    eprintln!(
+        "http_server killed with SIGKILL mid-task (lease {LEASE:?}, renewed every \
+         {INTERVAL:?}): the other instance's tasks/result answered {elapsed:?} later"
+    );
+    let error = answer.expect_err("tasks/result of a failed task is its error");
+    assert!(
+        error.contains("-32603") && error.contains("server instance running the task stopped"),
+        "{error}"
+    );
+    let task = b.call(4, "tasks/get", &json!({"taskId": id})).unwrap();
+    assert_eq!(task["status"], "failed", "{task}");
+    assert!(
+        elapsed <= LEASE + INTERVAL + Duration::from_millis(500),
+        "failed {elapsed:?} after the kill, beyond lease + interval ({:?})",
+        LEASE + INTERVAL
+    );
 }
