@@ -230,16 +230,14 @@ fn open_redis(url: &str) -> Result<Store, String> {
             _ => LeasePolicy::fail_after(std::time::Duration::from_millis(millis)),
         });
     }
-    let store = builder
-        .build()
-        .map_err(|err| {
-            // The store's message says what failed; its source says why (refused, no such
-            // socket, timed out).
-            let cause = std::error::Error::source(&err)
-                .map(|cause| format!(" ({cause})"))
-                .unwrap_or_default();
-            format!("cannot open the Redis task store at {url}: {err}{cause}")
-        })?;
+    let store = builder.build().map_err(|err| {
+        // The store's message says what failed; its source says why (refused, no such
+        // socket, timed out).
+        let cause = std::error::Error::source(&err)
+            .map(|cause| format!(" ({cause})"))
+            .unwrap_or_default();
+        format!("cannot open the Redis task store at {url}: {err}{cause}")
+    })?;
     Ok(Arc::new(store))
 }
 
