@@ -138,8 +138,8 @@ pub use status::{
     HasResult, InputRequired, NonTerminal, TaskState, TaskStatus, UnknownStatus, Working,
 };
 pub use store::{
-    Lease, Limits, MAX_PAGE_SIZE, Owner, StatusChange, Step, Subscriber, SubscriptionId,
-    TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
+    Lease, Limits, MAX_PAGE_SIZE, Owner, StatusChange, Step, StoreFuture, Subscriber,
+    SubscriptionId, TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
 };
 pub use task::{Change, Finished, Task};
 

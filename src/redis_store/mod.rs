@@ -194,8 +194,9 @@ use crate::input::InputResponses;
 use crate::jsonrpc::RequestId;
 use crate::status::{TaskStatus, Working};
 use crate::store::{
-    CursorKey, Lease, Limits, MAX_PAGE_SIZE, Notifier, Owner, Step, Subscriber, SubscriptionId,
-    TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update, take_answers,
+    CursorKey, Lease, Limits, MAX_PAGE_SIZE, Notifier, Owner, Probe, Step, StoreFuture, Subscriber,
+    SubscriptionId, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update, take_answers,
+    wait,
 };
 use crate::task::Task;
 
@@ -968,6 +969,44 @@ impl Inner {
             .remove(key)
     }
 
+    /// One probe of a wait (see [`wait`](crate::store::wait)): while the subscription is
+    /// down the wait waits for it, up to `deadline` and at most the outage timeout from
+    /// when it saw it down (`down_since`), then answers [`Error::Store`]; while it is up,
+    /// the task is read and `check` decides.
+    fn probe<R>(
+        &self,
+        keys: &Keys,
+        task_id: &str,
+        deadline: Option<Instant>,
+        down_since: &mut Option<Instant>,
+        check: &mut impl FnMut(&Keys, Read) -> Result<Check<R>, Error>,
+    ) -> Probe<R> {
+        if !self.waiters.live() {
+            let since = *down_since.get_or_insert_with(Instant::now);
+            let outage = since + self.outage_timeout;
+            let until = deadline.map_or(outage, |deadline| deadline.min(outage));
+            return match until.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Probe::Wait(Some(left)),
+                _ => Probe::Done(Err(self.unavailable(task_id, since.elapsed()))),
+            };
+        }
+        *down_since = None;
+        let read = match self.read(keys, task_id) {
+            Ok(Some(read)) => read,
+            Ok(None) => return Probe::Done(Err(not_found(task_id))),
+            Err(error) => return Probe::Done(Err(error)),
+        };
+        let expires_in = read.expires_in;
+        match check(keys, read) {
+            Ok(Check::Done(answer)) => Probe::Done(Ok(answer)),
+            Ok(Check::Again) => Probe::Again,
+            Ok(Check::Wait) => {
+                Probe::Wait(expires_in.map(|left| left.max(Duration::from_millis(1))))
+            }
+            Err(error) => Probe::Done(Err(error)),
+        }
+    }
+
     /// Blocks until `check` answers for the task, it is gone, or the deadline or its
     /// expiry passes. `check` gets the task as read; it may ask to read again at once.
     fn wait_until<R>(
@@ -979,40 +1018,63 @@ impl Inner {
     ) -> Result<R, Error> {
         let id = canonical(task_id)?;
         let keys = self.keys(owner);
-        let started = Instant::now();
-        let deadline = timeout.map(|timeout| started + timeout);
-        let timed_out = || Error::Timeout {
-            task_id: task_id.to_owned(),
-            waited: started.elapsed(),
+        let deadline = timeout.map(|timeout| Instant::now() + timeout);
+        let listener = self.waiters.register(&keys.task(id));
+        let mut down_since = None;
+        wait::block(&listener, task_id, timeout, || {
+            self.probe(&keys, id, deadline, &mut down_since, &mut check)
+        })
+    }
+
+    /// [`wait_until`](Self::wait_until) as a future (no deadline: the caller's runtime
+    /// bounds it). Each probe is one round trip to Redis, made inside `poll`.
+    fn wait_until_async<'a, R: Send + 'a>(
+        &'a self,
+        owner: &Owner,
+        task_id: &'a str,
+        mut check: impl FnMut(&Keys, Read) -> Result<Check<R>, Error> + Send + Unpin + 'a,
+    ) -> StoreFuture<'a, R> {
+        let id = match canonical(task_id) {
+            Ok(id) => id,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
         };
-        let registration = self.waiters.register(&keys.task(id));
-        loop {
-            // The subscription may be down (Redis unreachable): wait for it until the
-            // deadline, and never longer than the outage timeout.
-            let asked = Instant::now();
-            let outage = asked + self.outage_timeout;
-            let until = deadline.map_or(outage, |deadline| deadline.min(outage));
-            let Some(mark) = registration.mark(until) else {
-                return Err(self.unavailable(task_id, asked.elapsed()));
-            };
-            let Some(read) = self.read(&keys, id)? else {
-                return Err(not_found(task_id));
-            };
-            let expires_in = read.expires_in;
-            match check(&keys, read)? {
-                Check::Done(answer) => return Ok(answer),
-                Check::Again => continue,
-                Check::Wait => {}
-            }
-            let until_deadline = match deadline {
-                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => Some(left),
-                    _ => return Err(timed_out()),
+        let keys = self.keys(owner);
+        let listener = self.waiters.register(&keys.task(id));
+        let mut down_since = None;
+        wait::future(listener, move || {
+            self.probe(&keys, id, None, &mut down_since, &mut check)
+        })
+    }
+}
+
+/// A wait for the result: done once the task is terminal.
+fn until_terminal(_: &Keys, read: Read) -> Result<Check<AnyTask>, Error> {
+    Ok(if read.task.is_terminal() {
+        Check::Done(read.task)
+    } else {
+        Check::Wait
+    })
+}
+
+impl Inner {
+    /// A wait for input: takes the answers of the task as read, if all are there, by a
+    /// write decided on that read (read again if another writer came first).
+    fn take_input(
+        &self,
+        keys: &Keys,
+        task_id: &str,
+        read: Read,
+    ) -> Result<Check<InputResponses>, Error> {
+        let mut task = read.task;
+        match take_answers(&mut task, task_id) {
+            None => Ok(Check::Wait),
+            Some(Err(error)) => Err(error),
+            Some(Ok(answers)) => Ok(
+                match self.commit(keys, task_id, read.version, &task, false)? {
+                    Some(_) => Check::Done(answers),
+                    None => Check::Again,
                 },
-                None => None,
-            };
-            let until_expiry = expires_in.map(|left| left.max(Duration::from_millis(1)));
-            registration.sleep(mark, until_expiry.into_iter().chain(until_deadline).min());
+            ),
         }
     }
 }
@@ -1183,6 +1245,13 @@ impl RedisTaskStore {
             }),
             _ => Err(unexpected(&reply)),
         }
+    }
+
+    /// The number of waits pending on this instance now, blocking or async: each `wait`,
+    /// `wait_for_input` in progress and each future of theirs not yet resolved or dropped.
+    #[must_use]
+    pub fn pending_waits(&self) -> usize {
+        self.inner.waiters.pending()
     }
 
     /// A store on the Redis at `url` (`redis://host:port/db`, `rediss://…`,
@@ -1389,13 +1458,8 @@ impl TaskStore for RedisTaskStore {
         task_id: &str,
         timeout: Option<Duration>,
     ) -> Result<AnyTask, Error> {
-        self.inner.wait_until(owner, task_id, timeout, |_, read| {
-            Ok(if read.task.is_terminal() {
-                Check::Done(read.task)
-            } else {
-                Check::Wait
-            })
-        })
+        self.inner
+            .wait_until(owner, task_id, timeout, until_terminal)
     }
 
     fn wait_for_input(
@@ -1406,18 +1470,36 @@ impl TaskStore for RedisTaskStore {
     ) -> Result<InputResponses, Error> {
         let inner = &*self.inner;
         inner.wait_until(owner, task_id, timeout, |keys, read| {
-            let mut task = read.task;
-            match take_answers(&mut task, task_id) {
-                None => Ok(Check::Wait),
-                Some(Err(error)) => Err(error),
-                // The answers are taken only if nobody changed the task meanwhile.
-                Some(Ok(answers)) => Ok(
-                    match inner.commit(keys, task_id, read.version, &task, false)? {
-                        Some(_) => Check::Done(answers),
-                        None => Check::Again,
-                    },
-                ),
-            }
+            inner.take_input(keys, task_id, read)
+        })
+    }
+
+    fn wait_async<'a>(&'a self, owner: &'a Owner, task_id: &'a str) -> StoreFuture<'a, AnyTask> {
+        self.inner.wait_until_async(owner, task_id, until_terminal)
+    }
+
+    fn wait_for_input_async<'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, InputResponses> {
+        let inner = &*self.inner;
+        inner.wait_until_async(owner, task_id, move |keys, read| {
+            inner.take_input(keys, task_id, read)
+        })
+    }
+
+    fn wait_for_cancel_async<'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        self.inner.wait_until_async(owner, task_id, move |_, read| {
+            Ok(match wait::cancel_seen(&read.task, task_id) {
+                Some(Ok(())) => Check::Done(()),
+                Some(Err(error)) => return Err(error),
+                None => Check::Wait,
+            })
         })
     }
 

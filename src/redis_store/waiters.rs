@@ -1,55 +1,36 @@
-//! Local waiters of one instance, woken by the store's pub/sub channel.
+//! Local waits of one instance, woken by the store's pub/sub channel.
 //!
 //! Every change a script makes is published in the same atomic step. One subscriber
-//! thread per instance listens on the channel and bumps the generation of the task each
-//! message names; threads waiting on that task wake and read it again. A waiter takes
-//! the generation *before* it reads the task (no lost wakeup), and only once the
-//! subscription is confirmed. When the subscriber's connection drops, the epoch moves on
-//! and every waiter wakes to read again after the subscriber has reconnected, since
-//! messages sent meanwhile are lost.
+//! thread per instance listens on the channel and notifies the event of the task each
+//! message names ([`Events`], the store layer's wait primitive, shared by blocking waits
+//! and futures). A wait marks the event *before* it reads the task (no lost wakeup), and
+//! reads only while the subscription is confirmed. When the subscriber's connection drops
+//! or comes back, every wait wakes: while the subscription is down it waits for it
+//! (bounded by the outage timeout), and once it is back it reads again, since messages
+//! sent meanwhile are lost.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-/// The waiters of one instance and the state of its subscription.
+use crate::store::Events;
+use crate::store::wait::Listener as Wait;
+
+/// The waits of one instance and the state of its subscription.
 #[derive(Default)]
 pub(crate) struct Waiters {
     state: Mutex<State>,
     /// Signalled when the subscription comes up or goes down.
     link: Condvar,
+    /// The events of the tasks waited on, by task key.
+    events: Events<String>,
 }
 
 #[derive(Default)]
 struct State {
-    /// The tasks some thread waits on, by task key.
-    slots: HashMap<String, Arc<Slot>>,
     /// Moves on whenever the subscription is lost.
     epoch: u64,
     /// Whether the subscription is confirmed now.
     live: bool,
-}
-
-struct Slot {
-    /// Bumped by every message about the task.
-    generation: Mutex<u64>,
-    wake: Condvar,
-    /// Threads registered on this slot.
-    waiting: Mutex<usize>,
-}
-
-/// Where a waiter stood when it last read the task.
-#[derive(Clone, Copy)]
-pub(crate) struct Mark {
-    generation: u64,
-    epoch: u64,
-}
-
-/// A registered waiter; unregisters on drop.
-pub(crate) struct Registration<'a> {
-    waiters: &'a Waiters,
-    key: String,
-    slot: Arc<Slot>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -57,34 +38,14 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Waiters {
-    /// Registers interest in the task under `key`.
-    pub(crate) fn register(&self, key: &str) -> Registration<'_> {
-        let mut state = lock(&self.state);
-        let slot = Arc::clone(state.slots.entry(key.to_owned()).or_insert_with(|| {
-            Arc::new(Slot {
-                generation: Mutex::new(0),
-                wake: Condvar::new(),
-                waiting: Mutex::new(0),
-            })
-        }));
-        // Counted under the state's lock, so the last waiter leaving cannot remove the
-        // slot from the map between our lookup and our count.
-        *lock(&slot.waiting) += 1;
-        drop(state);
-        Registration {
-            waiters: self,
-            key: key.to_owned(),
-            slot,
-        }
+    /// Registers a wait on the task under `key`.
+    pub(crate) fn register(&self, key: &str) -> Wait<'_, String> {
+        self.events.listen(key.to_owned())
     }
 
-    /// A message named the task under `key`: wake its waiters.
+    /// A message named the task under `key`: wake its waits.
     pub(crate) fn bump(&self, key: &str) {
-        let slot = lock(&self.state).slots.get(key).cloned();
-        if let Some(slot) = slot {
-            *lock(&slot.generation) += 1;
-            slot.wake.notify_all();
-        }
+        self.events.notify(&key.to_owned());
     }
 
     /// Waits up to `timeout` for a confirmed subscription; returns whether there is one.
@@ -97,105 +58,37 @@ impl Waiters {
         state.live
     }
 
+    /// Whether the subscription is confirmed now (a wait may read the task).
+    pub(crate) fn live(&self) -> bool {
+        lock(&self.state).live
+    }
+
     /// How many times the subscription was lost so far.
     pub(crate) fn epoch(&self) -> u64 {
         lock(&self.state).epoch
     }
 
-    /// The subscription is confirmed: waiters may read.
+    /// The number of waits registered now.
+    pub(crate) fn pending(&self) -> usize {
+        self.events.listeners()
+    }
+
+    /// The subscription is confirmed: every wait reads again.
     pub(crate) fn up(&self) {
         lock(&self.state).live = true;
         self.link.notify_all();
+        self.events.notify_all();
     }
 
-    /// The subscription is lost: every waiter must read again once it is back.
+    /// The subscription is lost: every wait learns it, and reads again once it is back.
     pub(crate) fn down(&self) {
-        let slots: Vec<Arc<Slot>> = {
+        {
             let mut state = lock(&self.state);
             state.live = false;
             state.epoch += 1;
-            state.slots.values().cloned().collect()
-        };
+        }
         self.link.notify_all();
-        for slot in slots {
-            // Taking the slot's lock orders this with a waiter about to sleep on it.
-            drop(lock(&slot.generation));
-            slot.wake.notify_all();
-        }
-    }
-}
-
-impl Registration<'_> {
-    /// Waits (until `until`) for a confirmed subscription, then marks where the waiter
-    /// stands: call before reading the task. `None` if `until` passed first (the
-    /// subscription is down, so the task cannot be watched).
-    pub(crate) fn mark(&self, until: Instant) -> Option<Mark> {
-        let mut state = lock(&self.waiters.state);
-        while !state.live {
-            let left = until.checked_duration_since(Instant::now())?;
-            state = self
-                .waiters
-                .link
-                .wait_timeout(state, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        let epoch = state.epoch;
-        drop(state);
-        Some(Mark {
-            generation: *lock(&self.slot.generation),
-            epoch,
-        })
-    }
-
-    /// Sleeps until a message about the task arrives after `mark`, the subscription is
-    /// lost, or `bound` passes.
-    pub(crate) fn sleep(&self, mark: Mark, bound: Option<Duration>) {
-        let started = Instant::now();
-        let mut generation = lock(&self.slot.generation);
-        loop {
-            if *generation != mark.generation || self.epoch() != mark.epoch {
-                return;
-            }
-            generation = match bound {
-                None => self
-                    .slot
-                    .wake
-                    .wait(generation)
-                    .unwrap_or_else(PoisonError::into_inner),
-                Some(bound) => {
-                    let Some(left) = bound.checked_sub(started.elapsed()) else {
-                        return;
-                    };
-                    let (guard, timeout) = self
-                        .slot
-                        .wake
-                        .wait_timeout(generation, left)
-                        .unwrap_or_else(PoisonError::into_inner);
-                    if timeout.timed_out() {
-                        return;
-                    }
-                    guard
-                }
-            };
-        }
-    }
-
-    fn epoch(&self) -> u64 {
-        // Lock order: a slot's generation, then the state (never the other way round).
-        lock(&self.waiters.state).epoch
-    }
-}
-
-impl Drop for Registration<'_> {
-    fn drop(&mut self) {
-        let mut state = lock(&self.waiters.state);
-        let mut waiting = lock(&self.slot.waiting);
-        *waiting -= 1;
-        if *waiting == 0 {
-            drop(waiting);
-            state.slots.remove(&self.key);
-        }
+        self.events.notify_all();
     }
 }
 
@@ -294,70 +187,33 @@ fn subscribe<L: Listener>(
 mod tests {
     use super::*;
 
-    /// While a waiter is registered, messages about its task reach its slot, however other
-    /// waiters of the same task come and go.
     #[test]
-    fn a_registered_waiter_is_always_reachable() {
-        let waiters = Arc::new(Waiters::default());
-        let churn = {
-            let waiters = Arc::clone(&waiters);
-            std::thread::spawn(move || {
-                for _ in 0..20_000 {
-                    drop(waiters.register("task"));
-                }
-            })
-        };
-        for _ in 0..20_000 {
-            let registration = waiters.register("task");
-            let in_map = lock(&waiters.state).slots.get("task").cloned();
+    fn a_message_or_a_change_of_the_subscription_ends_a_sleep() {
+        let waiters = Waiters::default();
+        waiters.up();
+        let listener = waiters.register("task");
+        for change in [
+            &|waiters: &Waiters| waiters.bump("task"),
+            &|waiters: &Waiters| waiters.down(),
+            &|waiters: &Waiters| waiters.up(),
+        ] as [&dyn Fn(&Waiters); 3]
+        {
+            let mark = listener.mark();
+            change(&waiters);
+            let started = Instant::now();
+            listener.sleep(mark, Some(Duration::from_secs(10)));
             assert!(
-                in_map.is_some_and(|slot| Arc::ptr_eq(&slot, &registration.slot)),
-                "a registered waiter's slot left the map"
+                started.elapsed() < Duration::from_secs(5),
+                "a wakeup was lost"
             );
         }
-        churn.join().unwrap();
-        assert!(lock(&waiters.state).slots.is_empty(), "slots leaked");
-    }
-
-    #[test]
-    fn a_message_or_a_lost_subscription_ends_a_sleep() {
-        let waiters = Arc::new(Waiters::default());
-        waiters.up();
-        let registration = waiters.register("task");
-        let far = Instant::now() + Duration::from_secs(60);
-        let mark = registration.mark(far).unwrap();
-        waiters.bump("task");
-        let started = Instant::now();
-        registration.sleep(mark, Some(Duration::from_secs(10)));
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "a message was lost"
-        );
-
-        let mark = registration.mark(far).unwrap();
-        let sleeper = {
-            let waiters = Arc::clone(&waiters);
-            std::thread::spawn(move || {
-                let registration = waiters.register("task");
-                let mark = registration.mark(far).unwrap();
-                registration.sleep(mark, Some(Duration::from_secs(10)));
-            })
-        };
-        std::thread::sleep(Duration::from_millis(50));
         waiters.down();
-        let started = Instant::now();
-        sleeper.join().unwrap();
-        registration.sleep(mark, Some(Duration::from_secs(10)));
         assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "a lost subscription went unseen"
+            !waiters.live(),
+            "no wait may read while the subscription is down"
         );
-        assert_eq!(
-            registration
-                .mark(Instant::now() + Duration::from_millis(20))
-                .map(|_| ()),
-            None,
-            "no waiter may read before the subscription is back"
-        );
+        assert_eq!(waiters.pending(), 1);
+        drop(listener);
+        assert_eq!(waiters.pending(), 0, "a dropped wait leaves nothing");
     }
 }

@@ -16,8 +16,8 @@
 mod shard;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use crate::any::AnyTask;
 use crate::clock::{Clock, SystemClock, Timestamp};
@@ -26,8 +26,9 @@ use crate::id::TaskId;
 use crate::input::InputResponses;
 use crate::status::Working;
 use crate::store::{
-    CursorKey, Limits, MAX_PAGE_SIZE, Notifier, Owner, Step, Subscriber, SubscriptionId,
-    TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
+    CursorKey, Events, Limits, MAX_PAGE_SIZE, Notifier, Owner, Probe, Step, StoreFuture,
+    Subscriber, SubscriptionId, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
+    wait,
 };
 use crate::task::Task;
 
@@ -84,6 +85,7 @@ impl RegistryBuilder {
         TaskRegistry {
             shared: Arc::new(Shared {
                 shards: (0..SHARDS).map(|_| Mutex::new(Inner::default())).collect(),
+                events: (0..SHARDS).map(|_| Events::default()).collect(),
                 stored: AtomicUsize::new(0),
                 clock: self.clock,
                 ttl: self.ttl,
@@ -111,6 +113,8 @@ pub struct TaskRegistry {
 
 struct Shared {
     shards: Box<[Mutex<Inner>]>,
+    /// The events the waits on each shard's tasks listen to, notified after the unlock.
+    events: Box<[Events<Key>]>,
     /// Tasks stored over all shards, for the total limit and `len`.
     stored: AtomicUsize,
     clock: Arc<dyn Clock>,
@@ -162,8 +166,12 @@ impl TaskRegistry {
 
     /// The one way to the state of `owner`'s shard: see the module's poison policy.
     fn lock(&self, owner: &Owner) -> MutexGuard<'_, Inner> {
-        let index = owner.shard_hash() as usize % self.shared.shards.len();
-        self.lock_shard(index)
+        self.lock_shard(self.shard(owner))
+    }
+
+    /// The index of `owner`'s shard.
+    fn shard(&self, owner: &Owner) -> usize {
+        owner.shard_hash() as usize % self.shared.shards.len()
     }
 
     fn lock_shard(&self, index: usize) -> MutexGuard<'_, Inner> {
@@ -175,9 +183,11 @@ impl TaskRegistry {
     /// The after-unlock work of a critical section about to start: create it before taking
     /// the lock, hand it what the section removes or queues, and
     /// [`finish`](AfterUnlock::finish) it once the guard is gone.
-    fn after_unlock(&self) -> AfterUnlock<'_> {
+    fn after_unlock(&self, shard: usize) -> AfterUnlock<'_> {
         AfterUnlock {
             shared: &self.shared,
+            events: &self.shared.events[shard],
+            woken: Vec::new(),
             dead: Vec::new(),
             handed_out: 0,
             counted: 0,
@@ -204,7 +214,7 @@ impl TaskRegistry {
         // Expired tasks of other owners still count towards the total until their shards
         // are swept: when the total looks reached, sweep all shards once and try again.
         for attempt in 0..2 {
-            let mut after = self.after_unlock();
+            let mut after = self.after_unlock(self.shard(owner));
             let result = {
                 let mut inner = self.lock(owner);
                 inner.purge_expired(now, after.dead());
@@ -265,7 +275,7 @@ impl TaskRegistry {
     ) -> Result<R, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut after = self.after_unlock();
+        let mut after = self.after_unlock(self.shard(owner));
         let result = self
             .lock(owner)
             .visible(key, owner, now, after.dead())
@@ -281,7 +291,7 @@ impl TaskRegistry {
         let now = self.now();
         let mut purged = 0;
         for index in 0..self.shared.shards.len() {
-            let mut after = self.after_unlock();
+            let mut after = self.after_unlock(index);
             purged += self.lock_shard(index).purge_expired(now, after.dead());
             after.finish();
         }
@@ -300,8 +310,39 @@ impl TaskRegistry {
         self.len() == 0
     }
 
-    /// Sleeps on the task's condition variable until `check` gives an answer, the task is
-    /// gone, or `timeout` (or the task's expiry) passes. `check` runs under the lock.
+    /// Probes the task under `key` for a wait: `check` runs on it under the lock and
+    /// answers, or the wait sleeps until the task changes or expires.
+    fn probe<R>(
+        &self,
+        key: Key,
+        owner: &Owner,
+        task_id: &str,
+        check: &mut impl FnMut(&mut Entry) -> Option<Result<R, Error>>,
+    ) -> Probe<R> {
+        // The clock is user code: it is read only while the lock is not held.
+        let now = self.now();
+        let mut after = self.after_unlock(self.shard(owner));
+        let probe = {
+            let mut inner = self.lock(owner);
+            match inner.visible(key, owner, now, after.dead()) {
+                None => Probe::Done(Err(not_found(task_id))),
+                Some(entry) => match check(entry) {
+                    Some(answer) => Probe::Done(answer),
+                    None => Probe::Wait(
+                        entry
+                            .task
+                            .expires_at()
+                            .map(|end| end.saturating_since(now).max(Duration::from_millis(1))),
+                    ),
+                },
+            }
+        };
+        after.finish();
+        probe
+    }
+
+    /// Blocks until `check` answers for the task, it is gone, or `timeout` (or the task's
+    /// expiry) passes. `check` runs under the lock.
     fn wait_until<R>(
         &self,
         owner: &Owner,
@@ -310,57 +351,34 @@ impl TaskRegistry {
         mut check: impl FnMut(&mut Entry) -> Option<Result<R, Error>>,
     ) -> Result<R, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
-        let started = Instant::now();
-        // The clock is user code: it is read only while the lock is not held.
-        let mut now = self.now();
-        let mut after = self.after_unlock();
-        let mut inner = self.lock(owner);
-        let mut waiting: Option<Arc<Condvar>> = None;
-        let outcome = loop {
-            let Some(entry) = inner.visible(key, owner, now, after.dead()) else {
-                break Err(not_found(task_id));
-            };
-            if let Some(answer) = check(entry) {
-                break answer;
-            }
-            let until_expiry = entry
-                .task
-                .expires_at()
-                .map(|end| end.saturating_since(now).max(Duration::from_millis(1)));
-            let until_deadline = match timeout {
-                Some(timeout) => match timeout.checked_sub(started.elapsed()) {
-                    Some(left) if !left.is_zero() => Some(left),
-                    _ => {
-                        break Err(Error::Timeout {
-                            task_id: task_id.to_owned(),
-                            waited: started.elapsed(),
-                        });
-                    }
-                },
-                None => None,
-            };
-            let condvar = inner.waiters(key);
-            inner = match until_expiry.into_iter().chain(until_deadline).min() {
-                Some(bound) => {
-                    condvar
-                        .wait_timeout(inner, bound)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0
-                }
-                None => condvar.wait(inner).unwrap_or_else(PoisonError::into_inner),
-            };
-            waiting = Some(condvar);
-            // Every state is checked again under the lock, so no wakeup is lost meanwhile.
-            drop(inner);
-            now = self.now();
-            inner = self.lock(owner);
+        let listener = self.shared.events[self.shard(owner)].listen(key);
+        wait::block(&listener, task_id, timeout, || {
+            self.probe(key, owner, task_id, &mut check)
+        })
+    }
+
+    /// [`wait_until`](Self::wait_until) as a future.
+    fn wait_until_async<'a, R: Send + 'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+        mut check: impl FnMut(&mut Entry) -> Option<Result<R, Error>> + Send + Unpin + 'a,
+    ) -> StoreFuture<'a, R> {
+        let Some(key) = Key::of_id(task_id) else {
+            return Box::pin(std::future::ready(Err(not_found(task_id))));
         };
-        if let Some(condvar) = waiting {
-            inner.leave(key, &condvar);
-        }
-        drop(inner);
-        after.finish();
-        outcome
+        let listener = self.shared.events[self.shard(owner)].listen(key);
+        wait::future(listener, move || {
+            self.probe(key, owner, task_id, &mut check)
+        })
+    }
+
+    /// The number of waits pending now, blocking or async: each `wait`, `wait_for_input`
+    /// in progress and each future of theirs not yet resolved or dropped. A dropped future
+    /// counts no more.
+    #[must_use]
+    pub fn pending_waits(&self) -> usize {
+        self.shared.events.iter().map(Events::listeners).sum()
     }
 
     /// Applies `update` to the visible task under `key` in one critical section: a changed
@@ -373,7 +391,7 @@ impl TaskRegistry {
         update: Update,
     ) -> Result<AnyTask, Error> {
         let now = self.now();
-        let mut after = self.after_unlock();
+        let mut after = self.after_unlock(self.shard(owner));
         let result = {
             let mut inner = self.lock(owner);
             let applied = match inner.visible(key, owner, now, after.dead()) {
@@ -402,13 +420,13 @@ impl TaskRegistry {
             };
             applied.map(|(task, before, stored, notify)| {
                 if stored {
-                    let after = task.expires_at();
-                    if after != before {
-                        inner.reindex_expiry(key, before, after);
+                    let expires = task.expires_at();
+                    if expires != before {
+                        inner.reindex_expiry(key, before, expires);
                     }
                     // Waiters check their own condition: a finish, an answer, a request
                     // to cancel.
-                    inner.wake(key);
+                    after.wake(key);
                 }
                 if notify {
                     after.queue(owner, &task);
@@ -430,6 +448,9 @@ impl TaskRegistry {
 /// the lock guard goes first ([`finish`](Self::finish) says where).
 struct AfterUnlock<'a> {
     shared: &'a Shared,
+    /// The events of the section's shard, and the tasks whose waits to wake.
+    events: &'a Events<Key>,
+    woken: Vec<Key>,
     dead: Vec<Entry>,
     /// Entries removed and handed to the caller.
     handed_out: usize,
@@ -459,7 +480,13 @@ impl AfterUnlock<'_> {
     /// total like the dead ones, and its task handed back.
     fn hand_out(&mut self, entry: Entry) -> AnyTask {
         self.handed_out += 1;
+        self.woken.extend(entry.key());
         entry.task
+    }
+
+    /// Wakes the waits on the task under `key` after the unlock (they see its change).
+    fn wake(&mut self, key: Key) {
+        self.woken.push(key);
     }
 
     /// Queues a change of `owner`'s task for subscribers, delivered after the unlock.
@@ -475,6 +502,17 @@ impl AfterUnlock<'_> {
 impl Drop for AfterUnlock<'_> {
     fn drop(&mut self) {
         self.count_dead();
+        // The waits of changed and removed tasks wake (a removed one sees it gone).
+        if self.events.listeners() > 0 {
+            for key in self
+                .woken
+                .iter()
+                .copied()
+                .chain(self.dead.iter().filter_map(Entry::key))
+            {
+                self.events.notify(&key);
+            }
+        }
         // Tasks and owners are dropped here, outside the lock.
         self.dead.clear();
         if self.queued {
@@ -499,7 +537,7 @@ impl TaskStore for TaskRegistry {
     fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut after = self.after_unlock();
+        let mut after = self.after_unlock(self.shard(owner));
         let origin = self.lock(owner).origin(key, owner, now, after.dead());
         after.finish();
         origin
@@ -518,7 +556,7 @@ impl TaskStore for TaskRegistry {
             .transpose()?;
         let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
         let now = self.now();
-        let mut after = self.after_unlock();
+        let mut after = self.after_unlock(self.shard(owner));
         let (tasks, last, more) = {
             let mut inner = self.lock(owner);
             inner.purge_expired(now, after.dead());
@@ -535,7 +573,7 @@ impl TaskStore for TaskRegistry {
     fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut after = self.after_unlock();
+        let mut after = self.after_unlock(self.shard(owner));
         let removed = {
             let mut inner = self.lock(owner);
             match inner.visible(key, owner, now, after.dead()) {
@@ -567,6 +605,32 @@ impl TaskStore for TaskRegistry {
     ) -> Result<InputResponses, Error> {
         self.wait_until(owner, task_id, timeout, |entry| {
             crate::store::take_answers(&mut entry.task, task_id)
+        })
+    }
+
+    fn wait_async<'a>(&'a self, owner: &'a Owner, task_id: &'a str) -> StoreFuture<'a, AnyTask> {
+        self.wait_until_async(owner, task_id, |entry| {
+            entry.task.is_terminal().then(|| Ok(entry.task.clone()))
+        })
+    }
+
+    fn wait_for_input_async<'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, InputResponses> {
+        self.wait_until_async(owner, task_id, move |entry| {
+            crate::store::take_answers(&mut entry.task, task_id)
+        })
+    }
+
+    fn wait_for_cancel_async<'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        self.wait_until_async(owner, task_id, move |entry| {
+            wait::cancel_seen(&entry.task, task_id)
         })
     }
 

@@ -6,7 +6,7 @@
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::sync::{Arc, Condvar};
+use std::sync::Arc;
 
 use crate::any::AnyTask;
 use crate::clock::Timestamp;
@@ -96,6 +96,13 @@ pub(crate) struct Entry {
     method: u16,
 }
 
+impl Entry {
+    /// The key of the entry's task.
+    pub(crate) fn key(&self) -> Option<Key> {
+        self.task.id().as_uuid().map(Key::of_uuid)
+    }
+}
+
 /// The state of one shard.
 #[derive(Default)]
 pub(crate) struct Inner {
@@ -104,8 +111,6 @@ pub(crate) struct Inner {
     owners: HashMap<Owner, BTreeMap<u64, Key>>,
     /// Keys of tasks with a finite TTL, by expiry time.
     expiry: BTreeSet<(Timestamp, Key)>,
-    /// Condition variables of tasks some thread waits on; the last waiter removes its own.
-    waiters: KeyMap<Arc<Condvar>>,
     /// Interned method names of originating requests.
     methods: Vec<Arc<str>>,
     next_seq: u64,
@@ -133,13 +138,7 @@ impl Inner {
                     None
                 } else if entry.get().task.is_expired(now) {
                     let entry = entry.remove();
-                    unindex(
-                        &mut self.owners,
-                        &mut self.expiry,
-                        &self.waiters,
-                        key,
-                        &entry,
-                    );
+                    unindex(&mut self.owners, &mut self.expiry, key, &entry);
                     dead.push(entry);
                     shrink_if_sparse(&mut self.owners);
                     None
@@ -186,19 +185,13 @@ impl Inner {
         Ok(())
     }
 
-    /// Removes a task and every index entry that names it, and wakes its waiters. A map
-    /// left mostly empty gives its memory back.
+    /// Removes a task and every index entry that names it (the caller wakes its waiters,
+    /// after the unlock). A map left mostly empty gives its memory back.
     pub(crate) fn remove(&mut self, key: Key) -> Option<Entry> {
         let entry = self.tasks.remove(&key)?;
         shrink_if_sparse(&mut self.tasks);
         shrink_if_sparse(&mut self.owners);
-        unindex(
-            &mut self.owners,
-            &mut self.expiry,
-            &self.waiters,
-            key,
-            &entry,
-        );
+        unindex(&mut self.owners, &mut self.expiry, key, &entry);
         Some(entry)
     }
 
@@ -258,33 +251,6 @@ impl Inner {
         }
     }
 
-    /// Wakes every thread waiting on `key`.
-    pub(crate) fn wake(&self, key: Key) {
-        if let Some(waiters) = self.waiters.get(&key) {
-            waiters.notify_all();
-        }
-    }
-
-    /// The condition variable to wait on for `key`, shared by all its waiters.
-    pub(crate) fn waiters(&mut self, key: Key) -> Arc<Condvar> {
-        Arc::clone(
-            self.waiters
-                .entry(key)
-                .or_insert_with(|| Arc::new(Condvar::new())),
-        )
-    }
-
-    /// A waiter on `key` leaves; the last one drops the condition variable.
-    pub(crate) fn leave(&mut self, key: Key, condvar: &Arc<Condvar>) {
-        if let MapEntry::Occupied(shared) = self.waiters.entry(key)
-            && Arc::ptr_eq(shared.get(), condvar)
-            && Arc::strong_count(condvar) == 2
-        {
-            shared.remove();
-            shrink_if_sparse(&mut self.waiters);
-        }
-    }
-
     /// The request id and method of the task under `key`, if `owner` may see it.
     pub(crate) fn origin(
         &mut self,
@@ -325,11 +291,10 @@ fn shrink_if_sparse<K: Eq + Hash, V, S: std::hash::BuildHasher>(map: &mut HashMa
     }
 }
 
-/// Removes the index entries of a removed task and wakes its waiters.
+/// Removes the index entries of a removed task.
 fn unindex(
     owners: &mut HashMap<Owner, BTreeMap<u64, Key>>,
     expiry: &mut BTreeSet<(Timestamp, Key)>,
-    waiters: &KeyMap<Arc<Condvar>>,
     key: Key,
     entry: &Entry,
 ) {
@@ -341,9 +306,6 @@ fn unindex(
     }
     if let Some(end) = entry.task.expires_at() {
         expiry.remove(&(end, key));
-    }
-    if let Some(waiting) = waiters.get(&key) {
-        waiting.notify_all();
     }
 }
 
@@ -445,24 +407,6 @@ mod tests {
         );
         assert_eq!(dead.len(), 3);
         assert_eq!(inner.owned(&owner), 1);
-    }
-
-    #[test]
-    fn the_last_waiter_to_leave_drops_the_condition_variable() {
-        let mut inner = Inner::default();
-        let key = random_key();
-        let first = inner.waiters(key);
-        let second = inner.waiters(key);
-        assert!(
-            Arc::ptr_eq(&first, &second),
-            "one condition variable per task"
-        );
-        inner.leave(key, &first);
-        drop(first);
-        assert!(inner.waiters.contains_key(&key), "a waiter is left");
-        inner.leave(key, &second);
-        drop(second);
-        assert!(inner.waiters.is_empty(), "the last waiter left");
     }
 
     #[test]

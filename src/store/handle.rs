@@ -15,7 +15,7 @@ use crate::status::{
     AwaitsInput, CanRequireInput, CanResume, Cancelled, Completed, Failed, InputRequired,
     NonTerminal, TaskState, TaskStatus, Working,
 };
-use crate::store::{Lease, Owner, TaskStore, Update};
+use crate::store::{Lease, Owner, StoreFuture, TaskStore, Update};
 use crate::task::{Finished, Task};
 
 /// The typed handle of a stored task in status `S`: the task's one writer.
@@ -112,6 +112,19 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     /// store that cannot be reached, is an error, never read as a request to cancel.
     pub fn cancel_requested(&self) -> Result<bool, Error> {
         self.snapshot().map(|task| task.cancel_requested())
+    }
+
+    /// Resolves `Ok` once the requestor asked to cancel the task, or it was cancelled: a
+    /// handler awaits it beside its work (`select!`) to stop early. Dropping it leaves
+    /// nothing registered.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] if the task expired or was removed;
+    /// [`Error::IllegalTransition`] if another writer finished it; a shared store
+    /// unreachable for its outage timeout as [`Error::Store`], never read as a cancel.
+    pub fn cancelled(&self) -> StoreFuture<'_, ()> {
+        let held = &self.held;
+        held.store.wait_for_cancel_async(&held.owner, &held.key)
     }
 
     /// Changes the task's retention time in place (within the store's [`TtlPolicy`](crate::TtlPolicy)).
@@ -236,6 +249,21 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     {
         let held = &self.held;
         held.store.wait_for_input(&held.owner, &held.key, timeout)
+    }
+
+    /// Resolves once every input request is answered, with the answers:
+    /// [`wait_for_input`](TaskHandle::wait_for_input) as a future, without a timeout (use
+    /// the runtime's). Dropping it takes nothing.
+    ///
+    /// # Errors
+    /// As for [`wait_for_input`](TaskHandle::wait_for_input), [`Error::Timeout`] aside; a
+    /// shared store unreachable for its outage timeout as [`Error::Store`].
+    pub fn wait_for_input_async(&self) -> StoreFuture<'_, InputResponses>
+    where
+        S: AwaitsInput,
+    {
+        let held = &self.held;
+        held.store.wait_for_input_async(&held.owner, &held.key)
     }
 
     /// → `completed` with `result`; returns the finished task.

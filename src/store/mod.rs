@@ -18,6 +18,7 @@ mod notify;
 mod owner;
 mod policy;
 mod update;
+pub(crate) mod wait;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,8 +40,10 @@ pub(crate) use notify::Notifier;
 pub use notify::{StatusChange, SubscriptionId};
 pub use owner::Owner;
 pub use policy::{Limits, TtlPolicy};
-pub(crate) use update::take_answers;
 pub use update::{Step, Update};
+pub(crate) use update::{handle_conflict, take_answers};
+pub use wait::StoreFuture;
+pub(crate) use wait::{Events, Probe};
 
 /// The most tasks one `list` page holds.
 pub const MAX_PAGE_SIZE: usize = 1_000;
@@ -235,6 +238,50 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug {
         task_id: &str,
         timeout: Option<Duration>,
     ) -> Result<InputResponses, Error>;
+
+    /// Resolves once `task_id` is terminal, with its stored outcome: [`wait`](Self::wait)
+    /// as a future, for async servers, with no runtime needed. It has no timeout: bound it
+    /// with the runtime's (`tokio::time::timeout`). Dropping it abandons the wait and
+    /// leaves nothing registered.
+    ///
+    /// It is woken by the same per-task events as the blocking waits, and at the task's
+    /// expiry by the store layer's one timer thread (started on first use). Each poll that
+    /// is woken reads the task once: under the registry's lock, or one round trip to
+    /// Redis, made inside `poll`.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] if the task is not visible to `owner`, or expires or is
+    /// removed while waited for (the future resolves at its expiry); a backend's own
+    /// failure as [`Error::Store`] (a shared store unreachable for its outage timeout).
+    fn wait_async<'a>(&'a self, owner: &'a Owner, task_id: &'a str) -> StoreFuture<'a, AnyTask>;
+
+    /// Resolves once every input request of the `input_required` task `task_id` is
+    /// answered, with the answers taken: [`wait_for_input`](Self::wait_for_input) as a
+    /// future, without a timeout (use the runtime's). Dropping it takes nothing.
+    ///
+    /// # Errors
+    /// As for [`wait_for_input`](Self::wait_for_input), [`Error::Timeout`] aside;
+    /// [`Error::Store`] as for [`wait_async`](Self::wait_async).
+    fn wait_for_input_async<'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, InputResponses>;
+
+    /// Resolves once the requestor asked to cancel `task_id` (the tasks extension's
+    /// cooperative cancel) or the task was cancelled: what a handler awaits beside its work
+    /// to stop early ([`TaskHandle::cancelled`]).
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] if the task is not visible to `owner`, or expires or is
+    /// removed meanwhile; [`Error::IllegalTransition`] if it finished (`completed` or
+    /// `failed`) instead, so no cancel can come; [`Error::Store`] as for
+    /// [`wait_async`](Self::wait_async).
+    fn wait_for_cancel_async<'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, ()>;
 
     /// Registers `subscriber` for every status change and status-message change of every
     /// task, called outside the store's locks, in the order of each task's changes. A
@@ -452,6 +499,26 @@ impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
         timeout: Option<Duration>,
     ) -> Result<InputResponses, Error> {
         (**self).wait_for_input(owner, task_id, timeout)
+    }
+
+    fn wait_async<'a>(&'a self, owner: &'a Owner, task_id: &'a str) -> StoreFuture<'a, AnyTask> {
+        (**self).wait_async(owner, task_id)
+    }
+
+    fn wait_for_input_async<'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, InputResponses> {
+        (**self).wait_for_input_async(owner, task_id)
+    }
+
+    fn wait_for_cancel_async<'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        (**self).wait_for_cancel_async(owner, task_id)
     }
 
     fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
