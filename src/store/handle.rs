@@ -414,6 +414,19 @@ mod tests {
         ) -> Result<InputResponses, Error> {
             self.0.wait_for_input(o, id, t)
         }
+        fn wait_async<'a>(&'a self, o: &'a Owner, id: &'a str) -> StoreFuture<'a, AnyTask> {
+            self.0.wait_async(o, id)
+        }
+        fn wait_for_input_async<'a>(
+            &'a self,
+            o: &'a Owner,
+            id: &'a str,
+        ) -> StoreFuture<'a, InputResponses> {
+            self.0.wait_for_input_async(o, id)
+        }
+        fn wait_for_cancel_async<'a>(&'a self, o: &'a Owner, id: &'a str) -> StoreFuture<'a, ()> {
+            self.0.wait_for_cancel_async(o, id)
+        }
         fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
             self.0.add_subscriber(subscriber)
         }
