@@ -70,9 +70,9 @@
 //! such a request; [`TaskManager::call_tool`] therefore runs the tool inline for it.
 //!
 //! # Waits
-//! Waiting for input and for a cancellation request runs the store's blocking waits on
-//! tokio's blocking pool, in short slices, for now (one private module, to be replaced
-//! by the core's runtime-free futures).
+//! Waiting for input and for a cancel request awaits the core's runtime-free futures
+//! (`TaskStore::wait_for_input_async`, `TaskStore::wait_for_cancel_async`): a pending wait
+//! holds no thread, and dropping it deregisters it.
 #![deny(missing_docs)]
 
 mod context;
