@@ -15,9 +15,10 @@
 //! - `enqueue_task` creates the task with `Dispatcher::accept`, starts the handler on a
 //!   thread with a typed `TaskHandle<Working>` and returns the `CreateTaskResult`.
 //! - `get_task_info`, `list_tasks`, `cancel_task`: `Dispatcher::dispatch`.
-//! - `get_task_result`: `Dispatcher::dispatch("tasks/result")` in `spawn_blocking`, bounded
-//!   by `MCP_TASKS_RESULT_DEADLINE_MS` (default 120 000; past it `-32603`, poll and ask
-//!   again) and given up when the client cancels the request. The answer carries
+//! - `get_task_result`: awaits `Dispatcher::result_async` (the store's future: no thread
+//!   is held while the task runs), bounded by `MCP_TASKS_RESULT_DEADLINE_MS` (default
+//!   120 000; past it `-32603`, poll and ask again) and given up when the client cancels
+//!   the request. The answer carries
 //!   `_meta["io.modelcontextprotocol/related-task"]`.
 //! - Input: a handler that needs input records its requests in the registry and waits
 //!   there (`TaskHandle::wait_for_input`). A subscriber sees the task enter
@@ -278,18 +279,13 @@ impl ServerHandler for TasksServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskPayloadResult, ErrorData> {
         let task_id = request.task_id;
-        let dispatcher = self.dispatcher.clone();
-        let owner = self.owner.clone();
         let params = json!({"taskId": task_id});
-        // The registry's wait blocks a thread until the task is terminal: the blocking
-        // pool, bounded by the dispatcher's timeout (and, as a guard, by ours).
-        let wait = tokio::task::spawn_blocking(move || {
-            dispatcher.dispatch(&owner, protocol::methods::TASKS_RESULT, Some(&params))
-        });
+        // The store's future: no thread is held while the task runs, and dropping it (the
+        // deadline, a cancelled request) deregisters the wait.
+        let wait = self.dispatcher.result_async(&self.owner, Some(&params));
         let answer = tokio::select! {
-            joined = tokio::time::timeout(self.result_deadline + Duration::from_secs(1), wait) => match joined {
-                Ok(Ok(answer)) => answer.map_err(rpc_error)?,
-                Ok(Err(err)) => return Err(internal(format!("the wait panicked: {err}"))),
+            answer = tokio::time::timeout(self.result_deadline, wait) => match answer {
+                Ok(answer) => answer.map_err(rpc_error)?,
                 Err(_) => return Err(internal("the task did not finish before the deadline; poll tasks/get and ask again")),
             },
             () = context.ct.cancelled() => return Err(internal("the request was cancelled")),

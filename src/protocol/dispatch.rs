@@ -137,6 +137,23 @@ impl<T: TaskStore> Dispatcher<T> {
         }
     }
 
+    /// `tasks/result` as a future: resolves once the task is terminal, with what
+    /// [`dispatch`](Self::dispatch) answers for `tasks/result`, holding no thread while it
+    /// waits ([`TaskStore::wait_async`]). The dispatcher's result timeout does not apply:
+    /// bound it with the runtime's timeout; dropping it deregisters the wait.
+    ///
+    /// # Errors
+    /// As `tasks/result` through [`dispatch`](Self::dispatch), without the timeout's.
+    pub async fn result_async(
+        &self,
+        owner: &Owner,
+        params: Option<&Value>,
+    ) -> Result<Value, JsonRpcError> {
+        let task_id = task_id_param(params)?;
+        let task = self.store.wait_async(owner, task_id).await?;
+        payload(&task)
+    }
+
     /// Accepts a task-augmented request: creates its task for `owner` and returns the
     /// handle for the handler and the `CreateTaskResult` to send at once.
     ///

@@ -543,3 +543,35 @@ fn a_redis_outage_resolves_a_future_with_a_store_error() {
     assert!(matches!(waited, Err(Error::Store { .. })), "{waited:?}");
     assert_eq!(store.pending_waits(), 0);
 }
+
+/// The 2025-11-25 `tasks/result` as a future (`Dispatcher::result_async`): the stored
+/// outcome of a completed task, the error of a failed one, and `-32602` for an unknown id,
+/// answered as `dispatch` answers them.
+#[test]
+fn the_dispatcher_answers_tasks_result_as_a_future() {
+    use mcp_tasks::protocol::{Dispatcher, methods};
+    let registry = TaskRegistry::new();
+    let dispatcher = Dispatcher::new(registry.clone());
+    let (done, task) = registry.create(&alice(), req(1)).unwrap();
+    let done_id = task.id().to_string();
+    let (failing, task) = registry.create(&alice(), req(2)).unwrap();
+    let failing_id = task.id().to_string();
+    let finisher = later(Duration::from_millis(50), move || {
+        let _ = done.complete(obj(json!({"content": [], "isError": false})));
+        let _ = failing.fail(Outcome::error(-32603, "it broke"));
+    });
+    let params = json!({"taskId": done_id});
+    let answer = pollster::block_on(dispatcher.result_async(&alice(), Some(&params)));
+    finisher.join().unwrap();
+    let expected = dispatcher.dispatch(&alice(), methods::TASKS_RESULT, Some(&params));
+    assert_eq!(answer, expected, "the future answers what dispatch answers");
+    assert!(answer.is_ok_and(|payload| payload["content"] == json!([])));
+
+    let params = json!({"taskId": failing_id});
+    let answer = pollster::block_on(dispatcher.result_async(&alice(), Some(&params)));
+    assert!(answer.is_err_and(|error| error.code == -32603 && error.message == "it broke"));
+
+    let params = json!({"taskId": "no-such-task"});
+    let answer = pollster::block_on(dispatcher.result_async(&alice(), Some(&params)));
+    assert!(answer.is_err_and(|error| error.code == -32602));
+}
