@@ -23,9 +23,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use common::{
-    BOUND, WAKE, alice, eventually, ids, join_within, ms, recorder, req, tool_outcome, tool_result,
+    BOUND, WAKE, alice, assert_unavailable, eventually, ids, join_within, ms, recorder, req, timed,
+    tool_outcome, tool_result,
 };
-use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
     AnyTask, Error, Owner, RedisStoreBuilder, RedisTaskStore, TaskStatus, TaskStore, TtlPolicy,
 };
@@ -49,14 +49,6 @@ fn instance(server: &RedisServer, prefix: &str) -> RedisTaskStore {
     builder(&server.url(), prefix)
         .build()
         .expect("a RedisTaskStore on the test server")
-}
-
-#[track_caller]
-fn assert_unavailable<T: std::fmt::Debug>(result: Result<T, Error>, what: &str) {
-    match result {
-        Err(err @ Error::Store { .. }) => assert_eq!(err.code(), INTERNAL_ERROR, "{what}"),
-        other => panic!("{what}: expected the store-unavailable error, got {other:?}"),
-    }
 }
 
 /// The normal (not pub/sub) client connections the server has, besides the one asking.
@@ -316,10 +308,7 @@ fn a_wait_during_an_outage_answers_store_unavailable_within_its_timeout() {
     // Already waiting when Redis goes away.
     let sleeper = {
         let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
-        thread::spawn(move || {
-            let started = Instant::now();
-            (store.wait(&owner, &id, Some(ms(1500))), started.elapsed())
-        })
+        timed(move || store.wait(&owner, &id, Some(ms(1500))))
     };
     thread::sleep(ms(200));
     assert!(
@@ -435,10 +424,7 @@ fn a_hung_redis_is_noticed_like_a_lost_one() {
     let thaw = Thaw(&server);
     let reader = {
         let (store, owner, id) = (store.clone(), owner.clone(), id.clone());
-        thread::spawn(move || {
-            let started = Instant::now();
-            (store.get(&owner, &id), started.elapsed())
-        })
+        timed(move || store.get(&owner, &id))
     };
     let (read, took) = join_within(reader, BOUND, "a read from a hung Redis");
     assert_unavailable(read, "a read from a hung Redis");

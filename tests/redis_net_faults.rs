@@ -25,7 +25,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{BOUND, alice, eventually, join_within, ms, recorder, req, tool_outcome};
-use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
     AnyTask, Error, Owner, RedisStoreBuilder, RedisTaskStore, TaskStatus, TaskStore, TtlPolicy,
 };
@@ -77,16 +76,11 @@ fn direct(server: &RedisServer, prefix: &str) -> RedisTaskStore {
 /// the outage timeout) keeps the Redis client's error as its source.
 #[track_caller]
 fn assert_unavailable<T: std::fmt::Debug>(result: Result<T, Error>, what: &str) {
-    match result {
-        Err(err @ Error::Store { .. }) => {
-            assert_eq!(err.code(), INTERNAL_ERROR, "{what}");
-            assert!(
-                what.contains("wait") || err.source().is_some(),
-                "{what}: the Redis error is its source: {err:?}"
-            );
-        }
-        other => panic!("{what}: expected the store-unavailable error, got {other:?}"),
-    }
+    let err = common::assert_unavailable(result, what);
+    assert!(
+        what.contains("wait") || err.source().is_some(),
+        "{what}: the Redis error is its source: {err:?}"
+    );
 }
 
 /// Runs `f`, asserting it answers the store-unavailable error within `bound`.
@@ -200,10 +194,7 @@ fn a_paused_link_answers_store_unavailable_then_nothing_fails() {
     // stops.
     let blocked = {
         let (a, owner, id) = (a.clone(), owner.clone(), theirs.clone());
-        thread::spawn(move || {
-            let started = Instant::now();
-            (a.wait(&owner, &id, Some(ms(10_000))), started.elapsed())
-        })
+        common::timed(move || a.wait(&owner, &id, Some(ms(10_000))))
     };
     thread::sleep(ms(100));
     assert!(

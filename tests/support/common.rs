@@ -200,3 +200,27 @@ pub fn blocked_waiters<S: TaskStore + Clone + 'static>(
     );
     waiters
 }
+
+/// Runs `f` on its own thread, started now; the thread answers what `f` returned and how
+/// long it took.
+pub fn timed<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> JoinHandle<(T, Duration)> {
+    thread::spawn(move || {
+        let started = Instant::now();
+        (f(), started.elapsed())
+    })
+}
+
+/// Asserts the store-unavailable error (`Error::Store`, `-32603`, never a state) and
+/// returns it.
+#[track_caller]
+pub fn assert_unavailable<T: Debug>(result: Result<T, Error>, what: &str) -> Error {
+    match result {
+        Err(err @ Error::Store { .. }) => {
+            assert_eq!(err.code(), mcp_tasks::jsonrpc::INTERNAL_ERROR, "{what}");
+            err
+        }
+        other => panic!("{what}: expected the store-unavailable error, got {other:?}"),
+    }
+}
