@@ -171,18 +171,7 @@ fn result_waits(n: usize, approach: Approach) -> Figures {
             }
         })
         .collect();
-    // The blocking pool runs at most 512 waits at once; the others queue.
-    until_waiting(
-        &ready,
-        if approach == Approach::Futures {
-            n
-        } else {
-            n.min(512)
-        },
-    );
-    let bytes_per_wait = (counting::live_bytes() - heap_before) as f64 / n as f64;
-    let rss_per_wait = rss().saturating_sub(rss_before) as f64 / n as f64;
-    let threads_pending = threads();
+    let pending = pending(&ready, n, approach, heap_before, rss_before);
     let mut changed = Vec::with_capacity(n);
     for id in &ids {
         changed.push(Instant::now());
@@ -195,11 +184,6 @@ fn result_waits(n: usize, approach: Approach) -> Figures {
             )
             .expect("store a result");
     }
-    let pending = Pending {
-        bytes_per_wait,
-        rss_per_wait,
-        threads_pending,
-    };
     finish(rt, waiters, &changed, &pending, &started_threads)
 }
 
@@ -253,17 +237,7 @@ fn input_waits(n: usize, approach: Approach) -> Figures {
             }
         })
         .collect();
-    until_waiting(
-        &ready,
-        if approach == Approach::Futures {
-            n
-        } else {
-            n.min(512)
-        },
-    );
-    let bytes_per_wait = (counting::live_bytes() - heap_before) as f64 / n as f64;
-    let rss_per_wait = rss().saturating_sub(rss_before) as f64 / n as f64;
-    let threads_pending = threads();
+    let pending = pending(&ready, n, approach, heap_before, rss_before);
     let answer = json!({"go": {"action": "accept", "content": {}}});
     let mut changed = Vec::with_capacity(n);
     for id in &ids {
@@ -272,11 +246,6 @@ fn input_waits(n: usize, approach: Approach) -> Figures {
             .respond(&owner, id, answer.as_object().unwrap().clone())
             .expect("answer");
     }
-    let pending = Pending {
-        bytes_per_wait,
-        rss_per_wait,
-        threads_pending,
-    };
     finish(rt, waiters, &changed, &pending, &started_threads)
 }
 
@@ -316,6 +285,27 @@ fn finish(
         rss_per_wait: pending.rss_per_wait,
         threads_pending: pending.threads_pending,
         blocking_threads,
+    }
+}
+
+/// Once every waiter waits (the blocking pool runs at most 512 waits at once; the
+/// others queue), what they hold.
+fn pending(
+    ready: &AtomicUsize,
+    n: usize,
+    approach: Approach,
+    heap_before: isize,
+    rss_before: usize,
+) -> Pending {
+    let waiting = match approach {
+        Approach::Futures => n,
+        Approach::SpawnBlocking => n.min(512),
+    };
+    until_waiting(ready, waiting);
+    Pending {
+        bytes_per_wait: (counting::live_bytes() - heap_before) as f64 / n as f64,
+        rss_per_wait: rss().saturating_sub(rss_before) as f64 / n as f64,
+        threads_pending: threads(),
     }
 }
 
