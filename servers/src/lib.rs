@@ -4,6 +4,7 @@
 //!   both generations of MCP tasks.
 //! - [`fixtures`]: the fixture tools of the official conformance suite's `tasks-*`
 //!   scenarios, registered beside the example tools.
+//! - [`access`]: bearer-token principals, the anonymous loopback mode, allowed origins.
 //! - [`framing`]: JSON-RPC 2.0 framing both transports share: which messages are valid,
 //!   how invalid ones are refused, and ids echoed exactly as the client wrote them.
 //! - [`server`]: the request routing over any transport, for both generations.
@@ -12,6 +13,7 @@
 
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod child;
 pub mod fixtures;
 pub mod framing;

@@ -1,0 +1,238 @@
+//! Who a request over HTTP acts for: bearer tokens naming principals (each principal owns
+//! its tasks), or the explicit anonymous single-owner mode bound to loopback; and which
+//! browser origins may reach the server (DNS-rebinding protection).
+
+use std::net::SocketAddr;
+
+/// Who a request acts for.
+pub enum Access {
+    /// Bearer tokens, each standing for a principal (the normal mode).
+    Tokens(Tokens),
+    /// `MCP_TASKS_ANONYMOUS=1`: every request is [`ANONYMOUS_OWNER`]; loopback only.
+    Anonymous,
+}
+
+/// The one owner of every task in the anonymous mode.
+pub const ANONYMOUS_OWNER: &str = "anonymous";
+
+/// The environment variable that turns the anonymous single-owner mode on.
+pub const ANONYMOUS_ENV: &str = "MCP_TASKS_ANONYMOUS";
+
+impl Access {
+    /// The anonymous mode if `MCP_TASKS_ANONYMOUS=1` (and `addr` is a loopback IP
+    /// address, and no token is configured), else the tokens of the environment.
+    pub fn from_env(addr: &str) -> Result<Self, String> {
+        match std::env::var(ANONYMOUS_ENV).ok().as_deref() {
+            None | Some("" | "0") => Tokens::from_env().map(Access::Tokens),
+            Some("1") => {
+                if std::env::var_os("MCP_TASKS_TOKENS").is_some()
+                    || std::env::var_os("MCP_TASKS_TOKENS_FILE").is_some()
+                {
+                    return Err(format!(
+                        "{ANONYMOUS_ENV}=1 serves one anonymous owner and reads no token: \
+                         unset MCP_TASKS_TOKENS and MCP_TASKS_TOKENS_FILE, or the anonymous mode"
+                    ));
+                }
+                loopback_only(addr)?;
+                Ok(Access::Anonymous)
+            }
+            Some(other) => Err(format!(
+                "{ANONYMOUS_ENV} must be `1` (anonymous single-owner mode) or `0`, not `{}`",
+                other.chars().take(20).collect::<String>()
+            )),
+        }
+    }
+}
+
+/// Why a request was refused authentication (HTTP `401`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unauthorized {
+    /// No `Authorization` header.
+    Missing,
+    /// A header that is not `Bearer <token>`, or a token no principal holds.
+    InvalidToken,
+}
+
+impl Unauthorized {
+    /// The refusal's message.
+    #[must_use]
+    pub fn message(self) -> &'static str {
+        match self {
+            Unauthorized::Missing => "unauthorized: send `Authorization: Bearer <token>`",
+            Unauthorized::InvalidToken => "unauthorized: the bearer token is missing or not known",
+        }
+    }
+
+    /// The `WWW-Authenticate` challenge to send with the `401`.
+    #[must_use]
+    pub fn challenge(self) -> &'static str {
+        match self {
+            Unauthorized::Missing => r#"Bearer realm="mcp-tasks""#,
+            Unauthorized::InvalidToken => r#"Bearer realm="mcp-tasks", error="invalid_token""#,
+        }
+    }
+}
+
+impl Access {
+    /// The principal a request with this `Authorization` header value acts for: the
+    /// bearer token's principal, or, in the anonymous mode, [`ANONYMOUS_OWNER`] (no header
+    /// is read).
+    ///
+    /// # Errors
+    /// Why the request is refused: no header, or not a known bearer token.
+    pub fn authenticate(&self, authorization: Option<&str>) -> Result<&str, Unauthorized> {
+        let tokens = match self {
+            Access::Tokens(tokens) => tokens,
+            Access::Anonymous => return Ok(ANONYMOUS_OWNER),
+        };
+        let value = authorization.ok_or(Unauthorized::Missing)?;
+        value
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .and_then(|(_, token)| tokens.principal(token.trim()))
+            .ok_or(Unauthorized::InvalidToken)
+    }
+
+    /// A short description of the mode for the start-up line.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Access::Tokens(tokens) => format!("{} principals", tokens.count()),
+            Access::Anonymous => "anonymous single-owner mode, loopback only".to_owned(),
+        }
+    }
+}
+
+/// Refuses any listening address but a loopback IP address: without tokens, the port must
+/// not be reachable from another machine.
+pub fn loopback_only(addr: &str) -> Result<(), String> {
+    match addr.parse::<SocketAddr>() {
+        Ok(socket) if socket.ip().is_loopback() => Ok(()),
+        _ => Err(format!(
+            "the anonymous mode ({ANONYMOUS_ENV}=1) listens on loopback only: \
+             MCP_TASKS_HTTP_ADDR must be a loopback IP address such as 127.0.0.1:8808 or \
+             [::1]:8808, not `{}`",
+            addr.chars().take(80).collect::<String>()
+        )),
+    }
+}
+
+/// The bearer tokens and the principal each one stands for.
+pub struct Tokens(Vec<(String, String)>);
+
+impl Tokens {
+    /// Reads `MCP_TASKS_TOKENS` or the file named by `MCP_TASKS_TOKENS_FILE`.
+    fn from_env() -> Result<Self, String> {
+        let inline = std::env::var("MCP_TASKS_TOKENS").ok();
+        let file = std::env::var_os("MCP_TASKS_TOKENS_FILE");
+        let text = match (inline, file) {
+            (Some(_), Some(_)) => {
+                return Err("set MCP_TASKS_TOKENS or MCP_TASKS_TOKENS_FILE, not both".into());
+            }
+            (Some(text), None) => text,
+            (None, Some(path)) => std::fs::read_to_string(&path)
+                .map_err(|err| format!("cannot read MCP_TASKS_TOKENS_FILE {path:?}: {err}"))?,
+            (None, None) => {
+                return Err(
+                    "no tokens: set MCP_TASKS_TOKENS='alice=token-a,bob=token-b' \
+                     or MCP_TASKS_TOKENS_FILE=<file with principal=token lines>"
+                        .into(),
+                );
+            }
+        };
+        Self::parse(&text)
+    }
+
+    /// `principal=token` pairs separated by commas or newlines; `#` starts a comment line.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        let entries = text
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.starts_with('#'))
+            .flat_map(|line| line.split(','))
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty());
+        for (n, entry) in entries.enumerate() {
+            let Some((principal, token)) = entry.split_once('=') else {
+                return Err(format!("token entry {} is not `principal=token`", n + 1));
+            };
+            let (principal, token) = (principal.trim(), token.trim());
+            if principal.is_empty() || token.is_empty() {
+                return Err(format!(
+                    "token entry {} has an empty principal or token",
+                    n + 1
+                ));
+            }
+            if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(format!(
+                    "the token of `{principal}` contains whitespace or control characters"
+                ));
+            }
+            if pairs.iter().any(|(_, known)| known == token) {
+                return Err(format!(
+                    "the token of `{principal}` is also given to another entry"
+                ));
+            }
+            pairs.push((principal.to_owned(), token.to_owned()));
+        }
+        if pairs.is_empty() {
+            return Err("the token configuration holds no `principal=token` entry".into());
+        }
+        Ok(Tokens(pairs))
+    }
+
+    /// How many principals hold a token.
+    #[must_use]
+    pub fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The principal of `token`. Every configured token is compared, each in time
+    /// independent of where it differs.
+    #[must_use]
+    pub fn principal(&self, token: &str) -> Option<&str> {
+        let mut found = None;
+        for (principal, known) in &self.0 {
+            if constant_time_eq(known.as_bytes(), token.as_bytes()) {
+                found = Some(principal.as_str());
+            }
+        }
+        found
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for (i, &x) in a.iter().enumerate() {
+        diff |= x ^ b.get(i).copied().unwrap_or(!x);
+    }
+    diff == 0
+}
+
+/// Whether a browser origin may talk to this server: loopback origins, and those listed.
+pub fn origin_allowed(origin: &str, extra: &[String]) -> bool {
+    if extra.iter().any(|allowed| allowed == origin) {
+        return true;
+    }
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = if rest.starts_with('[') {
+        match rest.find(']') {
+            Some(end) => &rest[..=end],
+            None => return false,
+        }
+    } else {
+        rest.split(':').next().unwrap_or("")
+    };
+    let after = &rest[host.len()..];
+    let port_ok = after.is_empty()
+        || after
+            .strip_prefix(':')
+            .is_some_and(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+    port_ok && matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+}
