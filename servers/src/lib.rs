@@ -7,6 +7,7 @@
 //! - [`access`]: bearer-token principals, the anonymous loopback mode, allowed origins.
 //! - [`framing`]: JSON-RPC 2.0 framing both transports share: which messages are valid,
 //!   how invalid ones are refused, and ids echoed exactly as the client wrote them.
+//! - [`outbound`]: the client's answers to the server's requests for a task's input.
 //! - [`server`]: the request routing over any transport, for both generations.
 //! - `src/bin/stdio_server.rs` (`cargo run --bin stdio_server`) and
 //!   `src/bin/http_server.rs` (`cargo run --bin http_server`): the transports.
@@ -18,5 +19,6 @@ pub mod child;
 pub mod fixtures;
 pub mod framing;
 pub mod headers;
+pub mod outbound;
 pub mod server;
 pub mod tools;

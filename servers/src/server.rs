@@ -307,6 +307,12 @@ impl Server {
         self.v1.store()
     }
 
+    /// The 2025-11-25 dispatcher (for `tasks/result` as a future,
+    /// [`Dispatcher::result_async`]).
+    pub fn dispatcher(&self) -> &Dispatcher<Store> {
+        &self.v1
+    }
+
     /// Whether `task` was created through 2025-11-25 (its input travels as requests to the
     /// client).
     pub fn is_v1_task(&self, task: &TaskId) -> bool {
@@ -442,7 +448,7 @@ impl Server {
                 "cacheScope": CACHE_SCOPE,
                 "_meta": {META_SERVER_INFO: server_info()}
             })),
-            "ping" => Ok(json!({})),
+            // 2026-07-28 has no `ping` (nor `initialize`): both are unknown methods there.
             "tools/list" => {
                 // The 2026-07-28 Tool has no `execution`: running as a task is server policy.
                 let mut tools = tools::list();

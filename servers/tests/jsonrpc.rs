@@ -15,11 +15,11 @@ enum Expect {
     Result(&'static str),
 }
 
-/// A framed 2026-07-28 ping with the id `id` written as given (needs no session over
-/// HTTP).
-fn ping(id: &str) -> String {
+/// A framed 2026-07-28 `tools/list` with the id `id` written as given (needs no session
+/// over HTTP; 2026-07-28 has no `ping`).
+fn framed(id: &str) -> String {
     format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"ping","params":{{"_meta":{}}}}}"#,
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{}}}}}"#,
         ext_meta()
     )
 }
@@ -107,7 +107,7 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
         r#""\u00e9t\u00e9""#,
         r#""""#,
     ] {
-        cases.push(("a valid id", ping(id), Result(id)));
+        cases.push(("a valid id", framed(id), Result(id)));
     }
     cases
 }
@@ -142,7 +142,7 @@ fn the_stdio_server_answers_exact_json_rpc() {
     }
     // A response to no request of the server's is not answered; the next ping is.
     server.send_raw(r#"{"jsonrpc":"2.0","id":"nobody","result":{}}"#);
-    let line = server.exchange_raw(&ping("7"));
+    let line = server.exchange_raw(&framed("7"));
     failures.extend(check(
         "after a stray response",
         "ping",

@@ -63,6 +63,7 @@ use mcp_tasks::{
     AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, Task, TaskId, TaskStatus, jsonrpc,
 };
 use mcp_tasks_servers::framing::{self, Id, Incoming, Refusal};
+use mcp_tasks_servers::outbound;
 use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
 use serde_json::{Value, json};
 
@@ -246,10 +247,8 @@ impl Connection {
 
     /// Hands the client's answer to the thread waiting for it.
     fn resolve(&self, message: &JsonObject) {
-        let id = match message.get("id") {
-            Some(Value::String(id)) => id.clone(),
-            Some(other) => other.to_string(),
-            None => return,
+        let Some((id, answer)) = outbound::client_answer(message) else {
+            return;
         };
         let waiting = self
             .pending
@@ -259,16 +258,6 @@ impl Connection {
         let Some(waiting) = waiting else {
             eprintln!("stdio_server: an answer to unknown request {id} was ignored");
             return;
-        };
-        let answer = match (message.get("result"), message.get("error")) {
-            (Some(result), _) => Ok(result.clone()),
-            (None, Some(error)) => serde_json::from_value(error.clone()).map_err(|_| {
-                JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the client sent a malformed error")
-            }),
-            (None, None) => Err(JsonRpcError::new(
-                jsonrpc::INTERNAL_ERROR,
-                "the client's answer had neither result nor error",
-            )),
         };
         // The waiting thread may have timed out and gone; nothing to do then.
         let _ = waiting.send(answer);
@@ -304,19 +293,9 @@ fn forward_input(
             key.to_owned(),
         );
         std::thread::spawn(move || {
-            let answer = match connection.request(&method, params, &registry, &owner, &id) {
-                Ok(Value::Object(answer)) => answer,
-                // Not an object: an empty answer, which the handler refuses (it matches no
-                // requested schema).
-                Ok(_) => JsonObject::new(),
-                Err(_) => {
-                    // No usable answer (an error, or the task stopped waiting): to the
-                    // handler this is a dismissed request.
-                    let mut dismissed = JsonObject::new();
-                    dismissed.insert("action".into(), json!("cancel"));
-                    dismissed
-                }
-            };
+            let answer = outbound::input_response(
+                connection.request(&method, params, &registry, &owner, &id),
+            );
             let mut responses = JsonObject::new();
             responses.insert(key, Value::Object(answer));
             if let Err(err) = registry.respond(&owner, &id, responses) {

@@ -1,0 +1,94 @@
+//! Response bodies: a whole JSON message (with, for a new task, the handler to start once
+//! the message has been sent), or an SSE stream.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+
+use crate::limits::Slot;
+use crate::sse::SseBody;
+
+/// A task's handler, started once the `CreateTaskResult` is out.
+pub type Work = Box<dyn FnOnce() + Send>;
+
+/// The body of every response.
+pub enum Body {
+    /// A whole message (or nothing).
+    Full(Option<Bytes>),
+    /// A whole message; `then` starts (on the blocking pool) once the body has been handed
+    /// to the connection, or the client left: a task's handler must not change the task
+    /// before the requestor has the `CreateTaskResult`, and must run even if nobody reads it.
+    Then(Option<Bytes>, Option<Work>),
+    /// An SSE stream, holding its principal's request slot while it is open.
+    Sse {
+        /// The events.
+        stream: SseBody,
+        /// The principal's request slot, given back when the stream closes.
+        _slot: Option<Slot>,
+    },
+}
+
+impl Body {
+    /// A whole body.
+    pub fn full(bytes: impl Into<Bytes>) -> Self {
+        Body::Full(Some(bytes.into()))
+    }
+
+    /// No body.
+    pub fn empty() -> Self {
+        Body::Full(None)
+    }
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Body::Full(bytes) | Body::Then(bytes, _) => {
+                Poll::Ready(bytes.take().map(|bytes| Ok(Frame::data(bytes))))
+            }
+            Body::Sse { stream, .. } => Pin::new(stream).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Body::Full(bytes) | Body::Then(bytes, _) => bytes.is_none(),
+            Body::Sse { .. } => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Body::Full(bytes) | Body::Then(bytes, _) => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+            Body::Sse { .. } => SizeHint::default(),
+        }
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        if let Body::Then(_, then) = self
+            && let Some(work) = then.take()
+        {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn_blocking(work);
+                }
+                Err(_) => {
+                    std::thread::spawn(work);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Accepting connections (capped, and backing off when descriptors run out) and shutting
+//! down gracefully on SIGTERM or SIGINT.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+use crate::App;
+use crate::service;
+
+/// The first back-off after an accept error that a retry can cure (out of descriptors,
+/// memory or buffers); it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(10);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// How long the connections get, after the tasks' deadline, to send what they still owe.
+const FLUSH: Duration = Duration::from_millis(500);
+
+/// Raises the soft limit on open descriptors to the hard limit (best effort).
+pub fn raise_descriptor_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the plain struct passed by pointer.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0
+            && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit) != 0 {
+                tracing::warn!(
+                    "cannot raise the descriptor limit: {}",
+                    io::Error::last_os_error()
+                );
+            }
+        }
+    }
+}
+
+/// Whether an accept error is a shortage that passes (descriptors, memory, buffers): back
+/// off and retry. Anything else concerns one connection only: skip it.
+fn is_shortage(err: &io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
+
+/// Serves `listener` until SIGTERM or SIGINT, then shuts down (see the crate docs).
+pub async fn serve(listener: TcpListener, app: Arc<App>, stop: watch::Sender<bool>) {
+    let connections = Arc::new(Semaphore::new(app.limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut backoff = FIRST_BACKOFF;
+    let signal = shutdown_signal();
+    tokio::pin!(signal);
+    loop {
+        // At the cap, stop accepting until a connection closes.
+        let permit = tokio::select! {
+            permit = Arc::clone(&connections).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            name = &mut signal => {
+                tracing::info!("{name}: shutting down");
+                break;
+            }
+        };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            name = &mut signal => {
+                tracing::info!("{name}: shutting down");
+                break;
+            }
+        };
+        let (stream, _) = match accepted {
+            Ok(accepted) => {
+                backoff = FIRST_BACKOFF;
+                accepted
+            }
+            Err(err) if is_shortage(&err) => {
+                tracing::warn!("cannot accept a connection ({err}): backing off {backoff:?}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+            Err(err) => {
+                tracing::debug!("a connection failed before it was accepted: {err}");
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let app_for_conn = Arc::clone(&app);
+        let connection = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(app.limits.header_timeout)
+            .keep_alive(true)
+            .serve_connection(
+                TokioIo::new(stream),
+                service_fn(move |request| service::handle(Arc::clone(&app_for_conn), request)),
+            );
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::debug!("connection ended: {err}");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    shut_down(&app, &stop, graceful).await;
+}
+
+/// Stops the streams, gives requests and tasks the grace period, fails the tasks still
+/// running, and lets the connections send what they owe.
+async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: GracefulShutdown) {
+    let grace = app.limits.shutdown_grace;
+    let running_at_start = app.tasks.handlers_running();
+    let _ = stop.send(true);
+    // Idle connections close now; busy ones after their response.
+    let connections = tokio::spawn(graceful.shutdown());
+    let deadline = tokio::time::Instant::now() + grace;
+    while app.tasks.handlers_running() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let store = app.server.store().clone();
+    let tasks = Arc::clone(&app.tasks);
+    let failed = tokio::task::spawn_blocking(move || {
+        tasks.fail_all(&store, "the server shut down before the task finished")
+    })
+    .await
+    .unwrap_or_default();
+    let finished = running_at_start.saturating_sub(failed.len());
+    if failed.is_empty() {
+        tracing::info!(
+            "shutdown: {finished} running task(s) finished within the grace period, none failed"
+        );
+    } else {
+        let ids: Vec<String> = failed.iter().map(ToString::to_string).collect();
+        tracing::info!(
+            "shutdown: {finished} running task(s) finished within the grace period; {} failed at the deadline: {}",
+            failed.len(),
+            ids.join(", ")
+        );
+    }
+    // Their waiters are answered now; give the connections a moment to send it.
+    let rest = deadline.saturating_duration_since(tokio::time::Instant::now()) + FLUSH;
+    if tokio::time::timeout(rest, connections).await.is_err() {
+        tracing::info!("shutdown: connections still open after the grace period were closed");
+    }
+}
+
+/// Completes with the signal's name on SIGTERM or SIGINT.
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("cannot listen for SIGTERM/SIGINT: shut down with SIGKILL");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
+}

@@ -1,0 +1,173 @@
+//! `mcp_http`: the example MCP server over Streamable HTTP, on hyper 1.x and tokio, serving
+//! both generations of MCP tasks on one endpoint, `/mcp`.
+//!
+//! ```text
+//! MCP_TASKS_TOKENS='alice=token-a,bob=token-b' cargo run --manifest-path http/Cargo.toml
+//! ```
+//!
+//! Same tools, routing and handlers as `stdio_server` (`servers/src`): `sleep` {ms},
+//! `fail` {}, `crash` {} (task optional), `confirm` {question} (task required, asks the
+//! user), `echo` {text} (never a task), and the conformance suite's fixture tools.
+//!
+//! # MCP 2025-11-25 (sessions)
+//! - `POST` carries one JSON-RPC message. `initialize` opens a session (`Mcp-Session-Id`);
+//!   every later message needs it (`400` without, `404` for a session this server does not
+//!   know, that ended, or that another principal opened). A notification or a response is
+//!   answered `202`; a request with `application/json`, except a `tasks/result` still
+//!   waiting for its task, which (for a client that accepts it) is a `text/event-stream`
+//!   carrying the task's input requests (`elicitation/create`, tagged with the related
+//!   task) and its `notifications/tasks/status`, then the answer.
+//! - `GET` opens the session's standalone SSE stream: every message for the session that no
+//!   `tasks/result` stream carries. A newer `GET` replaces the older.
+//! - Every SSE stream starts with a priming event (an id, a `retry` delay, no data); each
+//!   event has an id, and a client that lost a stream resumes it with `GET` and
+//!   `Last-Event-ID`: the events after it on that stream are sent again (the last 256 of the
+//!   session are kept), never those of another stream.
+//! - `DELETE` ends the session (`204`).
+//!
+//! # MCP 2026-07-28 (stateless, the tasks extension)
+//! On the same endpoint, see `stateless.rs`: the version header and `_meta` framing are
+//! checked (`-32020`, `-32602`, `-32022`, HTTP 400), `initialize`, `ping` and unknown
+//! methods are `-32601` with HTTP 404, `server/discover` and `tools/list` carry `ttlMs` and
+//! `cacheScope`.
+//!
+//! # Authorization, origins, limits
+//! - `Authorization: Bearer <token>`: the token's principal owns its tasks
+//!   (`MCP_TASKS_TOKENS` or `MCP_TASKS_TOKENS_FILE`), or the anonymous single-owner mode
+//!   bound to loopback (`MCP_TASKS_ANONYMOUS=1`); see `mcp_tasks_servers::access`.
+//!   A request without a known token is answered `401` before its body is read, and its
+//!   connection closed.
+//! - `Origin`, when present, must be a loopback origin or listed in
+//!   `MCP_TASKS_ALLOWED_ORIGINS` (`403`).
+//! - Checked before anything is read or allocated for a request: the connection cap
+//!   (`MCP_TASKS_MAX_CONNECTIONS`, 2048), the header timeout (`MCP_TASKS_HEADER_TIMEOUT_MS`,
+//!   10 s), the declared body size (`MCP_TASKS_MAX_BODY_BYTES`, 4 MiB: `413`), the
+//!   principal's concurrent requests (`MCP_TASKS_PRINCIPAL_REQUESTS`, 32: `429` with
+//!   `Retry-After`); then the body must arrive within `MCP_TASKS_BODY_TIMEOUT_MS` (10 s:
+//!   `408`). A keep-alive connection idle for the header timeout is closed.
+//! - Out of file descriptors, the server backs off (10 ms doubling to 1 s) and keeps
+//!   serving once descriptors free up; at start it raises its soft descriptor limit to the
+//!   hard one.
+//!
+//! # Shutdown
+//! On SIGTERM or SIGINT the server stops accepting, lets in-flight requests and running
+//! tasks finish for `MCP_TASKS_SHUTDOWN_MS` (10 s), then fails the tasks still running
+//! (`-32603`, "the server shut down before the task finished"), answers their waiters, says
+//! on stderr how many finished and which failed, and exits 0.
+//!
+//! # Other settings
+//! `MCP_TASKS_HTTP_ADDR` (default `127.0.0.1:8808`, port 0 picks one; the first stdout line
+//! is `listening on http://ADDR/mcp`), `MCP_TASKS_PAGE_SIZE`, `MCP_TASKS_TRACE_DIR`,
+//! `MCP_TASKS_REDIS_URL` or `--redis URL` (cargo feature `redis`), `MCP_TASKS_LEASE_MS`.
+//! `RUST_LOG` filters the log on stderr (default `info`); `RUST_LOG=mcp_http=debug` adds
+//! one line per request: HTTP method, JSON-RPC method, principal, status, latency.
+
+mod body;
+mod config;
+mod limits;
+mod listener;
+mod service;
+mod session;
+mod sse;
+mod stateless;
+mod tasks;
+mod trace;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use mcp_tasks_servers::access::Access;
+use mcp_tasks_servers::server::Server;
+use tokio::sync::watch;
+
+use crate::config::{Config, Limits};
+use crate::limits::Slots;
+use crate::session::Sessions;
+use crate::tasks::Tasks;
+use crate::trace::Trace;
+
+/// Everything the requests share.
+pub struct App {
+    /// Routing, tools and tasks of both generations.
+    pub server: Arc<Server>,
+    /// Who a request acts for.
+    pub access: Access,
+    /// Origins allowed beside the loopback ones.
+    pub extra_origins: Vec<String>,
+    /// The limits.
+    pub limits: Limits,
+    /// Per-principal request slots.
+    pub slots: Slots,
+    /// 2025-11-25 sessions.
+    pub sessions: Sessions,
+    /// The tasks this instance runs.
+    pub tasks: Arc<Tasks>,
+    /// The message trace.
+    pub trace: Arc<Trace>,
+    /// Turns `true` when the server starts shutting down.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .init();
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("mcp_http: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let config = Config::from_env()?;
+    listener::raise_descriptor_limit();
+    let server = Arc::new(Server::from_env().map_err(|err| err.to_string())?);
+    let trace = Arc::new(
+        Trace::new(config.trace_dir.clone())
+            .map_err(|err| format!("cannot create MCP_TASKS_TRACE_DIR: {err}"))?,
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("mcp-http")
+        .build()
+        .map_err(|err| format!("cannot start the runtime: {err}"))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&config.addr)
+            .await
+            .map_err(|err| format!("cannot listen on {}: {err}", config.addr))?;
+        let bound = listener
+            .local_addr()
+            .map_or_else(|_| config.addr.clone(), |addr| addr.to_string());
+        let (stop, shutdown) = watch::channel(false);
+        let tasks = Arc::new(Tasks::default());
+        tasks.watch(&server, &trace);
+        let app = Arc::new(App {
+            server,
+            access: config.access,
+            extra_origins: config.extra_origins,
+            slots: Slots::new(config.limits.principal_requests),
+            limits: config.limits,
+            sessions: Sessions::default(),
+            tasks,
+            trace,
+            shutdown,
+        });
+        tracing::info!(
+            "ready: MCP 2025-11-25 (sessions, SSE) and 2026-07-28 (stateless) over Streamable HTTP; {}",
+            app.access.describe()
+        );
+        println!("listening on http://{bound}{}", service::ENDPOINT);
+        let _ = std::io::stdout().flush();
+        listener::serve(listener, app, stop).await;
+        Ok(())
+    })
+}

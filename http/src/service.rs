@@ -1,0 +1,623 @@
+//! One HTTP request, from its headers to its response: the checks that run before anything
+//! is read or allocated, then the JSON-RPC message, on the wire it belongs to.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use mcp_tasks::protocol::methods as v1_methods;
+use mcp_tasks::{AnyTask, JsonRpcError, Owner, TaskId, TaskStore, jsonrpc};
+use mcp_tasks_servers::access::origin_allowed;
+use mcp_tasks_servers::framing::{self, Id, Incoming as Message};
+use mcp_tasks_servers::server::{Elicitation, Reply};
+use mcp_tasks_servers::{headers, outbound};
+use serde_json::Value;
+
+use crate::App;
+use crate::body::{Body, Work};
+use crate::limits::Slot;
+use crate::session::{Role, Session, parse_event_id};
+use crate::sse::{self, Answer};
+use crate::stateless::{self, Wire};
+use crate::trace::Trace;
+
+/// The one endpoint.
+pub const ENDPOINT: &str = "/mcp";
+
+/// The fixture tool of the conformance suite's SSE polling scenario: its POST stream is
+/// closed right after the priming event, and its answer waits for the client to resume the
+/// stream with `GET` and `Last-Event-ID`.
+const CLOSES_ITS_STREAM: &str = "test_reconnection";
+
+/// What the request log line says besides the HTTP facts.
+#[derive(Default)]
+struct Noted {
+    method: Option<String>,
+    principal: Option<String>,
+}
+
+/// Answers one HTTP request and logs it (target `mcp_http::request`, level `debug`).
+pub async fn handle(
+    app: Arc<App>,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let started = Instant::now();
+    let http_method = request.method().clone();
+    let mut noted = Noted::default();
+    let response = route(&app, request, &mut noted).await;
+    tracing::debug!(
+        target: "mcp_http::request",
+        http = %http_method,
+        method = noted.method.as_deref().unwrap_or("-"),
+        principal = noted.principal.as_deref().unwrap_or("-"),
+        status = response.status().as_u16(),
+        latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        "request"
+    );
+    Ok(response)
+}
+
+async fn route(app: &Arc<App>, request: Request<Incoming>, noted: &mut Noted) -> Response<Body> {
+    if request.uri().path() != ENDPOINT {
+        return refusal(
+            StatusCode::NOT_FOUND,
+            jsonrpc::INVALID_REQUEST,
+            "not found: the MCP endpoint is /mcp",
+        );
+    }
+    let headers = request.headers();
+    if let Some(origin) = header_str(headers, header::ORIGIN.as_str())
+        && !origin_allowed(origin, &app.extra_origins)
+    {
+        return closing(refusal(
+            StatusCode::FORBIDDEN,
+            jsonrpc::INVALID_REQUEST,
+            "forbidden: this origin may not use the server",
+        ));
+    }
+    // The body of a refused request is never read: the connection closes instead.
+    let principal = match app
+        .access
+        .authenticate(header_str(headers, header::AUTHORIZATION.as_str()))
+    {
+        Ok(principal) => principal.to_owned(),
+        Err(why) => {
+            let mut response = closing(refusal(
+                StatusCode::UNAUTHORIZED,
+                jsonrpc::INVALID_REQUEST,
+                why.message(),
+            ));
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(why.challenge()),
+            );
+            return response;
+        }
+    };
+    noted.principal = Some(principal.clone());
+    match *request.method() {
+        Method::POST => post(app, request, principal, noted).await,
+        Method::GET => get(app, &request, &principal),
+        Method::DELETE => delete(app, &request, &principal),
+        _ => {
+            let mut response = closing(refusal(
+                StatusCode::METHOD_NOT_ALLOWED,
+                jsonrpc::INVALID_REQUEST,
+                "method not allowed: POST a message, GET the session's stream, DELETE the session",
+            ));
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            response
+        }
+    }
+}
+
+/// `POST`: one JSON-RPC message.
+async fn post(
+    app: &Arc<App>,
+    request: Request<Incoming>,
+    principal: String,
+    noted: &mut Noted,
+) -> Response<Body> {
+    let headers = request.headers().clone();
+    // The declared length is checked before a byte of the body is read.
+    if let Some(length) = headers.get(header::CONTENT_LENGTH) {
+        match length
+            .to_str()
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+        {
+            Some(length) if length > app.limits.max_body => {
+                return closing(refusal(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    jsonrpc::INVALID_REQUEST,
+                    &format!(
+                        "payload too large: a message is at most {} bytes",
+                        app.limits.max_body
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                return closing(refusal(
+                    StatusCode::BAD_REQUEST,
+                    jsonrpc::INVALID_REQUEST,
+                    "bad request: Content-Length is not a number of bytes",
+                ));
+            }
+        }
+    }
+    let Some(slot) = app.slots.take(&principal) else {
+        return too_many();
+    };
+    let content_type = header_str(&headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    if !media_is(content_type, "application/json") {
+        return closing(refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            jsonrpc::INVALID_REQUEST,
+            "unsupported media type: POST application/json",
+        ));
+    }
+    let accept = header_str(&headers, header::ACCEPT.as_str());
+    if !accepts(accept, "application/json") {
+        return closing(refusal(
+            StatusCode::NOT_ACCEPTABLE,
+            jsonrpc::INVALID_REQUEST,
+            "not acceptable: responses are application/json (or text/event-stream)",
+        ));
+    }
+    let sse_ok = accepts(accept, "text/event-stream");
+
+    let read = tokio::time::timeout(
+        app.limits.body_timeout,
+        Limited::new(
+            request.into_body(),
+            usize::try_from(app.limits.max_body).unwrap_or(usize::MAX),
+        )
+        .collect(),
+    )
+    .await;
+    let body: Bytes = match read {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(err)) if err.is::<http_body_util::LengthLimitError>() => {
+            return closing(refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                jsonrpc::INVALID_REQUEST,
+                "payload too large",
+            ));
+        }
+        Ok(Err(err)) => {
+            return closing(refusal(
+                StatusCode::BAD_REQUEST,
+                jsonrpc::PARSE_ERROR,
+                &format!("cannot read the body: {err}"),
+            ));
+        }
+        Err(_) => {
+            return closing(refusal(
+                StatusCode::REQUEST_TIMEOUT,
+                jsonrpc::INVALID_REQUEST,
+                "request timeout: the body did not arrive in time",
+            ));
+        }
+    };
+
+    let message = framing::parse(&body);
+    let (method, params) = match &message {
+        Message::Request { method, params, .. } | Message::Notification { method, params } => {
+            (Some(method.as_str()), params.as_ref())
+        }
+        Message::Response(_) => (None, None),
+        Message::Invalid(refused) => return json(StatusCode::BAD_REQUEST, refused.to_json()),
+    };
+    noted.method = method.map(str::to_owned);
+    if let Message::Request { id, method, params } = &message
+        && let Err(why) = headers::check(
+            method,
+            params.as_ref(),
+            header_str(&headers, "mcp-method"),
+            header_str(&headers, "mcp-name"),
+        )
+    {
+        let error = JsonRpcError::new(mcp_tasks::ext::HEADER_MISMATCH, why);
+        return json(
+            StatusCode::BAD_REQUEST,
+            framing::response(Some(id), &Err(error)),
+        );
+    }
+    let version = header_str(&headers, "mcp-protocol-version");
+    let wire = method.map_or(Wire::Session, |method| {
+        stateless::wire(version, method, params)
+    });
+    let text = std::str::from_utf8(&body).unwrap_or_default();
+    match wire {
+        Wire::Stateless => stateless_message(app, message, &principal, version, text, slot).await,
+        Wire::Session => {
+            session_message(app, message, &principal, &headers, sse_ok, text, slot).await
+        }
+    }
+}
+
+/// A 2026-07-28 message: no session; its version framing is checked first.
+async fn stateless_message(
+    app: &Arc<App>,
+    message: Message,
+    principal: &str,
+    version: Option<&str>,
+    text: &str,
+    _slot: Slot,
+) -> Response<Body> {
+    let trace_name = Trace::stateless_name(principal);
+    app.trace.write(&trace_name, "in", text);
+    let Message::Request { id, method, params } = message else {
+        // Notifications and responses need no answer.
+        return accepted();
+    };
+    if let Err(error) = stateless::check(version, params.as_ref()) {
+        let answer = framing::response(Some(&id), &Err(error));
+        app.trace.write(&trace_name, "out", &answer);
+        return json(StatusCode::BAD_REQUEST, answer);
+    }
+    let owner = Owner::new(principal);
+    let reply = tokio::task::block_in_place(|| {
+        app.server.request(
+            &owner,
+            id.request_id(),
+            &method,
+            params,
+            Elicitation::Undeclared,
+        )
+    });
+    let (answer, then) = settle(app, reply, &owner, None).await;
+    let status = match &answer {
+        Err(error) => stateless::status_of(error.code),
+        Ok(_) => StatusCode::OK,
+    };
+    let text = framing::response(Some(&id), &answer);
+    app.trace.write(&trace_name, "out", &text);
+    with_work(json(status, text), then)
+}
+
+/// A 2025-11-25 message: `initialize` opens a session, everything else needs one.
+async fn session_message(
+    app: &Arc<App>,
+    message: Message,
+    principal: &str,
+    headers: &HeaderMap,
+    sse_ok: bool,
+    text: &str,
+    slot: Slot,
+) -> Response<Body> {
+    let initialize = matches!(&message, Message::Request { method, .. } if method == "initialize");
+    let session = if initialize {
+        let params = match &message {
+            Message::Request { params, .. } => params.as_ref(),
+            _ => None,
+        };
+        app.sessions
+            .open(principal, Elicitation::declared_in(params))
+    } else {
+        let Some(id) = header_str(headers, "mcp-session-id") else {
+            return refusal(
+                StatusCode::BAD_REQUEST,
+                jsonrpc::INVALID_REQUEST,
+                "bad request: missing Mcp-Session-Id (send initialize first)",
+            );
+        };
+        match app.sessions.get(id, principal) {
+            Some(session) => session,
+            None => {
+                return refusal(
+                    StatusCode::NOT_FOUND,
+                    jsonrpc::INVALID_REQUEST,
+                    "session not found: initialize a new session",
+                );
+            }
+        }
+    };
+    app.trace.write(&session.id, "in", text);
+    let (id, method, params) = match message {
+        Message::Request { id, method, params } => (id, method, params),
+        Message::Response(answer) => {
+            if let Some((id, answer)) = outbound::client_answer(&answer)
+                && !session.resolve(&id, answer)
+            {
+                tracing::debug!(session = %session.id, "an answer to unknown request {id} was ignored");
+            }
+            return accepted();
+        }
+        Message::Notification { .. } | Message::Invalid(_) => return accepted(),
+    };
+    let owner = Owner::new(principal);
+    if method == v1_methods::TASKS_RESULT {
+        return tasks_result(app, &session, &owner, id, params, sse_ok, slot).await;
+    }
+    let closes_stream = sse_ok
+        && method == "tools/call"
+        && params
+            .as_ref()
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            == Some(CLOSES_ITS_STREAM);
+    let reply = tokio::task::block_in_place(|| {
+        app.server.request(
+            &owner,
+            id.request_id(),
+            &method,
+            params,
+            session.elicitation,
+        )
+    });
+    if closes_stream && let Reply::Later(work) = reply {
+        let answer: Answer = Box::pin(async move {
+            let answer = tokio::task::spawn_blocking(work)
+                .await
+                .unwrap_or_else(|err| {
+                    Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, err.to_string()))
+                });
+            framing::response(Some(&id), &answer)
+        });
+        let body = sse::open(
+            Arc::clone(&session),
+            Role::Detached,
+            None,
+            Some(answer),
+            app.shutdown.clone(),
+        );
+        return event_stream(body, Some(slot));
+    }
+    let (answer, then) = settle(app, reply, &owner, Some(&session)).await;
+    let text = framing::response(Some(&id), &answer);
+    app.trace.write(&session.id, "out", &text);
+    let mut response = with_work(json(StatusCode::OK, text), then);
+    if initialize && let Ok(value) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert("mcp-session-id", value);
+    }
+    response
+}
+
+/// `tasks/result` (2025-11-25): the answer once the task is terminal. While it waits, a
+/// client that takes SSE gets a stream that carries the task's requests (its input) and
+/// notifications first.
+async fn tasks_result(
+    app: &Arc<App>,
+    session: &Arc<Session>,
+    owner: &Owner,
+    id: Id,
+    params: Option<Value>,
+    sse_ok: bool,
+    slot: Slot,
+) -> Response<Body> {
+    let task: Option<TaskId> = params
+        .as_ref()
+        .and_then(|p| p.get("taskId"))
+        .and_then(Value::as_str)
+        .map(TaskId::from);
+    let dispatcher = app.server.dispatcher().clone();
+    let (owner2, trace, session_id) = (owner.clone(), Arc::clone(&app.trace), session.id.clone());
+    let answer: Answer = Box::pin(async move {
+        let answer = dispatcher.result_async(&owner2, params.as_ref()).await;
+        let text = framing::response(Some(&id), &answer);
+        trace.write(&session_id, "out", &text);
+        text
+    });
+    let streams = sse_ok
+        && task.as_ref().is_some_and(|task| {
+            let mine = app
+                .tasks
+                .session_of(task)
+                .is_some_and(|s| Arc::ptr_eq(&s, session));
+            mine && tokio::task::block_in_place(|| {
+                app.server
+                    .store()
+                    .get(owner, &task.to_string())
+                    .is_ok_and(|task: AnyTask| !task.is_terminal())
+            })
+        });
+    match (streams, task) {
+        (true, Some(task)) => {
+            let body = sse::open(
+                Arc::clone(session),
+                Role::Result(task),
+                None,
+                Some(answer),
+                app.shutdown.clone(),
+            );
+            event_stream(body, Some(slot))
+        }
+        _ => {
+            let text = answer.await;
+            drop(slot);
+            json(StatusCode::OK, text)
+        }
+    }
+}
+
+/// `GET`: the session's standalone SSE stream (resumed from `Last-Event-ID` if given).
+fn get(app: &Arc<App>, request: &Request<Incoming>, principal: &str) -> Response<Body> {
+    let headers = request.headers();
+    if !accepts(
+        header_str(headers, header::ACCEPT.as_str()),
+        "text/event-stream",
+    ) {
+        return refusal(
+            StatusCode::NOT_ACCEPTABLE,
+            jsonrpc::INVALID_REQUEST,
+            "not acceptable: GET opens a text/event-stream",
+        );
+    }
+    let Some(id) = header_str(headers, "mcp-session-id") else {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            "bad request: missing Mcp-Session-Id (the stream belongs to a session)",
+        );
+    };
+    let Some(session) = app.sessions.get(id, principal) else {
+        return refusal(
+            StatusCode::NOT_FOUND,
+            jsonrpc::INVALID_REQUEST,
+            "session not found: initialize a new session",
+        );
+    };
+    let Some(slot) = app.slots.take(principal) else {
+        return too_many();
+    };
+    let resume = header_str(headers, "last-event-id").and_then(parse_event_id);
+    let body = sse::open(session, Role::General, resume, None, app.shutdown.clone());
+    event_stream(body, Some(slot))
+}
+
+/// `DELETE`: ends the session.
+fn delete(app: &Arc<App>, request: &Request<Incoming>, principal: &str) -> Response<Body> {
+    let Some(id) = header_str(request.headers(), "mcp-session-id") else {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            "bad request: missing Mcp-Session-Id",
+        );
+    };
+    if app.sessions.end(id, principal) {
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        response
+    } else {
+        refusal(
+            StatusCode::NOT_FOUND,
+            jsonrpc::INVALID_REQUEST,
+            "session not found",
+        )
+    }
+}
+
+/// Runs a reply to its answer; a new task's handler comes back to start once the answer is
+/// out (and the task is recorded as running here).
+async fn settle(
+    app: &Arc<App>,
+    reply: Reply,
+    owner: &Owner,
+    session: Option<&Arc<Session>>,
+) -> (Result<Value, JsonRpcError>, Option<Work>) {
+    match reply {
+        Reply::Now(answer) => (answer, None),
+        Reply::Later(work) => {
+            let answer = tokio::task::spawn_blocking(work)
+                .await
+                .unwrap_or_else(|err| {
+                    Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, err.to_string()))
+                });
+            (answer, None)
+        }
+        Reply::ThenRun(answer, work) => {
+            let task = answer
+                .get("task")
+                .and_then(|task| task.get("taskId"))
+                .or_else(|| answer.get("taskId"))
+                .and_then(Value::as_str)
+                .map(TaskId::from);
+            if let Some(task) = task {
+                app.tasks.started(task, owner.clone(), session);
+            }
+            (Ok(answer), Some(work))
+        }
+    }
+}
+
+fn with_work(response: Response<Body>, then: Option<Work>) -> Response<Body> {
+    match then {
+        None => response,
+        Some(work) => response.map(|mut body| match &mut body {
+            Body::Full(bytes) => Body::Then(bytes.take(), Some(work)),
+            _ => body,
+        }),
+    }
+}
+
+fn event_stream(body: sse::SseBody, slot: Option<Slot>) -> Response<Body> {
+    let mut response = Response::new(Body::Sse {
+        stream: body,
+        _slot: slot,
+    });
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+fn json(status: StatusCode, text: String) -> Response<Body> {
+    let mut response = Response::new(Body::full(text));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn accepted() -> Response<Body> {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
+}
+
+/// An HTTP-level refusal with a JSON-RPC error body without `id` (no request was read).
+pub fn refusal(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+    json(
+        status,
+        framing::response(None, &Err(JsonRpcError::new(code, message))),
+    )
+}
+
+/// The connection closes after this response (its request's body is not read).
+fn closing(mut response: Response<Body>) -> Response<Body> {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+fn too_many() -> Response<Body> {
+    let mut response = closing(refusal(
+        StatusCode::TOO_MANY_REQUESTS,
+        jsonrpc::INTERNAL_ERROR,
+        "too many requests at once for this principal, retry shortly",
+    ));
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+fn media_is(value: &str, media: &str) -> bool {
+    value
+        .split(';')
+        .next()
+        .is_some_and(|found| found.trim().eq_ignore_ascii_case(media))
+}
+
+/// Whether an `Accept` header takes `media` (absent: anything).
+fn accepts(accept: Option<&str>, media: &str) -> bool {
+    let Some(accept) = accept else { return true };
+    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
+    accept.split(',').any(|range| {
+        let range = range.split(';').next().unwrap_or("").trim();
+        range.eq_ignore_ascii_case(media)
+            || range == "*/*"
+            || range
+                .strip_suffix("/*")
+                .is_some_and(|prefix| prefix.eq_ignore_ascii_case(kind))
+    })
+}

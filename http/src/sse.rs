@@ -1,0 +1,156 @@
+//! Server-Sent Events: the response body of an SSE stream, and the task that fills it
+//! from a session's mailbox.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::Frame;
+use tokio::sync::{mpsc, watch};
+
+use crate::session::{Event, Role, Session};
+
+/// The reconnection delay a client is told in the priming event (ms).
+const RETRY_MS: u64 = 1000;
+
+/// How often an idle stream sends a comment, so a dead peer is noticed.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// The answer a `tasks/result` stream ends with: one JSON-RPC response.
+pub type Answer = Pin<Box<dyn Future<Output = String> + Send>>;
+
+/// The body of an SSE response: events as the stream's task produces them.
+pub struct SseBody {
+    events: mpsc::Receiver<Bytes>,
+}
+
+impl http_body::Body for SseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.events
+            .poll_recv(cx)
+            .map(|event| event.map(|bytes| Ok(Frame::data(bytes))))
+    }
+}
+
+/// One SSE event: its id and one JSON-RPC message as `data` (one line per line of it).
+fn encode(event: &Event) -> Bytes {
+    let mut text = String::with_capacity(event.data.len() + 32);
+    text.push_str("id: ");
+    text.push_str(&event.id);
+    text.push_str("\nevent: message\n");
+    for line in event.data.split('\n') {
+        text.push_str("data: ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    text.push('\n');
+    Bytes::from(text)
+}
+
+/// Opens a stream of `session` with `role` (resuming `resume`, a `Last-Event-ID`) and
+/// returns its body. A `tasks/result` stream carries the messages about its task and ends
+/// with `answer`; if the client drops it first, the answer still comes and waits for the
+/// stream to be resumed. The standalone stream ends when a newer one replaces it, the
+/// session ends, or the server shuts down.
+pub fn open(
+    session: Arc<Session>,
+    role: Role,
+    resume: Option<(u64, u64)>,
+    answer: Option<Answer>,
+    mut shutdown: watch::Receiver<bool>,
+) -> SseBody {
+    // A detached stream closes right after its priming event: its answer waits for the
+    // client to resume it.
+    let close_early = role == Role::Detached;
+    let (tx, events) = mpsc::channel(16);
+    let (stream, replay) = session.open_stream(&role, resume);
+    tokio::spawn(async move {
+        let _open = OpenStream {
+            session: Arc::clone(&session),
+            stream,
+            role: role.clone(),
+        };
+        let mut answer = answer;
+        // The priming event: an id to resume from, and the reconnection delay.
+        let priming = format!(
+            "id: {}\nretry: {RETRY_MS}\ndata: \n\n",
+            session.mark(stream)
+        );
+        let mut alive = !close_early || resume.is_some();
+        let primed = tx.send(Bytes::from(priming)).await.is_ok();
+        alive = alive && primed;
+        for event in replay {
+            alive = alive && tx.send(encode(&event)).await.is_ok();
+        }
+        while alive {
+            let changed = session.changed();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if session.has_ended()
+                || (role == Role::General && (!session.holds_general(stream) || *shutdown.borrow()))
+            {
+                break;
+            }
+            for event in session.take(stream, &role) {
+                // Taken events are in the history: a resumed stream sends them again.
+                alive = alive && tx.send(encode(&event)).await.is_ok();
+            }
+            if !alive {
+                break;
+            }
+            tokio::select! {
+                () = &mut changed => {}
+                response = async {
+                    match answer.as_mut() {
+                        Some(answer) => answer.await,
+                        None => std::future::pending().await,
+                    }
+                }, if answer.is_some() => {
+                    answer = None;
+                    let event = session.record(stream, response.into());
+                    let _ = tx.send(encode(&event)).await;
+                    break;
+                }
+                () = tx.closed() => alive = false,
+                _ = shutdown.changed(), if role == Role::General => {}
+                () = tokio::time::sleep(KEEPALIVE) => {
+                    alive = tx.send(Bytes::from_static(b": keepalive\n\n")).await.is_ok();
+                }
+            }
+        }
+        // The client left before the answer: it still comes, and waits for a resumption.
+        if let Some(answer) = answer {
+            let session = Arc::clone(&session);
+            tokio::spawn(async move {
+                let response = answer.await;
+                if !session.has_ended() {
+                    session.pin(stream, response);
+                }
+            });
+        }
+    });
+    SseBody { events }
+}
+
+/// Closes its stream in the session when the stream's task ends, however it ends.
+struct OpenStream {
+    session: Arc<Session>,
+    stream: u64,
+    role: Role,
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.session.close_stream(self.stream, &self.role);
+    }
+}

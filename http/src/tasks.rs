@@ -1,0 +1,228 @@
+//! The tasks this instance runs, and what their changes send to the clients: a 2025-11-25
+//! task created through a session sends that session `notifications/tasks/status` and its
+//! input requests (`elicitation/create`, tagged with the related task); the answers go
+//! back into the store, where the handler waits for them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use mcp_tasks::protocol::{TaskStatusNotification, tag_related_task};
+use mcp_tasks::{
+    AnyTask, InputRequired, JsonObject, JsonRpcError, Outcome, Owner, Task, TaskId, TaskStatus,
+    TaskStore, jsonrpc,
+};
+use mcp_tasks_servers::outbound;
+use mcp_tasks_servers::server::{Server, Store};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::session::Session;
+use crate::trace::Trace;
+
+/// How long a task waits for the client to answer one of its input requests.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How often a task waiting for an answer checks that it still waits (not cancelled).
+const STATUS_CHECK: Duration = Duration::from_millis(100);
+
+/// What a task carries here.
+struct Running {
+    owner: Owner,
+    /// The session that created it, for a 2025-11-25 task.
+    session: Option<Weak<Session>>,
+    /// Whether its handler runs on this instance.
+    handler_here: bool,
+}
+
+/// The tasks this instance created, until they finish.
+#[derive(Default)]
+pub struct Tasks {
+    running: Mutex<HashMap<TaskId, Running>>,
+}
+
+impl Tasks {
+    fn running(&self) -> MutexGuard<'_, HashMap<TaskId, Running>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a task whose handler starts here; `session` for a 2025-11-25 task.
+    pub fn started(&self, task: TaskId, owner: Owner, session: Option<&Arc<Session>>) {
+        self.running().insert(
+            task,
+            Running {
+                owner,
+                session: session.map(Arc::downgrade),
+                handler_here: true,
+            },
+        );
+    }
+
+    /// The session a 2025-11-25 task was created through, if it is still open.
+    pub fn session_of(&self, task: &TaskId) -> Option<Arc<Session>> {
+        self.running().get(task)?.session.as_ref()?.upgrade()
+    }
+
+    /// Sends each store change to the sessions concerned, from a task of the runtime.
+    pub fn watch(self: &Arc<Self>, server: &Arc<Server>, trace: &Arc<Trace>) {
+        let (changes, mut received) = mpsc::unbounded_channel();
+        TaskStore::subscribe(server.store(), move |change| {
+            let _ = changes.send(change.clone());
+        });
+        let (tasks, server, trace) = (Arc::clone(self), Arc::clone(server), Arc::clone(trace));
+        tokio::spawn(async move {
+            while let Some(change) = received.recv().await {
+                tasks.on_change(&server, &trace, &change.task);
+            }
+        });
+    }
+
+    fn on_change(&self, server: &Arc<Server>, trace: &Arc<Trace>, task: &AnyTask) {
+        let Some(session) = self.session_of(task.id()) else {
+            if task.is_terminal() {
+                self.finished(server, task.id());
+            }
+            return;
+        };
+        if let AnyTask::InputRequired(waiting) = task {
+            forward_input(&session, server.store(), trace, waiting);
+        }
+        if session.is_news(task) {
+            match serde_json::to_string(&TaskStatusNotification::new(task.clone())) {
+                Ok(notification) => {
+                    trace.write(&session.id, "out", &notification);
+                    session.notify(Some(task.id()), notification);
+                }
+                Err(err) => tracing::error!("cannot serialize a status notification: {err}"),
+            }
+        }
+        if task.is_terminal() {
+            self.finished(server, task.id());
+        }
+    }
+
+    fn finished(&self, server: &Server, task: &TaskId) {
+        self.running().remove(task);
+        server.forget_task(task);
+    }
+
+    /// How many tasks this instance's handlers still run.
+    pub fn handlers_running(&self) -> usize {
+        self.running().values().filter(|r| r.handler_here).count()
+    }
+
+    /// Fails every task whose handler still runs here (the server is shutting down) and
+    /// returns their ids. A task that finished meanwhile keeps its outcome.
+    pub fn fail_all(&self, store: &Store, why: &str) -> Vec<TaskId> {
+        let running: Vec<(TaskId, Owner)> = self
+            .running()
+            .iter()
+            .filter(|(_, r)| r.handler_here)
+            .map(|(id, r)| (id.clone(), r.owner.clone()))
+            .collect();
+        let mut failed = Vec::new();
+        for (task, owner) in running {
+            let error = JsonRpcError::new(jsonrpc::INTERNAL_ERROR, why);
+            match store.store_result(
+                &owner,
+                &task.to_string(),
+                TaskStatus::Failed,
+                Outcome::Error(error),
+            ) {
+                Ok(_) => failed.push(task),
+                Err(err) => tracing::debug!(%task, "not failed at shutdown: {err}"),
+            }
+        }
+        failed
+    }
+}
+
+/// Forwards each input request of `task` not forwarded yet as a request to the client, and
+/// puts the answer (or a dismissal) back into the store.
+fn forward_input(
+    session: &Arc<Session>,
+    store: &Store,
+    trace: &Arc<Trace>,
+    task: &Task<InputRequired>,
+) {
+    for (key, request) in task.input_requests().iter() {
+        if !session.forward_once(task.id(), key) {
+            continue;
+        }
+        let mut params = request.params.clone();
+        tag_related_task(&mut params, task.id());
+        let (request_id, answered) = session.request(task.id(), &request.method, params);
+        trace.write(
+            &session.id,
+            "out",
+            &json!({"jsonrpc": "2.0", "id": request_id, "method": request.method}).to_string(),
+        );
+        let (session, store) = (Arc::clone(session), store.clone());
+        let (task, key) = (task.id().clone(), key.to_owned());
+        let owner = Owner::new(session.principal.clone());
+        tokio::spawn(async move {
+            let answer =
+                wait_for_answer(&session, &store, &owner, &task, &request_id, answered).await;
+            let mut responses = JsonObject::new();
+            responses.insert(key.clone(), Value::Object(outbound::input_response(answer)));
+            let (store2, owner2, task2) = (store.clone(), owner.clone(), task.clone());
+            let delivered = tokio::task::spawn_blocking(move || {
+                store2.respond(&owner2, &task2.to_string(), responses)
+            })
+            .await;
+            match delivered {
+                Ok(Ok(_)) => {}
+                Ok(Err(err)) => tracing::debug!(%task, "an input answer was not delivered: {err}"),
+                Err(err) => tracing::error!(%task, "delivering an input answer failed: {err}"),
+            }
+            session.forwarded_done(&task, &key);
+        });
+    }
+}
+
+/// The client's answer to request `id`, or an error when the task stops waiting (the
+/// request is then withdrawn with `notifications/cancelled`) or no answer comes in time.
+async fn wait_for_answer(
+    session: &Arc<Session>,
+    store: &Store,
+    owner: &Owner,
+    task: &TaskId,
+    id: &str,
+    mut answered: tokio::sync::oneshot::Receiver<Result<Value, JsonRpcError>>,
+) -> Result<Value, JsonRpcError> {
+    let deadline = Instant::now() + ANSWER_TIMEOUT;
+    loop {
+        match tokio::time::timeout(STATUS_CHECK, &mut answered).await {
+            Ok(Ok(answer)) => return answer,
+            Ok(Err(_)) => {
+                return Err(JsonRpcError::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    "the session ended",
+                ));
+            }
+            Err(_) => {}
+        }
+        let (store2, owner2, task2) = (store.clone(), owner.clone(), task.clone());
+        let waiting = tokio::task::spawn_blocking(move || {
+            store2
+                .get(&owner2, &task2.to_string())
+                .is_ok_and(|task| task.status() == TaskStatus::InputRequired)
+        })
+        .await
+        .unwrap_or(false);
+        if !waiting || Instant::now() >= deadline {
+            session.forget_request(id);
+            let withdrawn = json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": id, "reason": "the task no longer waits for this input"},
+            })
+            .to_string();
+            session.notify(Some(task), withdrawn);
+            return Err(JsonRpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                "the task stopped waiting for the client's answer",
+            ));
+        }
+    }
+}
