@@ -17,8 +17,8 @@
 //!   waiting for its task, which (for a client that accepts it) is a `text/event-stream`
 //!   carrying the task's input requests (`elicitation/create`, tagged with the related
 //!   task) and its `notifications/tasks/status`, then the answer.
-//! - `GET` opens the session's standalone SSE stream: every message for the session that no
-//!   `tasks/result` stream carries. A newer `GET` replaces the older.
+//! - `GET` opens a standalone SSE stream of the session: every message for the session that
+//!   no `tasks/result` stream carries (with several open, each message goes out on one).
 //! - Every SSE stream starts with a priming event (an id, a `retry` delay, no data); each
 //!   event has an id, and a client that lost a stream resumes it with `GET` and
 //!   `Last-Event-ID`: the events after it on that stream are sent again (the last 256 of the
@@ -38,7 +38,8 @@
 //!   A request without a known token is answered `401` before its body is read, and its
 //!   connection closed.
 //! - `Origin`, when present, must be a loopback origin or listed in
-//!   `MCP_TASKS_ALLOWED_ORIGINS` (`403`).
+//!   `MCP_TASKS_ALLOWED_ORIGINS` (`403`); on a loopback address, `Host` must name a loopback
+//!   host (any port) or an allowed origin's host (`403`): DNS-rebinding protection.
 //! - Checked before anything is read or allocated for a request: the connection cap
 //!   (`MCP_TASKS_MAX_CONNECTIONS`, 2048), the header timeout (`MCP_TASKS_HEADER_TIMEOUT_MS`,
 //!   10 s), the declared body size (`MCP_TASKS_MAX_BODY_BYTES`, 4 MiB: `413`), the
@@ -95,6 +96,8 @@ pub struct App {
     pub access: Access,
     /// Origins allowed beside the loopback ones.
     pub extra_origins: Vec<String>,
+    /// Whether the server listens on a loopback address (then `Host` is checked too).
+    pub loopback: bool,
     /// The limits.
     pub limits: Limits,
     /// Per-principal request slots.
@@ -154,6 +157,7 @@ fn run() -> Result<(), String> {
             server,
             access: config.access,
             extra_origins: config.extra_origins,
+            loopback: listener.local_addr().is_ok_and(|addr| addr.ip().is_loopback()),
             slots: Slots::new(config.limits.principal_requests),
             limits: config.limits,
             sessions: Sessions::default(),

@@ -71,6 +71,22 @@ async fn route(app: &Arc<App>, request: Request<Incoming>, noted: &mut Noted) ->
         );
     }
     let headers = request.headers();
+    // Bound to loopback, the server answers only requests addressed to a loopback name (or
+    // an allowed origin's host): a DNS-rebound name is refused even without `Origin`.
+    if app.loopback
+        && let Some(host) = header_str(headers, header::HOST.as_str())
+        && !origin_allowed(&format!("http://{host}"), &app.extra_origins)
+        && !app
+            .extra_origins
+            .iter()
+            .any(|origin| origin.ends_with(&format!("://{host}")))
+    {
+        return closing(refusal(
+            StatusCode::FORBIDDEN,
+            jsonrpc::INVALID_REQUEST,
+            "forbidden: this Host may not use the server",
+        ));
+    }
     if let Some(origin) = header_str(headers, header::ORIGIN.as_str())
         && !origin_allowed(origin, &app.extra_origins)
     {
@@ -237,7 +253,7 @@ async fn post(
     });
     let text = std::str::from_utf8(&body).unwrap_or_default();
     match wire {
-        Wire::Stateless => stateless_message(app, message, &principal, version, text, slot).await,
+        Wire::Stateless => stateless_message(app, message, &principal, &headers, text, slot).await,
         Wire::Session => {
             session_message(app, message, &principal, &headers, sse_ok, text, slot).await
         }
@@ -249,17 +265,20 @@ async fn stateless_message(
     app: &Arc<App>,
     message: Message,
     principal: &str,
-    version: Option<&str>,
+    headers: &HeaderMap,
     text: &str,
     _slot: Slot,
 ) -> Response<Body> {
+    let version = header_str(headers, "mcp-protocol-version");
     let trace_name = Trace::stateless_name(principal);
     app.trace.write(&trace_name, "in", text);
     let Message::Request { id, method, params } = message else {
         // Notifications and responses need no answer.
         return accepted();
     };
-    if let Err(error) = stateless::check(version, params.as_ref()) {
+    if let Err(error) = stateless::check(version, params.as_ref())
+        .and_then(|()| routing_headers(headers, &method, params.as_ref()))
+    {
         let answer = framing::response(Some(&id), &Err(error));
         app.trace.write(&trace_name, "out", &answer);
         return json(StatusCode::BAD_REQUEST, answer);
@@ -380,6 +399,35 @@ async fn session_message(
         response.headers_mut().insert("mcp-session-id", value);
     }
     response
+}
+
+/// The routing headers the stateless wire requires: `Mcp-Method`, `Mcp-Name` when the body
+/// names something, and the `Mcp-Param-*` of a tool's annotated arguments.
+fn routing_headers(
+    headers: &HeaderMap,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<(), JsonRpcError> {
+    let mismatch = |why: String| JsonRpcError::new(mcp_tasks::ext::HEADER_MISMATCH, why);
+    headers::require(
+        method,
+        params,
+        header_str(headers, "mcp-method"),
+        header_str(headers, "mcp-name"),
+    )
+    .map_err(mismatch)?;
+    if method == "tools/call"
+        && let Some(schema) = params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .and_then(mcp_tasks_servers::server::tool_input_schema)
+    {
+        headers::check_params(&schema, params.and_then(|p| p.get("arguments")), |name| {
+            header_str(headers, name)
+        })
+        .map_err(mismatch)?;
+    }
+    Ok(())
 }
 
 /// `tasks/result` (2025-11-25): the answer once the task is terminal. While it waits, a

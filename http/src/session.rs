@@ -47,7 +47,8 @@ struct Sent {
 /// What a stream carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
-    /// The standalone `GET` stream: everything not claimed by a `tasks/result` stream.
+    /// A standalone `GET` stream: everything not claimed by a `tasks/result` stream (with
+    /// several open, each message goes out on one of them).
     General,
     /// The stream answering `tasks/result` for this task: the messages about the task.
     Result(TaskId),
@@ -61,8 +62,6 @@ struct Mailbox {
     history: VecDeque<Sent>,
     next_stream: u64,
     next_seq: u64,
-    /// The stream that currently holds the standalone `GET` (a newer `GET` replaces it).
-    general: Option<u64>,
     /// Open `tasks/result` streams per task.
     result_streams: HashMap<TaskId, usize>,
     /// Status and message last notified per task (a change that leaves both is not news).
@@ -246,25 +245,19 @@ impl Session {
             }
         };
         match role {
-            Role::General => mailbox.general = Some(stream),
+            Role::General => {}
             Role::Result(task) => *mailbox.result_streams.entry(task.clone()).or_default() += 1,
             Role::Detached => {}
         }
         drop(mailbox);
-        // A replaced `GET` stream notices and ends.
-        self.wake.notify_waiters();
         (stream, replay)
     }
 
-    /// Closes stream `stream`: what it did not take goes to the others.
-    pub fn close_stream(&self, stream: u64, role: &Role) {
+    /// Closes a stream with `role`: what it did not take goes to the others.
+    pub fn close_stream(&self, role: &Role) {
         let mut mailbox = self.mailbox();
         match role {
-            Role::General => {
-                if mailbox.general == Some(stream) {
-                    mailbox.general = None;
-                }
-            }
+            Role::General | Role::Detached => {}
             Role::Result(task) => {
                 if let Some(open) = mailbox.result_streams.get_mut(task) {
                     *open -= 1;
@@ -273,15 +266,9 @@ impl Session {
                     }
                 }
             }
-            Role::Detached => {}
         }
         drop(mailbox);
         self.wake.notify_waiters();
-    }
-
-    /// Whether stream `stream` still holds the standalone `GET` (a newer one replaced it).
-    pub fn holds_general(&self, stream: u64) -> bool {
-        self.mailbox().general == Some(stream)
     }
 
     /// Takes the messages stream `stream` (with `role`) carries now, as events.

@@ -60,8 +60,8 @@ fn encode(event: &Event) -> Bytes {
 /// Opens a stream of `session` with `role` (resuming `resume`, a `Last-Event-ID`) and
 /// returns its body. A `tasks/result` stream carries the messages about its task and ends
 /// with `answer`; if the client drops it first, the answer still comes and waits for the
-/// stream to be resumed. The standalone stream ends when a newer one replaces it, the
-/// session ends, or the server shuts down.
+/// stream to be resumed. A standalone stream ends when the session ends or the server shuts
+/// down.
 pub fn open(
     session: Arc<Session>,
     role: Role,
@@ -77,7 +77,6 @@ pub fn open(
     tokio::spawn(async move {
         let _open = OpenStream {
             session: Arc::clone(&session),
-            stream,
             role: role.clone(),
         };
         let mut answer = answer;
@@ -96,9 +95,7 @@ pub fn open(
             let changed = session.changed();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            if session.has_ended()
-                || (role == Role::General && (!session.holds_general(stream) || *shutdown.borrow()))
-            {
+            if session.has_ended() || (role == Role::General && *shutdown.borrow()) {
                 break;
             }
             for event in session.take(stream, &role) {
@@ -145,12 +142,11 @@ pub fn open(
 /// Closes its stream in the session when the stream's task ends, however it ends.
 struct OpenStream {
     session: Arc<Session>,
-    stream: u64,
     role: Role,
 }
 
 impl Drop for OpenStream {
     fn drop(&mut self) {
-        self.session.close_stream(self.stream, &self.role);
+        self.session.close_stream(&self.role);
     }
 }

@@ -441,6 +441,8 @@ impl Server {
                 "supportedVersions": [ext::PROTOCOL_VERSION],
                 "capabilities": {
                     "tools": {},
+                    "prompts": {},
+                    "resources": {},
                     "extensions": {ext::EXTENSION_ID: TasksExtensionCapability}
                 },
                 "instructions": tools::INSTRUCTIONS,
@@ -459,9 +461,17 @@ impl Server {
                         }
                     }
                 }
-                Ok(json!({"tools": tools, "ttlMs": CACHE_TTL_MS, "cacheScope": CACHE_SCOPE}))
+                Ok(cacheable(json!({"tools": tools})))
             }
             "tools/call" => return self.call_tool_ext(owner, id, params, declared),
+            // The example has no prompts and no resources: empty, cacheable lists.
+            "prompts/list" => Ok(cacheable(json!({"prompts": []}))),
+            "resources/list" => Ok(cacheable(json!({"resources": []}))),
+            "resources/templates/list" => Ok(cacheable(json!({"resourceTemplates": []}))),
+            "resources/read" => Err(JsonRpcError::new(
+                RESOURCE_NOT_FOUND,
+                "resource not found: this server has no resources",
+            )),
             ext::methods::TASKS_UPDATE if declared => self
                 .check_answers(owner, params.as_ref())
                 .and_then(|()| self.ext.dispatch(owner, method, params.as_ref(), declared)),
@@ -556,6 +566,30 @@ impl Server {
         }
         Ok(())
     }
+}
+
+/// The JSON-RPC code of a `resources/read` for a resource the server does not have.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// A list result a 2026-07-28 client may cache: `ttlMs` and `cacheScope` (SEP-2549).
+fn cacheable(mut result: Value) -> Value {
+    if let Some(object) = result.as_object_mut() {
+        object.insert("ttlMs".into(), json!(CACHE_TTL_MS));
+        object.insert("cacheScope".into(), json!(CACHE_SCOPE));
+    }
+    result
+}
+
+/// The input schema of tool `name`, if the server has that tool (for the `Mcp-Param-*`
+/// headers its annotated arguments need).
+pub fn tool_input_schema(name: &str) -> Option<Value> {
+    let tools = tools::list();
+    tools
+        .as_array()?
+        .iter()
+        .find(|tool| tool.get("name").and_then(Value::as_str) == Some(name))?
+        .get("inputSchema")
+        .cloned()
 }
 
 /// A 2026-07-28 result: `resultType: "complete"` unless it already names its type.
