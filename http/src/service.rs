@@ -669,3 +669,26 @@ fn accepts(accept: Option<&str>, media: &str) -> bool {
                 .is_some_and(|prefix| prefix.eq_ignore_ascii_case(kind))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_ranges_are_read_as_media_ranges() {
+        assert!(accepts(None, "text/event-stream"));
+        assert!(accepts(
+            Some("application/json, text/event-stream"),
+            "text/event-stream"
+        ));
+        assert!(accepts(Some("text/*;q=0.5"), "text/event-stream"));
+        assert!(accepts(Some("*/*"), "application/json"));
+        assert!(!accepts(Some("application/json"), "text/event-stream"));
+        assert!(!accepts(Some("text/html"), "application/json"));
+        assert!(media_is(
+            "Application/JSON; charset=utf-8",
+            "application/json"
+        ));
+        assert!(!media_is("text/plain", "application/json"));
+    }
+}

@@ -425,3 +425,115 @@ impl Sessions {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> Session {
+        Session::new("s".into(), "alice".into(), Elicitation::Declared)
+    }
+
+    fn data(events: &[Event]) -> Vec<&str> {
+        events.iter().map(|event| &*event.data).collect()
+    }
+
+    #[test]
+    fn a_tasks_result_stream_takes_the_messages_about_its_task_first() {
+        let session = session();
+        let (task, other) = (TaskId::from("t-1"), TaskId::from("t-2"));
+        let (general, _) = session.open_stream(&Role::General, None);
+        let (result, _) = session.open_stream(&Role::Result(task.clone()), None);
+        session.notify(Some(&task), "about t-1".into());
+        session.notify(Some(&other), "about t-2".into());
+        session.notify(None, "about nothing".into());
+        assert_eq!(
+            data(&session.take(result, &Role::Result(task.clone()))),
+            ["about t-1"]
+        );
+        assert_eq!(
+            data(&session.take(general, &Role::General)),
+            ["about t-2", "about nothing"]
+        );
+        // Once the result stream is closed, the standalone stream takes the task's messages.
+        session.close_stream(&Role::Result(task.clone()));
+        session.notify(Some(&task), "later about t-1".into());
+        assert_eq!(
+            data(&session.take(general, &Role::General)),
+            ["later about t-1"]
+        );
+    }
+
+    #[test]
+    fn a_resumed_stream_gets_its_own_events_again_and_its_pinned_answer() {
+        let session = session();
+        let (first, _) = session.open_stream(&Role::General, None);
+        session.notify(None, "one".into());
+        session.notify(None, "two".into());
+        let sent = session.take(first, &Role::General);
+        let (other, _) = session.open_stream(&Role::Detached, None);
+        session.pin(other, "the answer".into());
+        assert!(
+            session.take(first, &Role::General).is_empty(),
+            "a pinned answer is not the general stream's"
+        );
+        let (stream, seq) = parse_event_id(&sent[0].id).expect("an id this session issued");
+        let (resumed, replay) = session.open_stream(&Role::General, Some((stream, seq)));
+        assert_eq!(resumed, first);
+        assert_eq!(data(&replay), ["two"]);
+        let (detached, replay) = session.open_stream(&Role::General, Some((other, 0)));
+        assert!(replay.is_empty());
+        assert_eq!(
+            data(&session.take(detached, &Role::General)),
+            ["the answer"]
+        );
+    }
+
+    #[test]
+    fn event_ids_are_unique_in_a_session_and_unknown_ones_open_a_new_stream() {
+        let session = session();
+        let (a, _) = session.open_stream(&Role::General, None);
+        let (b, _) = session.open_stream(&Role::General, None);
+        assert_ne!(a, b);
+        let ids = [session.mark(a), session.mark(b), session.mark(a)];
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 3);
+        let (fresh, replay) = session.open_stream(&Role::General, Some((99, 0)));
+        assert!(fresh > b && replay.is_empty());
+        assert_eq!(parse_event_id("x-1"), None);
+        assert_eq!(parse_event_id(" 3-4 "), Some((3, 4)));
+    }
+
+    #[test]
+    fn a_full_mailbox_drops_its_oldest_notification_never_a_request() {
+        let session = session();
+        let task = TaskId::from("t");
+        let (_id, _answer) = session.request(&task, "elicitation/create", serde_json::Map::new());
+        for n in 0..QUEUED + 5 {
+            session.notify(None, format!("n{n}"));
+        }
+        let (stream, _) = session.open_stream(&Role::General, None);
+        let taken = session.take(stream, &Role::General);
+        assert_eq!(taken.len(), QUEUED);
+        assert!(taken[0].data.contains("elicitation/create"));
+        assert_eq!(&*taken[1].data, "n6");
+    }
+
+    #[test]
+    fn answers_reach_their_request_once_and_sessions_their_principal() {
+        let session = session();
+        let (id, mut answer) = session.request(
+            &TaskId::from("t"),
+            "elicitation/create",
+            serde_json::Map::new(),
+        );
+        assert!(session.resolve(&id, Ok(Value::Null)));
+        assert!(!session.resolve(&id, Ok(Value::Null)));
+        assert!(matches!(answer.try_recv(), Ok(Ok(Value::Null))));
+        let sessions = Sessions::default();
+        let opened = sessions.open("alice", Elicitation::Undeclared);
+        assert!(sessions.get(&opened.id, "bob").is_none());
+        assert!(!sessions.end(&opened.id, "bob"));
+        assert!(sessions.end(&opened.id, "alice"));
+        assert!(opened.has_ended() && sessions.get(&opened.id, "alice").is_none());
+    }
+}

@@ -117,3 +117,74 @@ pub fn status_of(code: i64) -> hyper::StatusCode {
 fn clip(text: &str) -> String {
     text.chars().take(40).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn framed(version: &str) -> Value {
+        json!({"_meta": {ext::META_PROTOCOL_VERSION: version, ext::META_CLIENT_CAPABILITIES: {}}})
+    }
+
+    #[test]
+    fn the_wire_follows_the_header_then_the_body() {
+        let framed = framed("2026-07-28");
+        assert_eq!(wire(None, "initialize", None), Wire::Session);
+        assert_eq!(wire(Some("2025-11-25"), "tools/list", None), Wire::Session);
+        assert_eq!(
+            wire(Some("2026-07-28"), "initialize", None),
+            Wire::Stateless
+        );
+        assert_eq!(wire(None, "tools/list", Some(&framed)), Wire::Stateless);
+        assert_eq!(
+            wire(Some("2025-11-25"), "tools/list", Some(&framed)),
+            Wire::Stateless
+        );
+        assert_eq!(wire(None, "server/discover", None), Wire::Stateless);
+    }
+
+    #[test]
+    fn framing_errors_carry_the_suites_codes_in_its_order() {
+        let code =
+            |header: Option<&str>, params: &Value| check(header, Some(params)).map_err(|e| e.code);
+        assert_eq!(code(Some("2026-07-28"), &framed("2026-07-28")), Ok(()));
+        assert_eq!(code(None, &framed("2026-07-28")), Err(ext::HEADER_MISMATCH));
+        assert_eq!(
+            code(Some("2026-07-28"), &json!({})),
+            Err(jsonrpc::INVALID_PARAMS)
+        );
+        let no_capabilities = json!({"_meta": {ext::META_PROTOCOL_VERSION: "2026-07-28"}});
+        assert_eq!(
+            code(Some("2026-07-28"), &no_capabilities),
+            Err(jsonrpc::INVALID_PARAMS)
+        );
+        // A mismatch beats an unsupported version.
+        assert_eq!(
+            code(Some("2026-07-28"), &framed("v999")),
+            Err(ext::HEADER_MISMATCH)
+        );
+        let unsupported = check(Some("v999"), Some(&framed("v999"))).expect_err("unsupported");
+        assert_eq!(unsupported.code, UNSUPPORTED_PROTOCOL_VERSION);
+        let data = unsupported.data.expect("data");
+        assert_eq!(data["requested"], "v999");
+        assert_eq!(data["supported"], json!(SUPPORTED));
+    }
+
+    #[test]
+    fn unknown_methods_are_404_and_framing_errors_400() {
+        assert_eq!(
+            status_of(jsonrpc::METHOD_NOT_FOUND),
+            hyper::StatusCode::NOT_FOUND
+        );
+        for code in [
+            ext::HEADER_MISMATCH,
+            ext::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            UNSUPPORTED_PROTOCOL_VERSION,
+        ] {
+            assert_eq!(status_of(code), hyper::StatusCode::BAD_REQUEST);
+        }
+        assert_eq!(status_of(jsonrpc::INTERNAL_ERROR), hyper::StatusCode::OK);
+    }
+}
