@@ -135,14 +135,19 @@ impl Session {
         });
     }
 
-    /// Sends a request to the client about `related`; the receiver gets the client's
-    /// answer (dropping it withdraws nothing: call [`forget_request`](Self::forget_request)).
+    /// Sends a request to the client about `related`: returns its id and text, and the
+    /// receiver of the client's answer (dropping it withdraws nothing: call
+    /// [`forget_request`](Self::forget_request)).
     pub fn request(
         &self,
         related: &TaskId,
         method: &str,
         params: serde_json::Map<String, Value>,
-    ) -> (String, oneshot::Receiver<Result<Value, JsonRpcError>>) {
+    ) -> (
+        String,
+        Arc<str>,
+        oneshot::Receiver<Result<Value, JsonRpcError>>,
+    ) {
         let id = format!(
             "server-{}",
             self.next_request.fetch_add(1, Ordering::Relaxed)
@@ -151,13 +156,14 @@ impl Session {
         self.pending().insert(id.clone(), answer);
         let message =
             serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let data: Arc<str> = message.to_string().into();
         self.queue(Outgoing {
             related: Some(related.clone()),
             pinned: None,
             notification: false,
-            data: message.to_string().into(),
+            data: Arc::clone(&data),
         });
-        (id, answered)
+        (id, data, answered)
     }
 
     /// Stops waiting for the answer to request `id`.
@@ -507,7 +513,8 @@ mod tests {
     fn a_full_mailbox_drops_its_oldest_notification_never_a_request() {
         let session = session();
         let task = TaskId::from("t");
-        let (_id, _answer) = session.request(&task, "elicitation/create", serde_json::Map::new());
+        let (_id, _text, _answer) =
+            session.request(&task, "elicitation/create", serde_json::Map::new());
         for n in 0..QUEUED + 5 {
             session.notify(None, format!("n{n}"));
         }
@@ -521,7 +528,7 @@ mod tests {
     #[test]
     fn answers_reach_their_request_once_and_sessions_their_principal() {
         let session = session();
-        let (id, mut answer) = session.request(
+        let (id, _text, mut answer) = session.request(
             &TaskId::from("t"),
             "elicitation/create",
             serde_json::Map::new(),

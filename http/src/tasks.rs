@@ -151,18 +151,22 @@ fn forward_input(
         }
         let mut params = request.params.clone();
         tag_related_task(&mut params, task.id());
-        let (request_id, answered) = session.request(task.id(), &request.method, params);
-        trace.write(
-            &session.id,
-            "out",
-            &json!({"jsonrpc": "2.0", "id": request_id, "method": request.method}).to_string(),
-        );
-        let (session, store) = (Arc::clone(session), store.clone());
+        let (request_id, text, answered) = session.request(task.id(), &request.method, params);
+        trace.write(&session.id, "out", &text);
+        let (session, store, trace) = (Arc::clone(session), store.clone(), Arc::clone(trace));
         let (task, key) = (task.id().clone(), key.to_owned());
         let owner = Owner::new(session.principal.clone());
         tokio::spawn(async move {
-            let answer =
-                wait_for_answer(&session, &store, &owner, &task, &request_id, answered).await;
+            let answer = wait_for_answer(
+                &session,
+                &trace,
+                &store,
+                &owner,
+                &task,
+                &request_id,
+                answered,
+            )
+            .await;
             let mut responses = JsonObject::new();
             responses.insert(key.clone(), Value::Object(outbound::input_response(answer)));
             let (store2, owner2, task2) = (store.clone(), owner.clone(), task.clone());
@@ -184,6 +188,7 @@ fn forward_input(
 /// request is then withdrawn with `notifications/cancelled`) or no answer comes in time.
 async fn wait_for_answer(
     session: &Arc<Session>,
+    trace: &Trace,
     store: &Store,
     owner: &Owner,
     task: &TaskId,
@@ -218,6 +223,7 @@ async fn wait_for_answer(
                 "params": {"requestId": id, "reason": "the task no longer waits for this input"},
             })
             .to_string();
+            trace.write(&session.id, "out", &withdrawn);
             session.notify(Some(task), withdrawn);
             return Err(JsonRpcError::new(
                 jsonrpc::INTERNAL_ERROR,
