@@ -408,6 +408,10 @@ fn routing_headers(
     method: &str,
     params: Option<&Value>,
 ) -> Result<(), JsonRpcError> {
+    if !stateless::METHODS.contains(&method) {
+        // Dispatch refuses it (-32601) whatever its headers say.
+        return Ok(());
+    }
     let mismatch = |why: String| JsonRpcError::new(mcp_tasks::ext::HEADER_MISMATCH, why);
     headers::require(
         method,

@@ -27,6 +27,21 @@ const SESSION_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "
 /// The versions this server speaks on the stateless wire.
 pub const SUPPORTED: [&str; 1] = [ext::PROTOCOL_VERSION];
 
+/// The requests this server serves on the stateless wire; any other method is answered
+/// `-32601` before its routing headers are looked at (`tasks/result`, say, is removed).
+pub const METHODS: [&str; 10] = [
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+];
+
 /// Which wire a request is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wire {
