@@ -13,6 +13,20 @@
 //! | `multi_input {}` | required | asks two questions at once (`name`, `confirm`) |
 //! | `test_tool_with_task {}` | required | asks `user_name` first, then runs as a task |
 //!
+//!
+//! The transport and lifecycle scenarios (`server-sse-polling`, `server-stateless`,
+//! `http-header-validation`, `http-custom-header-server-validation`) call diagnostic
+//! fixtures ([`Diagnostic`]), none of them ever a task:
+//!
+//! | tool | does |
+//! |---|---|
+//! | `test_simple_text {}` | one fixed text, at once; listed first (the suite calls the first listed tool with `{}`) |
+//! | `test_reconnection {}` | one fixed text; an HTTP front closes the POST's SSE stream before it and replays it on a GET with `Last-Event-ID` |
+//! | `test_missing_capability {}` | needs the client's `sampling` capability: `-32021` naming it when a 2026-07-28 request does not declare it |
+//! | `test_streaming_elicitation {}` | asks the user's name through an `InputRequiredResult` (never a server→client request), then greets them |
+//! | `test_logging_tool {}` | one fixed text; sends no log notification |
+//! | `test_custom_header {region}` | echoes `region`, which a client mirrors into `Mcp-Param-Region` (`x-mcp-header`, SEP-2243) |
+//!
 //! `test_tool_with_task` composes the two ways of asking for input of 2026-07-28: its
 //! first `tools/call` is answered with an `InputRequiredResult` (no task yet), and the
 //! retry that carries the answer in `inputResponses` creates the task, whose result greets
@@ -32,7 +46,8 @@ use serde_json::{Value, json};
 use crate::tools::{check_answer, text_result};
 
 /// The fixtures' names, in the order `tools/list` shows them.
-pub const NAMES: [&str; 7] = [
+pub const NAMES: [&str; 13] = [
+    "test_simple_text",
     "greet",
     "slow_compute",
     "failing_job",
@@ -40,7 +55,19 @@ pub const NAMES: [&str; 7] = [
     "confirm_delete",
     "multi_input",
     "test_tool_with_task",
+    "test_reconnection",
+    "test_missing_capability",
+    "test_streaming_elicitation",
+    "test_logging_tool",
+    "test_custom_header",
 ];
+
+/// The text of `test_simple_text`, as the suite's `tools-call-simple-text` expects it.
+pub const SIMPLE_TEXT: &str = "This is a simple text response for testing.";
+
+/// The tool whose result an HTTP front sends only after closing the POST's SSE stream, so
+/// that the client gets it by resuming with `Last-Event-ID` (SEP-1699, `server-sse-polling`).
+pub const RECONNECTION_TOOL: &str = "test_reconnection";
 
 /// The longest `slow_compute` sleeps (s): an hour, the longest a task of the examples
 /// lives.
@@ -62,6 +89,11 @@ const USER_NAME: &str = "user_name";
 pub fn list() -> Vec<Value> {
     let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
     vec![
+        json!({
+            "name": "test_simple_text",
+            "description": "Answers one fixed text at once. Never a task (conformance fixture).",
+            "inputSchema": object(json!({}), &[])
+        }),
         json!({
             "name": "greet",
             "description": "Answers `Hello, {name}!` at once. Never a task (conformance fixture).",
@@ -117,13 +149,55 @@ pub fn list() -> Vec<Value> {
             "inputSchema": object(json!({}), &[]),
             "execution": {"taskSupport": "required"}
         }),
+        json!({
+            "name": "test_reconnection",
+            "description": "Answers one fixed text; over HTTP the POST's SSE stream closes \
+                            before the result, which the client gets by resuming with \
+                            Last-Event-ID. Never a task (conformance fixture).",
+            "inputSchema": object(json!({}), &[])
+        }),
+        json!({
+            "name": "test_missing_capability",
+            "description": "Needs the client's `sampling` capability: refused with -32021 \
+                            when a request does not declare it. Never a task (conformance \
+                            fixture).",
+            "inputSchema": object(json!({}), &[])
+        }),
+        json!({
+            "name": "test_streaming_elicitation",
+            "description": "Asks the user's name through an InputRequiredResult (no \
+                            server-to-client request), then greets them. Never a task \
+                            (conformance fixture).",
+            "inputSchema": object(json!({}), &[])
+        }),
+        json!({
+            "name": "test_logging_tool",
+            "description": "Answers one fixed text and sends no log notification. Never a \
+                            task (conformance fixture).",
+            "inputSchema": object(json!({}), &[])
+        }),
+        json!({
+            "name": "test_custom_header",
+            "description": "Echoes `region`, which clients mirror into the Mcp-Param-Region \
+                            header. Never a task (conformance fixture).",
+            "inputSchema": object(
+                json!({"region": {"type": "string", "x-mcp-header": "Region"}}),
+                &["region"]
+            )
+        }),
     ]
 }
 
 /// The task support of a fixture, or `None` for any other name.
 pub fn task_support(name: &str) -> Option<TaskSupport> {
     match name {
-        "greet" => Some(TaskSupport::Forbidden),
+        "greet"
+        | "test_simple_text"
+        | "test_reconnection"
+        | "test_missing_capability"
+        | "test_streaming_elicitation"
+        | "test_logging_tool"
+        | "test_custom_header" => Some(TaskSupport::Forbidden),
         "slow_compute" | "protocol_error_job" => Some(TaskSupport::Optional),
         "failing_job" | "confirm_delete" | "multi_input" | "test_tool_with_task" => {
             Some(TaskSupport::Required)
@@ -172,6 +246,26 @@ pub enum Fixture {
     MultiInput,
     /// `test_tool_with_task {}`, with what the first round gathered.
     TestToolWithTask(Gathered),
+    /// A diagnostic fixture of the transport and lifecycle scenarios.
+    Diagnostic(Diagnostic),
+}
+
+/// The diagnostic fixtures: never tasks, each answered by one request (or, for
+/// `test_streaming_elicitation` under 2026-07-28, by the retry that carries the answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Diagnostic {
+    /// `test_simple_text {}`: [`SIMPLE_TEXT`].
+    SimpleText,
+    /// `test_reconnection {}` ([`RECONNECTION_TOOL`]).
+    Reconnection,
+    /// `test_missing_capability {}`: needs `sampling`.
+    MissingCapability,
+    /// `test_streaming_elicitation {}`, with the name the input round gathered.
+    StreamingElicitation(Gathered),
+    /// `test_logging_tool {}`.
+    Logging,
+    /// `test_custom_header {region}`.
+    CustomHeader(String),
 }
 
 impl Fixture {
@@ -198,6 +292,16 @@ impl Fixture {
                 .ok_or_else(|| invalid("`confirm_delete` needs a string `filename`")),
             "multi_input" => Ok(Fixture::MultiInput),
             "test_tool_with_task" => Ok(Fixture::TestToolWithTask(Gathered::Nothing)),
+            "test_simple_text" => Ok(Fixture::Diagnostic(Diagnostic::SimpleText)),
+            "test_reconnection" => Ok(Fixture::Diagnostic(Diagnostic::Reconnection)),
+            "test_missing_capability" => Ok(Fixture::Diagnostic(Diagnostic::MissingCapability)),
+            "test_streaming_elicitation" => Ok(Fixture::Diagnostic(
+                Diagnostic::StreamingElicitation(Gathered::Nothing),
+            )),
+            "test_logging_tool" => Ok(Fixture::Diagnostic(Diagnostic::Logging)),
+            "test_custom_header" => string("region")
+                .map(|region| Fixture::Diagnostic(Diagnostic::CustomHeader(region)))
+                .ok_or_else(|| invalid("`test_custom_header` needs a string `region`")),
             _ => return None,
         };
         Some(fixture)
@@ -213,6 +317,7 @@ impl Fixture {
             Fixture::ConfirmDelete(_) => "confirm_delete",
             Fixture::MultiInput => "multi_input",
             Fixture::TestToolWithTask(_) => "test_tool_with_task",
+            Fixture::Diagnostic(diagnostic) => diagnostic.name(),
         }
     }
 
@@ -226,49 +331,42 @@ impl Fixture {
         )
     }
 
-    /// The 2026-07-28 round before a task exists (SEP-2322): `test_tool_with_task` needs
-    /// the user's name first. Without an answer in the request's `inputResponses`, returns
-    /// the `InputRequiredResult` to send now; with one, keeps it for the task and returns
-    /// `None` (go on and create the task). Every other fixture returns `None` at once.
+    /// The 2026-07-28 round before the call runs or a task exists (SEP-2322), given the
+    /// request's `params`. `test_tool_with_task` and `test_streaming_elicitation` need the
+    /// user's name first: without an answer in the request's `inputResponses`, returns the
+    /// `InputRequiredResult` to send now; with one, keeps it and returns `None` (go on).
+    /// `test_missing_capability` checks the declared client capabilities. Every other
+    /// fixture returns `None` at once.
     ///
     /// # Errors
     /// `-32602` for `inputResponses` that is not an object or an answer that does not
-    /// match the question; `-32021` when the request does not declare the `elicitation`
-    /// client capability the question needs.
+    /// match the question; `-32021` (with `data.requiredCapabilities`) when the request
+    /// does not declare the client capability the call needs (`elicitation`, `sampling`).
     pub fn gather_input(&mut self, params: Option<&Value>) -> Result<Option<Value>, JsonRpcError> {
-        if !matches!(self, Fixture::TestToolWithTask(Gathered::Nothing)) {
-            return Ok(None);
-        }
-        let request = user_name_request();
-        let answer = match params.and_then(|params| params.get("inputResponses")) {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(responses)) => responses.get(USER_NAME),
-            Some(_) => return Err(invalid("`inputResponses` must be an object")),
-        };
-        let Some(answer) = answer else {
-            if !declares_elicitation(params) {
-                return Err(JsonRpcError::new(
-                    ext::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    "`test_tool_with_task` asks the user's name through `elicitation/create`: \
-                     declare the `elicitation` client capability",
-                )
-                .with_data(json!({"requiredCapabilities": {"elicitation": {}}})));
+        let tool = self.name();
+        let gathered = match self {
+            Fixture::TestToolWithTask(gathered)
+            | Fixture::Diagnostic(Diagnostic::StreamingElicitation(gathered))
+                if *gathered == Gathered::Nothing =>
+            {
+                gathered
             }
-            return Ok(Some(json!({
-                "resultType": "input_required",
-                "inputRequests": {USER_NAME: request},
-            })));
+            Fixture::Diagnostic(Diagnostic::MissingCapability) if !declares(params, "sampling") => {
+                return Err(capability_missing(
+                    "`test_missing_capability` needs the `sampling` client capability: \
+                     declare it in `_meta[\"io.modelcontextprotocol/clientCapabilities\"]`",
+                    "sampling",
+                ));
+            }
+            _ => return Ok(None),
         };
-        check_answer(&request, answer).map_err(|why| {
-            invalid(&format!(
-                "`inputResponses.{USER_NAME}` does not match the request it answers: {why}"
-            ))
-        })?;
-        *self = Fixture::TestToolWithTask(match given_text(answer, "name") {
-            Some(name) => Gathered::Name(name),
-            None => Gathered::Refused,
-        });
-        Ok(None)
+        match name_round(tool, params)? {
+            NameRound::Ask(asked) => Ok(Some(asked)),
+            NameRound::Got(got) => {
+                *gathered = got;
+                Ok(None)
+            }
+        }
     }
 
     /// Runs the call as a normal request and returns its `CallToolResult`.
@@ -284,6 +382,7 @@ impl Fixture {
                 Ok(computed(ms, label.as_deref()))
             }
             Fixture::ProtocolErrorJob => Err(protocol_error()),
+            Fixture::Diagnostic(diagnostic) => Ok(diagnostic.run()),
             only_tasks => Err(Error::TaskRequired {
                 tool: only_tasks.name().into(),
             }
@@ -321,8 +420,102 @@ impl Fixture {
             Fixture::ConfirmDelete(filename) => confirm_delete(handle, &filename),
             Fixture::MultiInput => multi_input(handle),
             Fixture::TestToolWithTask(gathered) => test_tool_with_task(handle, gathered),
+            // Never tasks ([`task_support`]); a transport that runs one anyway gets the
+            // same result as a task's.
+            Fixture::Diagnostic(diagnostic) => handle.complete(diagnostic.run()).map(drop),
         }
     }
+}
+
+impl Diagnostic {
+    /// The tool's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Diagnostic::SimpleText => "test_simple_text",
+            Diagnostic::Reconnection => RECONNECTION_TOOL,
+            Diagnostic::MissingCapability => "test_missing_capability",
+            Diagnostic::StreamingElicitation(_) => "test_streaming_elicitation",
+            Diagnostic::Logging => "test_logging_tool",
+            Diagnostic::CustomHeader(_) => "test_custom_header",
+        }
+    }
+
+    /// The call's `CallToolResult`, at once. `test_streaming_elicitation` without a
+    /// gathered answer (a request that had no SEP-2322 round: 2025-11-25, where this
+    /// server asks for input only inside tasks) is a tool error saying so.
+    pub fn run(self) -> JsonObject {
+        match self {
+            Diagnostic::SimpleText => text_result(SIMPLE_TEXT, false),
+            Diagnostic::Reconnection => text_result("test_reconnection done", false),
+            Diagnostic::MissingCapability => text_result(
+                "test_missing_capability ran: the client declared `sampling`",
+                false,
+            ),
+            Diagnostic::StreamingElicitation(Gathered::Name(name)) => {
+                text_result(format!("Hello, {name}!"), false)
+            }
+            Diagnostic::StreamingElicitation(Gathered::Refused) => {
+                text_result("the user did not give a name", false)
+            }
+            Diagnostic::StreamingElicitation(Gathered::Nothing) => text_result(
+                "test_streaming_elicitation asks through a 2026-07-28 InputRequiredResult; \
+                 this request had no such round",
+                true,
+            ),
+            Diagnostic::Logging => text_result("test_logging_tool done (no log sent)", false),
+            Diagnostic::CustomHeader(region) => text_result(format!("region: {region}"), false),
+        }
+    }
+}
+
+/// The outcome of the name-asking round of 2026-07-28.
+enum NameRound {
+    /// No answer yet: the `InputRequiredResult` to send.
+    Ask(Value),
+    /// The answer, checked.
+    Got(Gathered),
+}
+
+/// The SEP-2322 round of `tool`, which asks the user's name: asks (when the request
+/// carries no answer and declares `elicitation`) or reads the checked answer.
+fn name_round(tool: &str, params: Option<&Value>) -> Result<NameRound, JsonRpcError> {
+    let request = user_name_request();
+    let answer = match params.and_then(|params| params.get("inputResponses")) {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(responses)) => responses.get(USER_NAME),
+        Some(_) => return Err(invalid("`inputResponses` must be an object")),
+    };
+    let Some(answer) = answer else {
+        if !declares(params, "elicitation") {
+            return Err(capability_missing(
+                &format!(
+                    "`{tool}` asks the user's name through `elicitation/create`: declare the \
+                     `elicitation` client capability"
+                ),
+                "elicitation",
+            ));
+        }
+        return Ok(NameRound::Ask(json!({
+            "resultType": "input_required",
+            "inputRequests": {USER_NAME: request},
+        })));
+    };
+    check_answer(&request, answer).map_err(|why| {
+        invalid(&format!(
+            "`inputResponses.{USER_NAME}` does not match the request it answers: {why}"
+        ))
+    })?;
+    Ok(NameRound::Got(match given_text(answer, "name") {
+        Some(name) => Gathered::Name(name),
+        None => Gathered::Refused,
+    }))
+}
+
+/// `-32021` naming the one client `capability` a call needs in `data.requiredCapabilities`
+/// (a `ClientCapabilities` object: `{"sampling": {}}`).
+fn capability_missing(message: &str, capability: &str) -> JsonRpcError {
+    JsonRpcError::new(ext::MISSING_REQUIRED_CLIENT_CAPABILITY, message)
+        .with_data(json!({"requiredCapabilities": {capability: {}}}))
 }
 
 fn slow_compute(arguments: &JsonObject) -> Result<Fixture, JsonRpcError> {
@@ -357,12 +550,13 @@ fn protocol_error() -> JsonRpcError {
     )
 }
 
-/// Whether a 2026-07-28 request declares the `elicitation` client capability.
-fn declares_elicitation(params: Option<&Value>) -> bool {
+/// Whether a 2026-07-28 request declares the client `capability` (`elicitation`,
+/// `sampling`) in `_meta["io.modelcontextprotocol/clientCapabilities"]`.
+fn declares(params: Option<&Value>, capability: &str) -> bool {
     params
         .and_then(|params| params.get("_meta"))
         .and_then(|meta| meta.get(ext::META_CLIENT_CAPABILITIES))
-        .and_then(|capabilities| capabilities.get("elicitation"))
+        .and_then(|capabilities| capabilities.get(capability))
         .is_some_and(Value::is_object)
 }
 
@@ -583,4 +777,178 @@ fn test_tool_with_task<T: TaskStore>(
         None => "the user did not give a name".to_owned(),
     };
     working.complete(text_result(text, false)).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools;
+
+    fn meta(capabilities: Value) -> Value {
+        json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            ext::META_CLIENT_CAPABILITIES: capabilities
+        }})
+    }
+
+    fn parse(name: &str, arguments: Value) -> Result<Fixture, JsonRpcError> {
+        let arguments = arguments.as_object().cloned().unwrap_or_default();
+        Fixture::parse(name, &arguments).unwrap_or_else(|| panic!("{name} is not a fixture"))
+    }
+
+    fn first_text(result: &JsonObject) -> &str {
+        result["content"][0]["text"].as_str().unwrap_or_default()
+    }
+
+    #[test]
+    fn every_name_is_listed_parses_and_has_its_task_support() {
+        let listed: Vec<Value> = list().iter().map(|tool| tool["name"].clone()).collect();
+        assert_eq!(listed, NAMES.map(Value::from).to_vec());
+        for tool in list() {
+            let description = tool["description"].as_str().unwrap_or_default();
+            assert!(!description.is_empty(), "{tool}");
+        }
+        for name in NAMES {
+            assert!(task_support(name).is_some(), "{name}");
+        }
+        for name in [
+            "test_simple_text",
+            "test_reconnection",
+            "test_missing_capability",
+            "test_streaming_elicitation",
+            "test_logging_tool",
+        ] {
+            let fixture = parse(name, json!({})).expect("no arguments needed");
+            assert_eq!(fixture.name(), name);
+            assert!(!fixture.asks_for_input(), "{name}");
+            assert_eq!(task_support(name), Some(TaskSupport::Forbidden), "{name}");
+        }
+        assert_eq!(
+            task_support("test_custom_header"),
+            Some(TaskSupport::Forbidden)
+        );
+        assert!(Fixture::parse("no_such_tool", &JsonObject::new()).is_none());
+    }
+
+    #[test]
+    fn test_simple_text_leads_tools_list_and_needs_no_arguments() {
+        let tools = tools::list();
+        assert_eq!(tools[0]["name"], "test_simple_text", "{tools}");
+        let result = parse("test_simple_text", json!({}))
+            .and_then(Fixture::run)
+            .expect("a result");
+        assert_eq!(first_text(&result), SIMPLE_TEXT);
+        assert_eq!(result["isError"], false);
+    }
+
+    #[test]
+    fn test_missing_capability_needs_sampling() {
+        let mut call = parse("test_missing_capability", json!({})).expect("parsed");
+        for params in [
+            None,
+            Some(meta(json!({}))),
+            Some(meta(json!({"sampling": true}))),
+        ] {
+            let error = call
+                .gather_input(params.as_ref())
+                .expect_err("sampling is not declared");
+            assert_eq!(error.code, ext::MISSING_REQUIRED_CLIENT_CAPABILITY);
+            assert_eq!(
+                error.data,
+                Some(json!({"requiredCapabilities": {"sampling": {}}}))
+            );
+        }
+        let declared = meta(json!({"sampling": {}}));
+        assert_eq!(call.gather_input(Some(&declared)), Ok(None));
+        let result = call.run().expect("a result");
+        assert_eq!(result["isError"], false);
+    }
+
+    #[test]
+    fn test_streaming_elicitation_asks_then_greets() {
+        let mut call = parse("test_streaming_elicitation", json!({})).expect("parsed");
+        let error = call
+            .gather_input(Some(&meta(json!({}))))
+            .expect_err("elicitation is not declared");
+        assert_eq!(error.code, ext::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(
+            error.data,
+            Some(json!({"requiredCapabilities": {"elicitation": {}}}))
+        );
+
+        let eliciting = meta(json!({"elicitation": {}}));
+        let asked = call
+            .gather_input(Some(&eliciting))
+            .expect("asks")
+            .expect("an InputRequiredResult");
+        assert_eq!(asked["resultType"], "input_required");
+        assert_eq!(
+            asked["inputRequests"][USER_NAME]["method"],
+            "elicitation/create"
+        );
+        assert!(asked.get("taskId").is_none());
+
+        let mut bad = eliciting.clone();
+        bad["inputResponses"] = json!({USER_NAME: {"action": "accept", "content": {"name": 3}}});
+        let error = call.gather_input(Some(&bad)).expect_err("a wrong answer");
+        assert_eq!(error.code, jsonrpc::INVALID_PARAMS);
+        let mut not_object = eliciting.clone();
+        not_object["inputResponses"] = json!([1]);
+        assert!(call.gather_input(Some(&not_object)).is_err());
+
+        let mut answered = eliciting.clone();
+        answered["inputResponses"] =
+            json!({USER_NAME: {"action": "accept", "content": {"name": "Ada"}}});
+        assert_eq!(call.gather_input(Some(&answered)), Ok(None));
+        let result = call.clone().run().expect("a result");
+        assert_eq!(first_text(&result), "Hello, Ada!");
+        // Once gathered, no second round.
+        assert_eq!(call.gather_input(Some(&eliciting)), Ok(None));
+
+        let mut declined = eliciting;
+        declined["inputResponses"] = json!({USER_NAME: {"action": "decline"}});
+        let mut refused = parse("test_streaming_elicitation", json!({})).expect("parsed");
+        assert_eq!(refused.gather_input(Some(&declined)), Ok(None));
+        let result = refused.run().expect("a result");
+        assert_eq!(first_text(&result), "the user did not give a name");
+
+        // No round at all (2025-11-25): a tool error that says so.
+        let result = parse("test_streaming_elicitation", json!({}))
+            .and_then(Fixture::run)
+            .expect("a result");
+        assert_eq!(result["isError"], true);
+    }
+
+    #[test]
+    fn test_custom_header_echoes_its_mirrored_region() {
+        let result = parse("test_custom_header", json!({"region": "eu-west"}))
+            .and_then(Fixture::run)
+            .expect("a result");
+        assert_eq!(first_text(&result), "region: eu-west");
+        for arguments in [json!({}), json!({"region": 7})] {
+            let error = parse("test_custom_header", arguments).expect_err("no string region");
+            assert_eq!(error.code, jsonrpc::INVALID_PARAMS);
+        }
+        assert_eq!(
+            tools::header_params("test_custom_header"),
+            vec![("region".to_owned(), "Region".to_owned())]
+        );
+        assert!(tools::header_params("greet").is_empty());
+        assert!(tools::header_params("no_such_tool").is_empty());
+    }
+
+    #[test]
+    fn the_plain_diagnostics_answer_fixed_texts() {
+        for (name, expected) in [
+            ("test_reconnection", "test_reconnection done"),
+            ("test_logging_tool", "test_logging_tool done (no log sent)"),
+        ] {
+            let mut call = parse(name, json!({})).expect("parsed");
+            assert_eq!(call.gather_input(None), Ok(None), "{name}");
+            let result = call.run().expect("a result");
+            assert_eq!(first_text(&result), expected);
+            assert_eq!(result["isError"], false);
+        }
+        assert_eq!(RECONNECTION_TOOL, "test_reconnection");
+    }
 }

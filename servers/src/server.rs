@@ -529,9 +529,17 @@ impl Server {
             (TaskSupport::Required, false) => Reply::Now(Err(ext::missing_capability(
                 "this tool only runs as a task: declare the io.modelcontextprotocol/tasks extension",
             ))),
-            _ => Reply::Later(Box::new(move || {
-                call.run().map(|result| complete(Value::Object(result)))
-            })),
+            _ => {
+                // A call that runs at once may still need input or a capability first.
+                match call.gather_input(params.as_ref()) {
+                    Ok(None) => {}
+                    Ok(Some(asked)) => return Reply::Now(Ok(asked)),
+                    Err(error) => return Reply::Now(Err(error)),
+                }
+                Reply::Later(Box::new(move || {
+                    call.run().map(|result| complete(Value::Object(result)))
+                }))
+            }
         }
     }
 }

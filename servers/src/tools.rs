@@ -22,7 +22,9 @@ use mcp_tasks::{
 pub const INSTRUCTIONS: &str = "Tools: sleep, fail, crash (task optional), confirm (task only; \
      asks the user for input), echo (never a task). Conformance-suite fixtures: greet (never a \
      task), slow_compute, protocol_error_job (task optional), failing_job, confirm_delete, \
-     multi_input, test_tool_with_task (task only).";
+     multi_input, test_tool_with_task (task only); test_simple_text, test_reconnection, \
+     test_missing_capability, test_streaming_elicitation, test_logging_tool, \
+     test_custom_header (never a task).";
 use serde_json::{Value, json};
 
 use crate::fixtures::{self, Fixture};
@@ -30,14 +32,38 @@ use crate::fixtures::{self, Fixture};
 /// How long a handler waits for the requestor's answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The tools, as `tools/list` shows them: the examples, then the conformance fixtures
-/// ([`fixtures`]).
+/// The tools, as `tools/list` shows them: the conformance fixtures ([`fixtures`]), then
+/// the examples. A fixture that takes no arguments comes first (`test_simple_text`): the
+/// suite's `http-header-validation` calls the first listed tool with `{}` and expects a
+/// result.
 pub fn list() -> Value {
-    let mut tools = examples();
-    if let Value::Array(tools) = &mut tools {
-        tools.extend(fixtures::list());
+    let mut tools = Value::Array(fixtures::list());
+    if let (Value::Array(tools), Value::Array(examples)) = (&mut tools, examples()) {
+        tools.extend(examples);
     }
     tools
+}
+
+/// The arguments of `tool` that a 2026-07-28 client mirrors into `Mcp-Param-{Name}`
+/// headers (SEP-2243), read from the `x-mcp-header` annotations of its `inputSchema`:
+/// `(argument, Name)` pairs, in schema order. Empty for a tool without any, or unknown.
+pub fn header_params(tool: &str) -> Vec<(String, String)> {
+    let tools = list();
+    let Some(schema) = tools
+        .as_array()
+        .and_then(|tools| tools.iter().find(|listed| listed["name"] == tool))
+        .and_then(|listed| listed["inputSchema"]["properties"].as_object())
+    else {
+        return Vec::new();
+    };
+    schema
+        .iter()
+        .filter_map(|(argument, property)| {
+            property["x-mcp-header"]
+                .as_str()
+                .map(|name| (argument.clone(), name.to_owned()))
+        })
+        .collect()
 }
 
 fn examples() -> Value {

@@ -97,6 +97,7 @@ fn every_fixture_is_listed_with_its_task_support() {
     let listed = server.request("tools/list", json!({}));
     let tools = result(&listed)["tools"].as_array().expect("tools").clone();
     let expected = [
+        ("test_simple_text", None),
         ("greet", None),
         ("slow_compute", Some("optional")),
         ("failing_job", Some("required")),
@@ -104,8 +105,15 @@ fn every_fixture_is_listed_with_its_task_support() {
         ("confirm_delete", Some("required")),
         ("multi_input", Some("required")),
         ("test_tool_with_task", Some("required")),
+        ("test_reconnection", None),
+        ("test_missing_capability", None),
+        ("test_streaming_elicitation", None),
+        ("test_logging_tool", None),
+        ("test_custom_header", None),
     ];
     assert_eq!(expected.len(), fixtures::NAMES.len());
+    // The suite calls the first listed tool with `{}`: a fixture that needs nothing.
+    assert_eq!(tools[0]["name"], "test_simple_text", "{listed}");
     for (name, support) in expected {
         let tool = tools
             .iter()
@@ -324,6 +332,118 @@ fn test_tool_with_task_asks_before_the_task_exists() {
         ext(json!({"name": "test_tool_with_task", "arguments": {}})),
     );
     assert_eq!(error_code(&refused), -32021, "{refused}");
+}
+
+#[test]
+fn the_diagnostic_fixtures_answer_at_once_in_both_generations() {
+    let mut server = Stdio::start();
+    // 2026-07-28, not declaring the extension: never a task.
+    for (name, arguments, expected) in [
+        ("test_simple_text", json!({}), fixtures::SIMPLE_TEXT),
+        ("test_reconnection", json!({}), "test_reconnection done"),
+        (
+            "test_logging_tool",
+            json!({}),
+            "test_logging_tool done (no log sent)",
+        ),
+        (
+            "test_custom_header",
+            json!({"region": "eu-west"}),
+            "region: eu-west",
+        ),
+    ] {
+        let answer = server.request(
+            "tools/call",
+            undeclared(json!({"name": name, "arguments": arguments})),
+        );
+        let answer = result(&answer);
+        assert_eq!(answer["resultType"], "complete", "{answer}");
+        assert_eq!(text(answer), expected, "{answer}");
+        assert_eq!(answer["isError"], false, "{answer}");
+    }
+    // Declaring the extension changes nothing for a tool that is never a task.
+    let answer = server.request(
+        "tools/call",
+        ext(json!({"name": "test_simple_text", "arguments": {}})),
+    );
+    assert_eq!(result(&answer)["resultType"], "complete", "{answer}");
+    // 2025-11-25.
+    let mut legacy = Stdio::start();
+    legacy.initialize(json!({}));
+    let answer = legacy.request(
+        "tools/call",
+        json!({"name": "test_custom_header", "arguments": {"region": "x"}}),
+    );
+    assert_eq!(text(result(&answer)), "region: x");
+}
+
+#[test]
+fn test_missing_capability_names_sampling_in_its_minus_32021() {
+    let mut server = Stdio::start();
+    let refused = server.request(
+        "tools/call",
+        undeclared(json!({"name": "test_missing_capability", "arguments": {}})),
+    );
+    assert_eq!(error_code(&refused), -32021, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}}),
+        "{refused}"
+    );
+    let mut params = json!({"name": "test_missing_capability", "arguments": {}});
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}
+    });
+    let ran = server.request("tools/call", params);
+    assert_eq!(result(&ran)["isError"], false, "{ran}");
+}
+
+#[test]
+fn test_streaming_elicitation_asks_in_the_result_then_greets() {
+    let mut server = Stdio::start();
+    let call = |extra: Value| {
+        let mut params = json!({"name": "test_streaming_elicitation", "arguments": {}});
+        for (key, value) in extra.as_object().expect("object") {
+            params[key] = value.clone();
+        }
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+        });
+        params
+    };
+    let asked = server.request("tools/call", call(json!({})));
+    let asked = result(&asked).clone();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert_eq!(
+        asked["inputRequests"]["user_name"]["method"], "elicitation/create",
+        "{asked}"
+    );
+    let answered = server.request(
+        "tools/call",
+        call(json!({"inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}}})),
+    );
+    let answered = result(&answered);
+    assert_eq!(answered["resultType"], "complete", "{answered}");
+    assert_eq!(text(answered), "Hello, Ada!");
+    let wrong = server.request(
+        "tools/call",
+        call(
+            json!({"inputResponses": {"user_name": {"action": "accept", "content": {"name": 1}}}}),
+        ),
+    );
+    assert_eq!(error_code(&wrong), -32602, "{wrong}");
+    // Without `elicitation` the question cannot be asked.
+    let refused = server.request(
+        "tools/call",
+        undeclared(json!({"name": "test_streaming_elicitation", "arguments": {}})),
+    );
+    assert_eq!(error_code(&refused), -32021, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"],
+        json!({"elicitation": {}})
+    );
 }
 
 #[test]
