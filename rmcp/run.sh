@@ -59,7 +59,7 @@ EXT_ONLY_2026=1 INTEROP_SERVER="$TARGET/debug/examples/rmcp_stdio" \
 tally "$OUT/ext"
 
 log "the conformance suite's tasks-* scenarios against rmcp_http"
-CONFORMANCE_SERVER="$TARGET/debug/examples/rmcp_http" \
+CONFORMANCE_SET=tasks CONFORMANCE_SERVER="$TARGET/debug/examples/rmcp_http" \
   bash "$REPO/interop/conformance/run.sh" 2>&1 | tee "$OUT/conformance" || true
 tally "$OUT/conformance"
 

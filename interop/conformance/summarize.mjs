@@ -5,8 +5,10 @@
 //   node summarize.mjs RESULTS_DIR BASELINE|- SCENARIO...
 //
 // A scenario with no checks.json (the suite crashed or timed out) counts as one failure.
-// A check listed in the baseline that fails is "expected"; one that passes is "stale" and
-// counts as a failure instead of a pass (the line should go). The closing line is "N passed, N failed"
+// A check listed in the baseline that fails is "expected". Several checks of a scenario
+// may share one id (one per case): a listed id none of whose checks fails any more is
+// "stale" and counts as one failure (the line should go); while one of them still fails,
+// the others that pass count as passed. The closing line is "N passed, N failed"
 // (failed = unexpected failures + stale entries + scenarios without results); the exit
 // status is 1 if that is not 0.
 import { readdirSync, readFileSync } from 'node:fs';
@@ -57,13 +59,18 @@ for (const scenario of scenarios) {
     continue;
   }
   const counts = { passed: 0, failed: 0, stale: 0, expected: 0, skipped: 0, other: 0 };
+  const failing = new Set(checks.filter((c) => c.status === 'FAILURE').map((c) => c.id));
+  const stale = new Set();
   for (const check of checks) {
     const key = `${scenario}:${check.id}`;
     const known = baseline.has(key) || baseline.has(scenario);
-    if (check.status === 'SUCCESS' && baseline.has(key)) {
+    if (check.status === 'SUCCESS' && baseline.has(key) && !failing.has(check.id)) {
       // Passing is good news, but the baseline must say so: counted as a failure.
-      counts.stale += 1;
-      problems.push(`${key}: passes now, remove it from the baseline (stale)`);
+      if (!stale.has(key)) {
+        stale.add(key);
+        counts.stale += 1;
+        problems.push(`${key}: passes now, remove it from the baseline (stale)`);
+      }
     } else if (check.status === 'SUCCESS') {
       counts.passed += 1;
     } else if (check.status === 'FAILURE') {

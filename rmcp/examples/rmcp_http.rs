@@ -20,7 +20,7 @@
 //!
 //! ```text
 //! cargo build --manifest-path rmcp/Cargo.toml --example rmcp_http
-//! CONFORMANCE_SERVER=$PWD/rmcp/target/debug/examples/rmcp_http bash interop/conformance/run.sh
+//! CONFORMANCE_SET=tasks CONFORMANCE_SERVER=$PWD/rmcp/target/debug/examples/rmcp_http bash interop/conformance/run.sh
 //! ```
 
 mod common;

@@ -73,7 +73,8 @@ async fn ask(
     }
 }
 
-/// A fixture's operation (`ctx` is `None` only for `greet`, which never is a task).
+/// A fixture's operation (`ctx` is `None` only for `greet` and the diagnostic fixtures,
+/// which never are tasks).
 pub async fn run(
     fixture: Fixture,
     ctx: Option<TaskContext<Store>>,
@@ -160,6 +161,9 @@ pub async fn run(
                 false,
             ))
         }
+        // Answered at once, never tasks: the shared result as rmcp's type.
+        Fixture::Diagnostic(diagnostic) => serde_json::from_value(Value::Object(diagnostic.run()))
+            .map_err(|err| TaskExit::Error(ErrorData::internal_error(err.to_string(), None))),
     }
 }
 

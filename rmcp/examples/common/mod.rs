@@ -108,26 +108,19 @@ impl ServerHandler for ExampleServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.clone().unwrap_or_default();
         let mut call = Call::parse(&request.name, &arguments).map_err(error)?;
-        match tools::task_support(call.name()) {
-            // `echo` and `greet` never run as tasks.
-            Some(TaskSupport::Forbidden) => {
-                return run(call, None)
-                    .await
-                    .map(CallToolResponse::Complete)
-                    .map_err(exit);
-            }
-            // The tools that only run as tasks need the extension.
-            Some(TaskSupport::Required) if !declares_tasks(&context) => {
-                return Err(ErrorData::missing_required_client_capability(
-                    rmcp::model::ClientCapabilities::builder()
-                        .enable_tasks()
-                        .build(),
-                ));
-            }
-            _ => {}
+        let support = tools::task_support(call.name());
+        // The tools that only run as tasks need the extension.
+        if support == Some(TaskSupport::Required) && !declares_tasks(&context) {
+            return Err(ErrorData::missing_required_client_capability(
+                rmcp::model::ClientCapabilities::builder()
+                    .enable_tasks()
+                    .build(),
+            ));
         }
         if let Call::Fixture(fixture) = &mut call {
-            // `test_tool_with_task` asks for the name in the call itself first (SEP-2322).
+            // `test_tool_with_task` and `test_streaming_elicitation` ask for the name in
+            // the call itself first (SEP-2322); `test_missing_capability` checks the
+            // declared capabilities.
             let mut params = serde_json::to_value(&request)
                 .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
             // rmcp keeps the request's `_meta` in the context; the fixture reads the
@@ -140,6 +133,13 @@ impl ServerHandler for ExampleServer {
                     .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
                 return Ok(CallToolResponse::InputRequired(asked));
             }
+        }
+        // `echo`, `greet` and the diagnostic fixtures never run as tasks.
+        if support == Some(TaskSupport::Forbidden) {
+            return run(call, None)
+                .await
+                .map(CallToolResponse::Complete)
+                .map_err(exit);
         }
         let options = TaskOptions::new().with_poll_interval_ms(POLL_INTERVAL_MS);
         self.tasks
