@@ -1,0 +1,450 @@
+//! The hostile-input suite of issue 16: each case attacks `mcp_http` the way the old
+//! tiny_http example was knocked over (huge and overflowing `Content-Length`, stalled
+//! bodies, descriptor exhaustion, a burst of fresh connections, SIGTERM mid-request) and
+//! asserts that the server stays up and that alice's authenticated `ping` (initialize,
+//! then ping in that session) is answered within a bound, meanwhile or afterwards.
+//!
+//! Requests are written by hand on `TcpStream`s (`support`), so malformed and stalled
+//! ones can be sent. The cases run one at a time (`support::serial`).
+
+mod support;
+
+use std::io::{ErrorKind, Read};
+use std::net::TcpStream;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{ALICE, BOB, Conn, Launch, Session, is_closed, post_head, rpc};
+
+/// How long alice's initialize + ping may take while the server is under attack.
+const ALICE_BOUND: Duration = Duration::from_secs(5);
+/// How much memory the server may hold after refusing a 2 TB body.
+const RSS_LIMIT_KIB: u64 = 200 * 1024;
+
+/// What became of a hostile connection: an answer's status, or closed without one, or no
+/// answer before the deadline.
+#[derive(Debug, PartialEq, Eq, Clone, Copy, PartialOrd, Ord)]
+enum Outcome {
+    Status(u16),
+    Closed,
+    Silent,
+}
+
+/// Reads the answer on `conn`, waiting at most until `deadline`.
+fn outcome(conn: &mut Conn, deadline: Instant) -> Outcome {
+    conn.set_read_timeout(deadline.saturating_duration_since(Instant::now()));
+    match conn.read_response() {
+        Ok(answer) => Outcome::Status(answer.status),
+        Err(err) if is_closed(&err) => Outcome::Closed,
+        Err(err) if matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            Outcome::Silent
+        }
+        Err(_) => Outcome::Closed,
+    }
+}
+
+/// Counts of each outcome, for messages.
+fn tally(outcomes: &[Outcome]) -> Vec<(Outcome, usize)> {
+    let mut sorted = outcomes.to_vec();
+    sorted.sort();
+    let mut counts: Vec<(Outcome, usize)> = Vec::new();
+    for o in sorted {
+        match counts.last_mut() {
+            Some((last, n)) if *last == o => *n += 1,
+            _ => counts.push((o, 1)),
+        }
+    }
+    counts
+}
+
+/// Sends a POST head with `Content-Length: length` (written as given) and `body_part`,
+/// then returns the connection without completing the body.
+fn stalled_post(
+    addr: std::net::SocketAddr,
+    token: Option<&str>,
+    length: &str,
+    body_part: &[u8],
+) -> std::io::Result<Conn> {
+    let mut conn = Conn::open(addr, Duration::from_secs(5))?;
+    let mut head = post_head(addr, token, None, None);
+    head.truncate(head.len() - 2);
+    head.push_str(&format!("Content-Length: {length}\r\n\r\n"));
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(body_part);
+    conn.write_raw(&bytes)?;
+    Ok(conn)
+}
+
+/// Case 1: an unauthenticated `Content-Length: 2000000000000` with three bytes of body is
+/// refused (401, or 413) without allocating it; an authenticated one gets 413 before
+/// anything is read. The process stays up and small.
+#[test]
+fn a_two_terabyte_content_length_is_refused_without_allocating() {
+    let _serial = support::serial();
+    let mut server = Launch::new().start();
+    let before = server.rss_kib();
+
+    let mut anonymous =
+        stalled_post(server.addr, None, "2000000000000", b"{\"a").expect("the request is sent");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let refused = outcome(&mut anonymous, deadline);
+    assert!(
+        matches!(refused, Outcome::Status(401 | 413)),
+        "unauthenticated 2 TB body: {refused:?} (expected 401 or 413)"
+    );
+    let mut alice = stalled_post(server.addr, Some(ALICE), "2000000000000", b"{\"a")
+        .expect("the request is sent");
+    let too_large = outcome(&mut alice, Instant::now() + Duration::from_secs(5));
+    assert_eq!(too_large, Outcome::Status(413), "alice's 2 TB body");
+
+    // The server must not be draining into memory now: give it a moment, then look.
+    thread::sleep(Duration::from_millis(500));
+    server.assert_serves_alice(ALICE_BOUND, "after two 2 TB Content-Lengths");
+    drop((anonymous, alice));
+    thread::sleep(Duration::from_millis(300));
+    server.assert_serves_alice(ALICE_BOUND, "after the 2 TB connections closed");
+    let after = server.rss_kib();
+    assert!(
+        after < RSS_LIMIT_KIB,
+        "VmRSS grew from {before} KiB to {after} KiB after refusing a 2 TB body"
+    );
+    server.assert_no_panic();
+}
+
+/// Case 2: `Content-Length: 18446744073709551615` (u64::MAX) and an overflowing
+/// `99999999999999999999`, with and without a token, are 4xx; no panic.
+#[test]
+fn overflowing_content_lengths_are_client_errors_not_panics() {
+    let _serial = support::serial();
+    let mut server = Launch::new().start();
+    for length in [
+        "18446744073709551615",
+        "99999999999999999999",
+        "-1",
+        "1e3",
+        "0x10",
+    ] {
+        for token in [None, Some(ALICE)] {
+            let mut conn =
+                stalled_post(server.addr, token, length, b"{}").expect("the request is sent");
+            let got = outcome(&mut conn, Instant::now() + Duration::from_secs(5));
+            assert!(
+                matches!(got, Outcome::Status(400..=499)),
+                "Content-Length: {length} (token {token:?}): {got:?}, expected a 4xx"
+            );
+        }
+        server.assert_serves_alice(ALICE_BOUND, &format!("after Content-Length: {length}"));
+    }
+    server.assert_no_panic();
+}
+
+/// Opens `count` connections that each send a POST head with `Content-Length: 1000` and
+/// ten bytes of body, then stall.
+fn stall(addr: std::net::SocketAddr, token: Option<&str>, count: usize) -> Vec<Conn> {
+    let started = Instant::now();
+    let mut stalled = Vec::with_capacity(count);
+    let mut failures = Vec::new();
+    for _ in 0..count {
+        match stalled_post(addr, token, "1000", b"{\"jsonrpc\"") {
+            Ok(conn) => stalled.push(conn),
+            Err(err) => failures.push(err.to_string()),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "opening {count} stalled connections took over 60 s"
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {count} stalled connections could not be opened: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    stalled
+}
+
+/// Case 3a: 300 unauthenticated connections each send ten bytes of a 1000-byte body and
+/// stall. Meanwhile alice is served, and each staller gets its 401 (the body is never
+/// waited for).
+#[test]
+fn three_hundred_unauthenticated_stalled_bodies_do_not_freeze_the_server() {
+    let _serial = support::serial();
+    support::raise_own_nofile();
+    let mut server = Launch::new().start();
+    let mut stalled = stall(server.addr, None, 300);
+    let took = server.assert_serves_alice(ALICE_BOUND, "while 300 unauthenticated bodies stall");
+    eprintln!("alice served in {took:?} while 300 unauthenticated bodies stall");
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let outcomes: Vec<Outcome> = stalled.iter_mut().map(|c| outcome(c, deadline)).collect();
+    let counts = tally(&outcomes);
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Status(401)),
+        "every unauthenticated staller is refused with 401 at once: {counts:?}"
+    );
+    server.assert_serves_alice(ALICE_BOUND, "after the 401s, stallers still connected");
+    drop(stalled);
+    server.assert_serves_alice(ALICE_BOUND, "after the stallers hung up");
+    server.assert_no_panic();
+}
+
+/// Case 3b: 300 connections of bob's (authenticated) each stall their body, with
+/// `MCP_TASKS_BODY_TIMEOUT_MS=1000`: each gets 408 (its body timed out) or 429 (beyond bob's
+/// 32 concurrent requests) or is closed, and alice is served meanwhile.
+#[test]
+fn three_hundred_authenticated_stalled_bodies_time_out_and_alice_is_served() {
+    let _serial = support::serial();
+    support::raise_own_nofile();
+    let mut server = Launch::new()
+        .env("MCP_TASKS_BODY_TIMEOUT_MS", "1000")
+        .start();
+    let opened = Instant::now();
+    let mut stalled = stall(server.addr, Some(BOB), 300);
+    let took = server.assert_serves_alice(ALICE_BOUND, "while 300 of bob's bodies stall");
+    eprintln!(
+        "alice served in {took:?} while 300 of bob's bodies stall ({:?} after the first)",
+        opened.elapsed()
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let outcomes: Vec<Outcome> = stalled.iter_mut().map(|c| outcome(c, deadline)).collect();
+    let counts = tally(&outcomes);
+    eprintln!("bob's stalled bodies ended as {counts:?}");
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Status(408 | 429) | Outcome::Closed)),
+        "each stalled body gets 408 or 429 or is closed, within 15 s: {counts:?}"
+    );
+    assert!(
+        outcomes.contains(&Outcome::Status(408)) || outcomes.contains(&Outcome::Closed),
+        "the stalled bodies that held a slot time out: {counts:?}"
+    );
+    server.assert_serves_alice(ALICE_BOUND, "after bob's stalled bodies timed out");
+    // Bob's slots came back: his own requests are served again.
+    let mut bob = Session::open(server.addr, BOB, ALICE_BOUND)
+        .unwrap_or_else(|err| panic!("bob's slots are freed after the timeouts: {err}"));
+    bob.request("ping", json!({}))
+        .unwrap_or_else(|err| panic!("bob's ping after the timeouts: {err}"));
+    drop(stalled);
+    server.assert_no_panic();
+}
+
+/// Case 4: with `RLIMIT_NOFILE` 256 (soft and hard), 300 idle connections exhaust the
+/// server's descriptors; it backs off instead of exiting, and once they close it serves
+/// alice within a few seconds.
+#[test]
+fn descriptor_exhaustion_is_survived() {
+    let _serial = support::serial();
+    support::raise_own_nofile();
+    let mut server = Launch::new().nofile(256).start();
+    server.assert_serves_alice(ALICE_BOUND, "before the descriptors run out");
+
+    let started = Instant::now();
+    let mut idle = Vec::new();
+    let mut refused = 0;
+    for _ in 0..300 {
+        match TcpStream::connect_timeout(&server.addr, Duration::from_millis(500)) {
+            Ok(stream) => idle.push(stream),
+            Err(_) => refused += 1,
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+    }
+    eprintln!(
+        "{} idle connections open, {refused} connects failed, in {:?}",
+        idle.len(),
+        started.elapsed()
+    );
+    // Let the server accept until it runs out of descriptors and back off a few times.
+    thread::sleep(Duration::from_millis(1500));
+    if let Err(err) = server.alive() {
+        panic!("with 300 idle connections and 256 descriptors: {err}");
+    }
+    drop(idle);
+
+    let took = server.assert_serves_alice(ALICE_BOUND, "once the idle connections closed");
+    eprintln!("alice served {took:?} after the idle connections closed");
+    let stderr = server.stderr().to_ascii_lowercase();
+    assert!(
+        stderr.contains("too many open files")
+            || stderr.contains("emfile")
+            || stderr.contains("back")
+            || stderr.contains("descriptor"),
+        "stderr shows the accept back-off:\n{}",
+        support::tail(&stderr, 40)
+    );
+    server.assert_no_panic();
+}
+
+/// Case 5: 25 fresh keep-alive connections at once, each: initialize, a task-augmented
+/// `sleep {ms: 50}`, `tasks/get`, `tasks/result`. Every request is answered (20 s each).
+#[test]
+fn a_burst_of_twenty_five_connections_is_answered() {
+    let _serial = support::serial();
+    let mut server = Launch::new().start();
+    let addr = server.addr;
+    let barrier = Arc::new(Barrier::new(25));
+    let clients: Vec<_> = (0..25)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            thread::spawn(move || {
+                barrier.wait();
+                let start = Instant::now();
+                let mut session = Session::open(addr, ALICE, Duration::from_secs(20))?;
+                support::sleep_task_round(&mut session, 50)?;
+                Ok::<Duration, String>(start.elapsed())
+            })
+        })
+        .collect();
+    let results: Vec<Result<Duration, String>> = clients
+        .into_iter()
+        .map(|c| {
+            c.join()
+                .unwrap_or_else(|_| Err("client thread panicked".into()))
+        })
+        .collect();
+    let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of 25 burst clients failed: {failures:?}",
+        failures.len()
+    );
+    let slowest = results.iter().filter_map(|r| r.as_ref().ok()).max();
+    eprintln!("25-connection burst: slowest client {slowest:?}");
+    server.assert_serves_alice(ALICE_BOUND, "after the burst");
+    server.assert_no_panic();
+}
+
+/// Case 7: SIGTERM while alice's `tasks/result` waits on a long sleep task and while a
+/// ping is in flight (its body half sent): the ping is answered, new connections are not
+/// served, the process exits 0 within the grace period (`MCP_TASKS_SHUTDOWN_MS=2000`), and
+/// stderr says how the running task ended.
+#[test]
+fn sigterm_finishes_in_flight_requests_and_exits_within_the_grace() {
+    let _serial = support::serial();
+    let mut server = Launch::new().env("MCP_TASKS_SHUTDOWN_MS", "2000").start();
+    let addr = server.addr;
+    let mut waiter = Session::open(addr, ALICE, Duration::from_secs(10)).expect("alice's session");
+    let created = waiter
+        .request(
+            "tools/call",
+            json!({"name": "sleep", "arguments": {"ms": 60000}, "task": {}}),
+        )
+        .expect("a long sleep task");
+    let task_id = created["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
+        .to_owned();
+    let session = waiter.id.clone();
+    // tasks/result blocks on its own connection until the task ends (or the server goes).
+    let blocked = thread::spawn(move || {
+        let start = Instant::now();
+        let mut conn = Conn::open(addr, Duration::from_secs(10)).map_err(|e| e.to_string())?;
+        let answer = conn.post(
+            Some(ALICE),
+            Some(&session),
+            &rpc(7, "tasks/result", json!({"taskId": task_id})),
+        );
+        Ok::<_, String>((start.elapsed(), answer.map(|a| (a.status, a.text()))))
+    });
+
+    // A ping in flight: head and half the body now, the rest after SIGTERM.
+    let ping = rpc(8, "ping", json!({}));
+    let (first, rest) = ping.split_at(ping.len() / 2);
+    let mut in_flight = Conn::open(addr, Duration::from_secs(10)).expect("connect");
+    let head = post_head(addr, Some(ALICE), Some(&waiter.id), Some(ping.len() as u64));
+    in_flight
+        .write_raw(format!("{head}{first}").as_bytes())
+        .expect("half a ping");
+    thread::sleep(Duration::from_millis(300));
+
+    let signalled = Instant::now();
+    server.signal(libc::SIGTERM);
+    thread::sleep(Duration::from_millis(300));
+    in_flight
+        .write_raw(rest.as_bytes())
+        .expect("the rest of the ping");
+    let answered = in_flight.read_response();
+
+    // A connection made after SIGTERM is not served.
+    let late = match Conn::open(addr, Duration::from_secs(2)) {
+        Err(err) => format!("refused ({err})"),
+        Ok(mut conn) => match conn.post(
+            Some(ALICE),
+            None,
+            &rpc(1, "initialize", support::initialize_params("late")),
+        ) {
+            Ok(answer) if answer.status == 200 => {
+                panic!(
+                    "a connection made after SIGTERM was served: {}",
+                    answer.text()
+                )
+            }
+            Ok(answer) => format!("answered {}", answer.status),
+            Err(err) => format!("closed ({err})"),
+        },
+    };
+
+    let status = server.wait_exit(Duration::from_secs(2) + Duration::from_secs(3));
+    let exited_after = signalled.elapsed();
+    let stderr = server.stderr();
+    let answered = answered.unwrap_or_else(|err| {
+        panic!("the in-flight ping got no answer after SIGTERM: {err}; stderr:\n{stderr}")
+    });
+    let pong = answered.message().expect("a JSON-RPC answer to the ping");
+    assert!(
+        answered.status == 200 && pong["id"] == 8 && pong["result"].is_object(),
+        "the in-flight ping is answered: HTTP {} {pong}",
+        answered.status
+    );
+    let status = status.unwrap_or_else(|| {
+        panic!(
+            "mcp_http still running {exited_after:?} after SIGTERM (grace 2 s); stderr:\n{stderr}"
+        )
+    });
+    assert!(
+        status.success(),
+        "mcp_http exits 0 after SIGTERM, got {status}; stderr:\n{stderr}"
+    );
+    let (waited, result) = blocked
+        .join()
+        .expect("the tasks/result thread")
+        .expect("tasks/result was sent");
+    eprintln!(
+        "SIGTERM: exited {status} after {exited_after:?}; late connection {late}; \
+         tasks/result ended after {waited:?} with {result:?}"
+    );
+    // The blocked tasks/result either got an answer (the task's end) or was closed.
+    if let Ok((code, body)) = &result {
+        assert!(*code != 0, "tasks/result: {code} {body}");
+    }
+    let lower = stderr.to_ascii_lowercase();
+    assert!(
+        lower.contains("task")
+            && [
+                "cancel",
+                "fail",
+                "finish",
+                "complet",
+                "abandon",
+                "interrupt"
+            ]
+            .iter()
+            .any(|word| lower.contains(word)),
+        "stderr says how the running task ended:\n{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "mcp_http panicked:\n{stderr}");
+    // Nothing is listening any more.
+    let mut probe = [0u8; 1];
+    if let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) {
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        assert!(
+            !matches!(stream.read(&mut probe), Ok(1)),
+            "something still answers on {addr} after exit"
+        );
+    }
+}
