@@ -431,6 +431,23 @@ impl Conn {
     /// until the server closes. An `Err` of kind `UnexpectedEof`/reset means the server
     /// closed the connection without (completing) an answer.
     pub fn read_response(&mut self) -> io::Result<Response> {
+        self.read_response_inner().map_err(|err| {
+            if matches!(
+                err.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) {
+                let waited = self.stream().read_timeout().ok().flatten();
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no (complete) answer within {waited:?}"),
+                )
+            } else {
+                err
+            }
+        })
+    }
+
+    fn read_response_inner(&mut self) -> io::Result<Response> {
         loop {
             let status_line = self.read_line()?;
             let status: u16 = status_line
