@@ -106,6 +106,7 @@ fn a_two_terabyte_content_length_is_refused_without_allocating() {
     thread::sleep(Duration::from_millis(300));
     server.assert_serves_alice(ALICE_BOUND, "after the 2 TB connections closed");
     let after = server.rss_kib();
+    eprintln!("VmRSS {before} KiB before the 2 TB requests, {after} KiB after");
     assert!(
         after < RSS_LIMIT_KIB,
         "VmRSS grew from {before} KiB to {after} KiB after refusing a 2 TB body"
@@ -146,11 +147,14 @@ fn stall(addr: std::net::SocketAddr, token: Option<&str>, count: usize) -> Vec<C
     let started = Instant::now();
     let mut stalled = Vec::with_capacity(count);
     let mut failures = Vec::new();
+    let mut slowest = Duration::ZERO;
     for _ in 0..count {
+        let one = Instant::now();
         match stalled_post(addr, token, "1000", b"{\"jsonrpc\"") {
             Ok(conn) => stalled.push(conn),
             Err(err) => failures.push(err.to_string()),
         }
+        slowest = slowest.max(one.elapsed());
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "opening {count} stalled connections took over 60 s"
@@ -161,6 +165,10 @@ fn stall(addr: std::net::SocketAddr, token: Option<&str>, count: usize) -> Vec<C
         "{} of {count} stalled connections could not be opened: {:?}",
         failures.len(),
         &failures[..failures.len().min(5)]
+    );
+    eprintln!(
+        "{count} stalled connections opened in {:?} (slowest {slowest:?})",
+        started.elapsed()
     );
     stalled
 }
@@ -268,12 +276,9 @@ fn descriptor_exhaustion_is_survived() {
 
     let took = server.assert_serves_alice(ALICE_BOUND, "once the idle connections closed");
     eprintln!("alice served {took:?} after the idle connections closed");
-    let stderr = server.stderr().to_ascii_lowercase();
+    let stderr = server.stderr();
     assert!(
-        stderr.contains("too many open files")
-            || stderr.contains("emfile")
-            || stderr.contains("back")
-            || stderr.contains("descriptor"),
+        stderr.contains("backing off"),
         "stderr shows the accept back-off:\n{}",
         support::tail(&stderr, 40)
     );
@@ -363,6 +368,7 @@ fn sigterm_finishes_in_flight_requests_and_exits_within_the_grace() {
         .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
         .to_owned();
     let session = waiter.id.clone();
+    let running = task_id.clone();
     // tasks/result blocks on its own connection until the task ends (or the server goes).
     let blocked = thread::spawn(move || {
         let start = Instant::now();
@@ -372,7 +378,7 @@ fn sigterm_finishes_in_flight_requests_and_exits_within_the_grace() {
             Some(&session),
             &rpc(7, "tasks/result", json!({"taskId": task_id})),
         );
-        Ok::<_, String>((start.elapsed(), answer.map(|a| (a.status, a.text()))))
+        Ok::<_, String>((start.elapsed(), answer.map(|a| (a.status, a.message()))))
     });
 
     // A ping in flight: head and half the body now, the rest after SIGTERM.
@@ -412,7 +418,7 @@ fn sigterm_finishes_in_flight_requests_and_exits_within_the_grace() {
         },
     };
 
-    let status = server.wait_exit(Duration::from_secs(2) + Duration::from_secs(3));
+    let status = server.wait_exit(Duration::from_secs(5));
     let exited_after = signalled.elapsed();
     let stderr = server.stderr();
     let answered = answered.unwrap_or_else(|err| {
@@ -433,6 +439,11 @@ fn sigterm_finishes_in_flight_requests_and_exits_within_the_grace() {
         status.success(),
         "mcp_http exits 0 after SIGTERM, got {status}; stderr:\n{stderr}"
     );
+    // The grace period, plus a little for the last answers to be flushed.
+    assert!(
+        exited_after <= Duration::from_millis(3500),
+        "mcp_http took {exited_after:?} to exit after SIGTERM (grace 2 s); stderr:\n{stderr}"
+    );
     let (waited, result) = blocked
         .join()
         .expect("the tasks/result thread")
@@ -441,24 +452,22 @@ fn sigterm_finishes_in_flight_requests_and_exits_within_the_grace() {
         "SIGTERM: exited {status} after {exited_after:?}; late connection {late}; \
          tasks/result ended after {waited:?} with {result:?}"
     );
-    // The blocked tasks/result either got an answer (the task's end) or was closed.
-    if let Ok((code, body)) = &result {
-        assert!(*code != 0, "tasks/result: {code} {body}");
-    }
-    let lower = stderr.to_ascii_lowercase();
+    // The blocked tasks/result is answered with the task's end: it could not finish
+    // within the grace, so it failed, and the waiter is told so.
+    let (code, message) = result.unwrap_or_else(|err| {
+        panic!("the blocked tasks/result got no answer at shutdown: {err}; stderr:\n{stderr}")
+    });
+    let message = message.unwrap_or_else(|err| panic!("tasks/result at shutdown: {err}"));
     assert!(
-        lower.contains("task")
-            && [
-                "cancel",
-                "fail",
-                "finish",
-                "complet",
-                "abandon",
-                "interrupt"
-            ]
-            .iter()
-            .any(|word| lower.contains(word)),
-        "stderr says how the running task ended:\n{stderr}"
+        code == 200 && message["id"] == 7 && message["error"]["code"] == -32603,
+        "tasks/result at shutdown answers the task's failure (-32603): HTTP {code} {message}"
+    );
+    // The operator is told which running task failed (or finished).
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.contains("shutdown") && line.contains(&running)),
+        "stderr names the running task and how it ended:\n{stderr}"
     );
     assert!(!stderr.contains("panicked"), "mcp_http panicked:\n{stderr}");
     // Nothing is listening any more.

@@ -89,6 +89,8 @@ impl Launch {
     pub fn start(self) -> Server {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mcp_http"));
         for name in [
+            // The default log level (info) shows the back-off and shutdown messages.
+            "RUST_LOG",
             "MCP_TASKS_REDIS_URL",
             "MCP_TASKS_TOKENS_FILE",
             "MCP_TASKS_ANONYMOUS",
@@ -587,13 +589,18 @@ pub struct Session {
     token: String,
     /// The `Mcp-Session-Id` issued by `initialize`.
     pub id: String,
+    /// How long opening took: connect, `initialize`, `notifications/initialized`.
+    pub opening: [Duration; 3],
     next_id: u64,
 }
 
 impl Session {
     /// Connects, sends `initialize` and `notifications/initialized`.
     pub fn open(addr: SocketAddr, token: &str, timeout: Duration) -> Result<Session, String> {
+        let start = Instant::now();
         let mut conn = Conn::open(addr, timeout).map_err(|err| format!("connect: {err}"))?;
+        let connect = start.elapsed();
+        let start = Instant::now();
         let answer = conn
             .post(
                 Some(token),
@@ -611,18 +618,21 @@ impl Session {
             .header("mcp-session-id")
             .ok_or("initialize: no Mcp-Session-Id")?
             .to_owned();
+        let initialize = start.elapsed();
         let mut session = Session {
             addr,
             timeout,
             conn,
             token: token.to_owned(),
             id,
+            opening: [connect, initialize, Duration::ZERO],
             next_id: 1,
         };
         if answer.closes() {
             session.reconnect()?;
         }
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let start = Instant::now();
         let answer = session
             .conn
             .post(Some(token), Some(&session.id), initialized)
@@ -634,6 +644,7 @@ impl Session {
                 answer.text()
             ));
         }
+        session.opening[2] = start.elapsed();
         if answer.closes() {
             session.reconnect()?;
         }
