@@ -480,3 +480,31 @@ fn sigterm_finishes_in_flight_requests_and_exits_within_the_grace() {
         );
     }
 }
+
+/// Case 7b: the `listening on` line is the readiness signal, so a supervisor may stop the
+/// server right after it: SIGTERM (and SIGINT) then still shut down gracefully (exit 0,
+/// "shutting down" logged) instead of killing the process with the signal's default action.
+#[test]
+fn a_signal_right_after_the_listening_line_is_graceful() {
+    let _serial = support::serial();
+    for (name, signal) in [("SIGTERM", libc::SIGTERM), ("SIGINT", libc::SIGINT)] {
+        for round in 0..5 {
+            let mut server = Launch::new().env("MCP_TASKS_SHUTDOWN_MS", "2000").start();
+            server.signal(signal);
+            let status = server.wait_exit(Duration::from_secs(5));
+            let stderr = server.stderr();
+            let status = status.unwrap_or_else(|| {
+                panic!("{name} (round {round}): still running 5 s later; stderr:\n{stderr}")
+            });
+            assert!(
+                status.success(),
+                "{name} right after the listening line (round {round}) ended mcp_http with \
+                 {status}, not a graceful exit 0; stderr:\n{stderr}"
+            );
+            assert!(
+                stderr.contains(&format!("{name}: shutting down")),
+                "{name} (round {round}): stderr says it shuts down:\n{stderr}"
+            );
+        }
+    }
+}
