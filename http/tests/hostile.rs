@@ -208,11 +208,19 @@ fn three_hundred_authenticated_stalled_bodies_time_out_and_alice_is_served() {
     let mut server = Launch::new()
         .env("MCP_TASKS_BODY_TIMEOUT_MS", "1000")
         .start();
+    // The first 32 take all of bob's request slots; alice is served while the last of them
+    // still stalls (its body timer has just started), then again beside all 300.
     let opened = Instant::now();
-    let mut stalled = stall(server.addr, Some(BOB), 300);
+    let mut stalled = stall(server.addr, Some(BOB), 32);
+    let took = server.assert_serves_alice(ALICE_BOUND, "while bob's 32 slots hold stalled bodies");
+    eprintln!(
+        "alice served in {took:?} while bob's slots hold stalled bodies ({:?} after the first)",
+        opened.elapsed()
+    );
+    stalled.extend(stall(server.addr, Some(BOB), 268));
     let took = server.assert_serves_alice(ALICE_BOUND, "while 300 of bob's bodies stall");
     eprintln!(
-        "alice served in {took:?} while 300 of bob's bodies stall ({:?} after the first)",
+        "alice served in {took:?} beside 300 of bob's stalled bodies ({:?} after the first)",
         opened.elapsed()
     );
 
@@ -507,4 +515,278 @@ fn a_signal_right_after_the_listening_line_is_graceful() {
             );
         }
     }
+}
+
+/// Opens `count` connections that each send the start of a request head and stall before
+/// its blank line (slowloris).
+fn stall_headers(addr: std::net::SocketAddr, count: usize) -> Vec<Conn> {
+    let started = Instant::now();
+    let mut stalled = Vec::with_capacity(count);
+    for n in 0..count {
+        let mut conn = Conn::open(addr, Duration::from_secs(5))
+            .unwrap_or_else(|err| panic!("slow connection {n}: {err}"));
+        conn.write_raw(format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nX-Slow: ").as_bytes())
+            .unwrap_or_else(|err| panic!("slow connection {n}: {err}"));
+        stalled.push(conn);
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "opening {count} slow connections took over 60 s"
+        );
+    }
+    stalled
+}
+
+/// Case 9 (slowloris): 300 connections send half a request head and stall, with
+/// `MCP_TASKS_HEADER_TIMEOUT_MS=1000`: alice is served meanwhile, and each slow connection
+/// is closed (or answered 408) once its headers are late.
+#[test]
+fn three_hundred_stalled_request_heads_are_closed_at_the_header_timeout() {
+    let _serial = support::serial();
+    support::raise_own_nofile();
+    let mut server = Launch::new()
+        .env("MCP_TASKS_HEADER_TIMEOUT_MS", "1000")
+        .start();
+    let mut stalled = stall_headers(server.addr, 300);
+    let took = server.assert_serves_alice(ALICE_BOUND, "while 300 request heads stall");
+    eprintln!("alice served in {took:?} while 300 request heads stall");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let outcomes: Vec<Outcome> = stalled.iter_mut().map(|c| outcome(c, deadline)).collect();
+    let counts = tally(&outcomes);
+    eprintln!("stalled request heads ended as {counts:?}");
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Closed | Outcome::Status(408))),
+        "each stalled head is closed (or 408) within 15 s: {counts:?}"
+    );
+    server.assert_serves_alice(ALICE_BOUND, "after the stalled heads were closed");
+    server.assert_no_panic();
+}
+
+/// Case 10: at the connection cap (`MCP_TASKS_MAX_CONNECTIONS=64`), 200 stalled request
+/// heads hold every slot; the header timeout (1 s) frees them in turn, so the server
+/// neither dies nor wedges: alice, queued behind them, is served within a few rounds of
+/// the timeout.
+#[test]
+fn stalled_heads_at_the_connection_cap_drain_and_alice_is_served() {
+    let _serial = support::serial();
+    support::raise_own_nofile();
+    let mut server = Launch::new()
+        .env("MCP_TASKS_MAX_CONNECTIONS", "64")
+        .env("MCP_TASKS_HEADER_TIMEOUT_MS", "1000")
+        .start();
+    let stalled = stall_headers(server.addr, 200);
+    // 200 heads, 64 at a time, 1 s each: about 4 rounds before alice's turn.
+    let took = server.assert_serves_alice(
+        Duration::from_secs(15),
+        "behind 200 stalled heads at a cap of 64 connections",
+    );
+    eprintln!("alice served in {took:?} behind 200 stalled heads at a cap of 64");
+    drop(stalled);
+    server.assert_serves_alice(ALICE_BOUND, "after the stalled heads hung up");
+    server.assert_no_panic();
+}
+
+/// Case 11: oversized request heads (one 1 MiB header; 20,000 small headers), with and
+/// without a token, are refused (431/400) or closed; memory stays small.
+#[test]
+fn oversized_request_heads_are_refused() {
+    let _serial = support::serial();
+    let mut server = Launch::new().start();
+    let addr = server.addr;
+    let big = format!("X-Big: {}\r\n", "a".repeat(1 << 20));
+    let many: String = (0..20_000).map(|n| format!("X-H{n}: v\r\n")).collect();
+    for (what, extra) in [("a 1 MiB header", &big), ("20,000 headers", &many)] {
+        for token in [None, Some(ALICE)] {
+            let mut conn = Conn::open(addr, Duration::from_secs(5)).expect("connect");
+            let auth = token
+                .map(|t| format!("Authorization: Bearer {t}\r\n"))
+                .unwrap_or_default();
+            let body = rpc(1, "initialize", support::initialize_params("big"));
+            let request = format!(
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            // The server may close before it has read everything: a failed write is fine.
+            let _ = conn.write_raw(request.as_bytes());
+            let got = outcome(&mut conn, Instant::now() + Duration::from_secs(10));
+            assert!(
+                matches!(got, Outcome::Status(400 | 413 | 431) | Outcome::Closed),
+                "{what} (token {token:?}): {got:?}, expected 431/400 or a closed connection"
+            );
+        }
+        server.assert_serves_alice(ALICE_BOUND, &format!("after {what}"));
+    }
+    let rss = server.rss_kib();
+    assert!(rss < RSS_LIMIT_KIB, "VmRSS {rss} KiB after oversized heads");
+    server.assert_no_panic();
+}
+
+/// Case 12: a chunked body (no `Content-Length`) larger than `MCP_TASKS_MAX_BODY_BYTES`
+/// is refused with 413 once the limit is passed, not buffered whole.
+#[test]
+fn a_chunked_body_over_the_limit_is_refused() {
+    let _serial = support::serial();
+    let mut server = Launch::new()
+        .env("MCP_TASKS_MAX_BODY_BYTES", "65536")
+        .start();
+    let addr = server.addr;
+    let mut session = Session::open(addr, ALICE, ALICE_BOUND).expect("alice's session");
+    session.request("ping", json!({})).expect("ping");
+    let mut conn = Conn::open(addr, Duration::from_secs(10)).expect("connect");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ALICE}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Mcp-Session-Id: {}\r\nTransfer-Encoding: chunked\r\n\r\n",
+        session.id
+    );
+    conn.write_raw(head.as_bytes()).expect("the head");
+    let chunk = format!("{:x}\r\n{}\r\n", 16 * 1024, " ".repeat(16 * 1024));
+    // 1 MiB in 16 KiB chunks, never terminated; the server may stop reading at 64 KiB.
+    for _ in 0..64 {
+        if conn.write_raw(chunk.as_bytes()).is_err() {
+            break;
+        }
+    }
+    let got = outcome(&mut conn, Instant::now() + Duration::from_secs(10));
+    assert_eq!(
+        got,
+        Outcome::Status(413),
+        "a 1 MiB chunked body over a 64 KiB limit"
+    );
+    server.assert_serves_alice(ALICE_BOUND, "after the chunked body");
+    server.assert_no_panic();
+}
+
+/// Case 13: JSON nested 100,000 levels deep (within the body limit) is a parse error for
+/// the client, not a stack overflow of the server.
+#[test]
+fn deeply_nested_json_is_a_parse_error() {
+    let _serial = support::serial();
+    let mut server = Launch::new().start();
+    let addr = server.addr;
+    let session = Session::open(addr, ALICE, ALICE_BOUND).expect("alice's session");
+    let depth = 100_000;
+    let nested = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":{}{}}}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    for (what, body) in [("bare", "[".repeat(depth)), ("in params", nested)] {
+        let mut conn = Conn::open(addr, ALICE_BOUND).expect("connect");
+        let answer = conn
+            .post(Some(ALICE), Some(&session.id), &body)
+            .unwrap_or_else(|err| {
+                panic!(
+                    "JSON nested {depth} deep ({what}): no answer ({err}); stderr:\n{}",
+                    support::tail(&server.stderr(), 20)
+                )
+            });
+        assert!(
+            (400..500).contains(&answer.status) || answer.status == 200,
+            "JSON nested {depth} deep ({what}): HTTP {} {}",
+            answer.status,
+            answer.text()
+        );
+        let message = answer.message().expect("a JSON-RPC answer");
+        assert!(
+            message["error"]["code"].is_i64(),
+            "JSON nested {depth} deep ({what}) is refused with a JSON-RPC error: {message}"
+        );
+        server.assert_serves_alice(ALICE_BOUND, &format!("after JSON nested {depth} deep"));
+    }
+    server.assert_no_panic();
+}
+
+/// Case 14: 50 pings pipelined in one write on one keep-alive connection are each
+/// answered, in order.
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let _serial = support::serial();
+    let mut server = Launch::new().start();
+    let addr = server.addr;
+    let session = Session::open(addr, ALICE, ALICE_BOUND).expect("alice's session");
+    let mut conn = Conn::open(addr, Duration::from_secs(20)).expect("connect");
+    let mut batch = String::new();
+    for id in 100..150 {
+        let body = rpc(id, "ping", json!({}));
+        batch.push_str(&post_head(
+            addr,
+            Some(ALICE),
+            Some(&session.id),
+            Some(body.len() as u64),
+        ));
+        batch.push_str(&body);
+    }
+    conn.write_raw(batch.as_bytes())
+        .expect("50 pipelined pings");
+    for id in 100..150 {
+        let answer = conn
+            .read_response()
+            .unwrap_or_else(|err| panic!("pipelined ping {id}: {err}"));
+        let message = answer.message().expect("a JSON-RPC answer");
+        assert!(
+            answer.status == 200 && message["id"] == id && message["result"].is_object(),
+            "pipelined ping {id}: HTTP {} {message}",
+            answer.status
+        );
+    }
+    server.assert_serves_alice(ALICE_BOUND, "after the pipelined pings");
+    server.assert_no_panic();
+}
+
+/// Case 15: one principal opening 3,000 sessions (initialize, never DELETE) does not grow
+/// the server without bound: its oldest sessions are forgotten, memory stays small, and
+/// another principal is served.
+#[test]
+fn a_flood_of_sessions_stays_bounded() {
+    let _serial = support::serial();
+    let mut server = Launch::new().start();
+    let addr = server.addr;
+    let before = server.rss_kib();
+    let mut conn = Conn::open(addr, Duration::from_secs(10)).expect("connect");
+    let mut first = None;
+    let started = Instant::now();
+    for n in 0..3000 {
+        let answer = conn
+            .post(
+                Some(BOB),
+                None,
+                &rpc(n, "initialize", support::initialize_params("flood")),
+            )
+            .unwrap_or_else(|err| panic!("initialize {n}: {err}"));
+        assert_eq!(answer.status, 200, "initialize {n}: {}", answer.text());
+        if first.is_none() {
+            first = answer.header("mcp-session-id").map(str::to_owned);
+        }
+        if answer.closes() {
+            conn = Conn::open(addr, Duration::from_secs(10)).expect("reconnect");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "3,000 initializes took over 120 s"
+        );
+    }
+    let after = server.rss_kib();
+    eprintln!(
+        "3,000 sessions of bob in {:?}: VmRSS {before} KiB before, {after} KiB after",
+        started.elapsed()
+    );
+    assert!(
+        after < before + 64 * 1024,
+        "VmRSS grew from {before} KiB to {after} KiB over 3,000 sessions"
+    );
+    let first = first.expect("a session id");
+    let stale = conn
+        .post(Some(BOB), Some(&first), &rpc(9, "ping", json!({})))
+        .expect("an answer for the oldest session");
+    assert_eq!(
+        stale.status,
+        404,
+        "the oldest of 3,000 sessions is forgotten: {}",
+        stale.text()
+    );
+    server.assert_serves_alice(ALICE_BOUND, "after bob's 3,000 sessions");
+    server.assert_no_panic();
 }
