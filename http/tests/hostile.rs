@@ -790,3 +790,78 @@ fn a_flood_of_sessions_stays_bounded() {
     server.assert_serves_alice(ALICE_BOUND, "after bob's 3,000 sessions");
     server.assert_no_panic();
 }
+
+/// Case 16: at the connection cap (`MCP_TASKS_MAX_CONNECTIONS=64`), 200 connections that
+/// send nothing at all hold every slot; the header timeout (1 s) must cover a request
+/// that has not started either, so they are closed in turn and alice, queued behind them,
+/// is served.
+#[test]
+fn silent_connections_at_the_cap_are_closed_and_alice_is_served() {
+    let _serial = support::serial();
+    support::raise_own_nofile();
+    let mut server = Launch::new()
+        .env("MCP_TASKS_MAX_CONNECTIONS", "64")
+        .env("MCP_TASKS_HEADER_TIMEOUT_MS", "1000")
+        .start();
+    let mut silent = Vec::new();
+    for n in 0..200 {
+        silent.push(
+            TcpStream::connect_timeout(&server.addr, Duration::from_secs(5))
+                .unwrap_or_else(|err| panic!("silent connection {n}: {err}")),
+        );
+    }
+    let took = server.assert_serves_alice(
+        Duration::from_secs(15),
+        "behind 200 silent connections at a cap of 64",
+    );
+    eprintln!("alice served in {took:?} behind 200 silent connections at a cap of 64");
+    drop(silent);
+    server.assert_no_panic();
+}
+
+/// Case 17: bob opens 60 sessions and a standalone SSE stream (`GET /mcp`) in each: the
+/// streams count against his 32 concurrent requests (the rest get 429), so long-lived
+/// streams cannot take the server from alice. (A second `GET` in one session replaces the
+/// first, which ends, so one session holds at most one.)
+#[test]
+fn a_principal_cannot_hold_more_streams_than_its_slots() {
+    let _serial = support::serial();
+    let mut server = Launch::new().start();
+    let addr = server.addr;
+    let mut streams = Vec::new();
+    let mut statuses = Vec::new();
+    // The sessions first: once the streams hold his slots, bob's initialize is 429 too.
+    let sessions: Vec<Session> = (0..60)
+        .map(|n| {
+            Session::open(addr, BOB, ALICE_BOUND)
+                .unwrap_or_else(|err| panic!("bob's session {n}: {err}"))
+        })
+        .collect();
+    for (n, bob) in sessions.into_iter().enumerate() {
+        let mut conn = Conn::open(addr, Duration::from_secs(5)).expect("connect");
+        let request = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {BOB}\r\n\
+             Accept: text/event-stream\r\nMcp-Session-Id: {}\r\n\
+             MCP-Protocol-Version: {}\r\n\r\n",
+            bob.id,
+            support::VERSION
+        );
+        conn.write_raw(request.as_bytes())
+            .unwrap_or_else(|err| panic!("stream {n}: {err}"));
+        let status = conn
+            .read_head()
+            .unwrap_or_else(|err| panic!("stream {n}: no answer head: {err}"));
+        statuses.push(status);
+        streams.push((conn, bob));
+    }
+    let open = statuses.iter().filter(|s| **s == 200).count();
+    let refused = statuses.iter().filter(|s| **s == 429).count();
+    eprintln!("bob's 60 GET streams: {open} open, {refused} refused 429");
+    assert!(
+        open == 32 && refused == 28,
+        "bob's streams beyond his 32 slots are refused 429: {open} open, {refused} 429, {statuses:?}"
+    );
+    server.assert_serves_alice(ALICE_BOUND, "beside bob's 32 open streams");
+    drop(streams);
+    server.assert_no_panic();
+}

@@ -518,6 +518,24 @@ impl Conn {
         }
     }
 
+    /// Reads only an answer's status line and headers (for a stream that stays open);
+    /// returns the status.
+    pub fn read_head(&mut self) -> io::Result<u16> {
+        let status_line = self.read_line()?;
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("not a status line: {status_line:?}"),
+                )
+            })?;
+        while !self.read_line()?.is_empty() {}
+        Ok(status)
+    }
+
     /// POSTs `body` to `/mcp` with these bearer token and session (if any) and reads the
     /// answer.
     pub fn post(
