@@ -4,8 +4,15 @@
 //! asserts that the server stays up and that alice's authenticated `ping` (initialize,
 //! then ping in that session) is answered within a bound, meanwhile or afterwards.
 //!
+//! Beyond the list: stalled and silent request heads (alone and at the connection
+//! cap), oversized heads, an oversized chunked body, deeply nested JSON, pipelining, a
+//! flood of sessions, SSE streams against a principal's slots, and a signal right after
+//! the `listening on` line.
+//!
 //! Requests are written by hand on `TcpStream`s (`support`), so malformed and stalled
-//! ones can be sent. The cases run one at a time (`support::serial`).
+//! ones can be sent. The cases run one at a time (`support::serial`). Run with
+//! `cargo test --manifest-path http/Cargo.toml --test hostile -- --nocapture` to see what
+//! each case measured.
 
 mod support;
 

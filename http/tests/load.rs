@@ -2,7 +2,9 @@
 //! each, from a tokens file), each doing initialize, a task-augmented `sleep {ms: 10}`,
 //! `tasks/get` and `tasks/result` against one `mcp_http`. Every request must be answered
 //! with 200 and a JSON-RPC result, all within 60 s; the latency quantiles are printed on
-//! lines starting `load:` (visible with `--nocapture`).
+//! lines starting `load:` (visible with `--nocapture`): the TCP connect apart from the
+//! requests, since connects that overflow the listen queue wait 1 s for a SYN retransmit,
+//! and how many did.
 
 mod support;
 
