@@ -20,6 +20,9 @@ use crate::service;
 const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
+/// The listen backlog: connections the kernel completes before the server accepts them.
+const BACKLOG: u32 = 4096;
+
 /// How long the connections get, after the tasks' deadline, to send what they still owe.
 const FLUSH: Duration = Duration::from_millis(500);
 
@@ -55,11 +58,16 @@ fn is_shortage(err: &io::Error) -> bool {
 }
 
 /// Serves `listener` until SIGTERM or SIGINT, then shuts down (see the crate docs).
-pub async fn serve(listener: TcpListener, app: Arc<App>, stop: watch::Sender<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    app: Arc<App>,
+    stop: watch::Sender<bool>,
+    signals: Signals,
+) {
     let connections = Arc::new(Semaphore::new(app.limits.max_connections));
     let graceful = GracefulShutdown::new();
     let mut backoff = FIRST_BACKOFF;
-    let signal = shutdown_signal();
+    let signal = signals.received();
     tokio::pin!(signal);
     loop {
         // At the cap, stop accepting until a connection closes.
@@ -157,18 +165,67 @@ async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: Gracefu
     }
 }
 
-/// Completes with the signal's name on SIGTERM or SIGINT.
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot listen for SIGTERM/SIGINT: shut down with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
+/// SIGTERM and SIGINT, listened for from before the server says it is listening (so a
+/// signal sent right after that line shuts it down gracefully instead of killing it).
+pub struct Signals {
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Starts listening for SIGTERM and SIGINT (inside the runtime).
+    pub fn listen() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind| match signal(kind) {
+            Ok(signal) => Some(signal),
+            Err(err) => {
+                tracing::warn!("cannot listen for a signal ({err}): shut down with SIGKILL");
+                None
+            }
+        };
+        Self {
+            term: listen(SignalKind::terminate()),
+            int: listen(SignalKind::interrupt()),
+        }
     }
+
+    /// Completes with the signal's name on SIGTERM or SIGINT.
+    async fn received(mut self) -> &'static str {
+        async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            () = next(self.term.as_mut()) => "SIGTERM",
+            () = next(self.int.as_mut()) => "SIGINT",
+        }
+    }
+}
+
+/// Binds `addr` with a listen backlog of [`BACKLOG`] (the default 128 makes a burst of
+/// clients wait for SYN retransmits).
+///
+/// # Errors
+/// The address does not resolve or cannot be bound.
+pub async fn bind(addr: &str) -> io::Result<TcpListener> {
+    let mut last = None;
+    for addr in tokio::net::lookup_host(addr).await? {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(addr).and_then(|()| socket.listen(BACKLOG)) {
+            Ok(listener) => return Ok(listener),
+            Err(err) => last = Some(err),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(io::ErrorKind::NotFound, "the address resolves to nothing")
+    }))
 }

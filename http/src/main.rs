@@ -144,7 +144,8 @@ fn run() -> Result<(), String> {
         .build()
         .map_err(|err| format!("cannot start the runtime: {err}"))?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&config.addr)
+        let signals = listener::Signals::listen();
+        let listener = listener::bind(&config.addr)
             .await
             .map_err(|err| format!("cannot listen on {}: {err}", config.addr))?;
         let bound = listener
@@ -171,7 +172,7 @@ fn run() -> Result<(), String> {
         );
         println!("listening on http://{bound}{}", service::ENDPOINT);
         let _ = std::io::stdout().flush();
-        listener::serve(listener, app, stop).await;
+        listener::serve(listener, app, stop, signals).await;
         Ok(())
     })
 }
