@@ -7,6 +7,9 @@ INTEROP="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$INTEROP/.." && pwd)"
 # Where cargo puts what it builds (CARGO_TARGET_DIR is honoured, as cargo does).
 TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
+# The HTTP server (http/, its own cargo workspace) builds into http/target unless
+# CARGO_TARGET_DIR says otherwise.
+HTTP_TARGET="${CARGO_TARGET_DIR:-$REPO/http/target}"
 PYTHON="${PYTHON:-python3}"
 VENV="$INTEROP/.venv"
 CLIENT_TIMEOUT="${INTEROP_CLIENT_TIMEOUT:-300}"
@@ -21,6 +24,14 @@ log() { printf '\n== %s\n' "$*"; }
 build() {
   log "building the example servers (cargo build $*)"
   (cd "$REPO" && cargo build "$@")
+}
+
+# build_http ARGS...: builds mcp_http, the Streamable HTTP server of http/ (its own
+# workspace), with cargo build --manifest-path http/Cargo.toml ARGS (e.g. --features redis);
+# the binary is $HTTP_TARGET/debug/mcp_http.
+build_http() {
+  log "building the HTTP server (cargo build --manifest-path http/Cargo.toml $*)"
+  (cd "$REPO" && cargo build --manifest-path http/Cargo.toml "$@")
 }
 
 # need_binary PATH...: exits unless each PATH is an executable.
@@ -147,9 +158,12 @@ write_tokens() {
     "$MCP_TASKS_ALICE_TOKEN" "$MCP_TASKS_BOB_TOKEN" > "$OUT_DIR/tokens")
 }
 
-# start_http_server NAME [ARGS...]: a fresh $SERVER ARGS (examples/http_server) on a free
-# loopback port, with the tokens of write_tokens, tracing into $OUT_DIR/NAME.traces; sets
-# SERVER_URL and SERVER_PID (also kept in PIDS).
+# start_http_server NAME [ARGS...]: a fresh $SERVER ARGS (mcp_http, the server of http/, or
+# INTEROP_HTTP_SERVER) on a free loopback port (MCP_TASKS_HTTP_ADDR=127.0.0.1:0), with the
+# tokens of write_tokens (MCP_TASKS_TOKENS_FILE), MCP_TASKS_PAGE_SIZE=2, tracing one file per
+# session into $OUT_DIR/NAME.traces (MCP_TASKS_TRACE_DIR), its stdout and stderr in
+# $OUT_DIR/NAME.server.{out,err}; waits for its first stdout line,
+# `listening on http://ADDR/mcp`, and sets SERVER_URL and SERVER_PID (also kept in PIDS).
 start_http_server() {
   local name="$1"; shift
   local base="$OUT_DIR/$name"

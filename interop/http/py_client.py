@@ -1,5 +1,8 @@
-"""HTTP interop client for the mcp-tasks http_server example, written against the
-official Python SDK (mcp==1.30.0, installed in interop/.venv).
+"""HTTP interop client for mcp_http (the Streamable HTTP server of http/), written against
+the official Python SDK (mcp==1.30.0, installed in interop/.venv). Both principals'
+sessions declare the elicitation capability (an elicitation callback): `confirm` tasks
+ask them through `elicitation/create` (on the tasks/result SSE stream or the standalone
+GET stream), and `notifications/tasks/status` reach them the same way.
 
 Usage: python py_client.py
 
@@ -18,7 +21,7 @@ import pathlib
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -26,14 +29,17 @@ import httpx
 
 import mcp.types as types
 from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.context import RequestContext
 
 # The checks shared with the other interop clients live in interop/harness.py.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from harness import (  # noqa: E402
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    RELATED_TASK,
     BaseExceptionGroup,
+    CheckFailure,
     Scenarios,
     check,
     describe,
@@ -41,7 +47,6 @@ from harness import (  # noqa: E402
     expect_error,
     foreign_like_unknown,
     http_client,
-    http_session,
     list_all,
     related_task_id,
     required,
@@ -58,26 +63,86 @@ PAGE_SIZE = int(os.environ.get("MCP_TASKS_PAGE_SIZE", "50"))
 
 
 class Peer:
-    """One MCP session over HTTP."""
+    """One MCP session over HTTP, with the elicitation callback and the notifications it got.
 
-    def __init__(self, session: ClientSession, get_session_id: Callable[[], str | None]) -> None:
-        self.s = session
-        self.session_id = get_session_id
+    The callback answers decline for a question with "[decline]", cancel for "[cancel]",
+    otherwise accept with {answer: "yes from <who>"}; for "[hold]" it first awaits `hold`
+    (with the related task id), while the task waits for the answer. The SDK runs the
+    callback inline in this session's receive loop, so neither it nor `hold` may await a
+    response in this session (another session's requests are fine)."""
+
+    def __init__(self, who: str) -> None:
+        self.who = who
+        self.s: ClientSession
+        self.session_id: Callable[[], str | None] = lambda: None
         self.notifications: list[Any] = []
+        self.elicitations: list[dict[str, Any]] = []
+        self.hold: Callable[[str | None], Awaitable[None]] | None = None
+
+    def statuses(self) -> list[types.TaskStatusNotificationParams]:
+        return [n.params for n in self.notifications if isinstance(n, types.TaskStatusNotification)]
+
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, types.ServerNotification):
+            self.notifications.append(message.root)
+
+    async def on_elicit(
+        self, context: RequestContext[ClientSession, Any], params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        task_id = related_task_id(params.meta)
+        e: dict[str, Any] = {
+            "params": params,
+            "task_id": task_id,
+            "ctx_task_id": related_task_id(context.meta),
+        }
+        self.elicitations.append(e)
+        if "[hold]" in params.message and self.hold is not None:
+            try:
+                with anyio.fail_after(15):
+                    await self.hold(task_id)
+                e["held"] = True
+            except Exception as err:  # noqa: BLE001 - reported by the scenario
+                e["hold_error"] = err
+        meta = {RELATED_TASK: {"taskId": task_id}} if task_id else None
+        if "[decline]" in params.message:
+            return types.ElicitResult(action="decline", _meta=meta)
+        if "[cancel]" in params.message:
+            return types.ElicitResult(action="cancel", _meta=meta)
+        return types.ElicitResult(action="accept", content={"answer": f"yes from {self.who}"}, _meta=meta)
+
+    async def notified(self, task_id: str | None, wanted: tuple[str, ...]) -> list[str]:
+        """Waits (at most 5 s) until each status in `wanted` was notified for `task_id`;
+        returns the statuses notified for it, in order."""
+        check(task_id, "no task id")
+        with anyio.move_on_after(5):
+            while True:
+                got = [n.status for n in self.statuses() if n.taskId == task_id]
+                if all(w in got for w in wanted):
+                    return got
+                await anyio.sleep(0.05)
+        got = [n.status for n in self.statuses() if n.taskId == task_id]
+        raise CheckFailure(f"{self.who} was not notified {' and '.join(wanted)} for task {task_id} (got {got or 'none'})")
 
 
 @contextlib.asynccontextmanager
-async def connect(token: str | None, name: str) -> AsyncIterator[Peer]:
-    notifications: list[Any] = []
-
-    async def on_message(message: Any) -> None:
-        if isinstance(message, types.ServerNotification):
-            notifications.append(message.root)
-
-    async with http_session(URL, token, name, "negotiated protocolVersion", on_message) as (session, get_session_id):
-        peer = Peer(session, get_session_id)
-        peer.notifications = notifications
-        yield peer
+async def connect(token: str | None, name: str, who: str = "anonymous") -> AsyncIterator[Peer]:
+    """An initialized 2025-11-25 session over Streamable HTTP with `token`, declaring
+    elicitation (the SDK does when given an elicitation callback)."""
+    peer = Peer(who)
+    async with http_client(token) as http:
+        async with streamable_http_client(URL, http_client=http) as (read, write, get_session_id):
+            async with ClientSession(
+                read,
+                write,
+                message_handler=peer.on_message,
+                elicitation_callback=peer.on_elicit,
+                client_info=types.Implementation(name=name, version="0.1.0"),
+            ) as session:
+                init = await session.initialize()
+                eq(init.protocolVersion, "2025-11-25", "negotiated protocolVersion")
+                peer.s = session
+                peer.session_id = get_session_id
+                yield peer
 
 
 def find_http_status(err: BaseException) -> int | None:
@@ -120,7 +185,11 @@ class Suite(Scenarios):
             r = await http.post(URL, json=init, headers={**headers, "Authorization": f"Bearer {ALICE}", "Origin": "http://evil.example"})
             eq(r.status_code, 403, "initialize from a foreign Origin")
             r = await http.get(URL, headers={"Authorization": f"Bearer {ALICE}", "Accept": "text/event-stream"})
-            eq(r.status_code, 405, "GET")
+            eq(r.status_code, 400, "GET without Mcp-Session-Id")
+            r = await http.get(URL, headers={"Accept": "text/event-stream", "Mcp-Session-Id": "x"})
+            eq(r.status_code, 401, "GET without a token")
+            r = await http.delete(URL, headers={"Authorization": f"Bearer {ALICE}"})
+            eq(r.status_code, 400, "DELETE without Mcp-Session-Id")
         # The SDK's transport without a token: the session cannot start.
         refused: BaseException | None = None
         try:
@@ -240,18 +309,64 @@ class Suite(Scenarios):
         await expect_error(s.experimental.call_tool_as_task("echo", {"text": "x"}), METHOD_NOT_FOUND, "echo with task")
         eq(text_of(await s.call_tool("echo", {"text": "hello over http"})), "hello over http", "echo text")
 
-    async def sg_confirm(self) -> str:
-        s = self.alice.s
-        created = await s.experimental.call_tool_as_task("confirm", {"question": "Proceed?"})
+    async def confirm_round_trip(self, peer: Peer, question: str, expected_text: str) -> str:
+        """`confirm` as a task; tasks/result waits while the elicitation/create (on its SSE
+        stream or the GET stream) is answered by the callback, then gives the outcome."""
+        s = peer.s
+        before = len(peer.elicitations)
+        created = await s.experimental.call_tool_as_task("confirm", {"question": question})
         task_id = created.task.taskId
-        err = await expect_error(
-            s.experimental.get_task_result(task_id, types.CallToolResult), INTERNAL_ERROR, "tasks/result of confirm"
-        )
-        check("stdio" in err.error.message and "elicitation" in err.error.message, f"unclear error {err.error.message!r}")
-        task = await s.experimental.get_task(task_id)
-        eq(task.status, "failed", "confirm task status")
-        check("stdio" in (task.statusMessage or ""), f"statusMessage {task.statusMessage!r}")
-        return repr(err.error.message)
+        eq(created.task.status, "working", "CreateTaskResult task.status")
+        result = await s.experimental.get_task_result(task_id, types.CallToolResult)
+        mine = peer.elicitations[before:]
+        eq(len(mine), 1, "elicitation/create requests received")
+        e = mine[0]
+        params = e["params"]
+        check(isinstance(params, types.ElicitRequestFormParams), f"elicitation is not form mode: {params!r}")
+        eq(params.message, question, "elicitation message")
+        answer = (params.requestedSchema.get("properties") or {}).get("answer") or {}
+        eq(answer.get("type"), "string", "requestedSchema answer type")
+        eq(e["task_id"], task_id, "elicitation _meta related-task taskId")
+        eq(e["ctx_task_id"], task_id, "RequestContext.meta related-task taskId")
+        eq(text_of(result), expected_text, "tasks/result text")
+        eq(related_task_id(result.meta), task_id, "tasks/result _meta related-task taskId")
+        eq((await s.experimental.get_task(task_id)).status, "completed", "tasks/get after the round trip")
+        notified = await peer.notified(task_id, ("input_required", "completed"))
+        return f"task {task_id}; notified {','.join(notified)}"
+
+    async def sg3_hold(self) -> str:
+        """While alice's elicitation waits for her answer (her callback runs bob's checks
+        before it answers), bob cannot reach her task."""
+        a, b = self.alice, self.bob
+
+        async def bob_checks(task_id: str | None) -> None:
+            check(task_id, "the elicitation carries no related-task id")
+            assert task_id is not None
+            await foreign_like_unknown(b.s, (task_id,), " (alice's task waiting for input)")
+            bob_ids, _ = await list_all(b.s)
+            check(task_id not in bob_ids, "bob's tasks/list shows alice's waiting task")
+            check(not any(x["task_id"] == task_id for x in b.elicitations), "bob received alice's elicitation")
+            check(not any(n.taskId == task_id for n in b.statuses()), "bob was notified of alice's task")
+
+        before = len(a.elicitations)
+        a.hold = bob_checks
+        try:
+            task_id = (await a.s.experimental.call_tool_as_task("confirm", {"question": "Hold on [hold]"})).task.taskId
+            result = await a.s.experimental.get_task_result(task_id, types.CallToolResult)
+        finally:
+            a.hold = None
+        mine = a.elicitations[before:]
+        eq(len(mine), 1, "elicitation/create requests received")
+        e = mine[0]
+        eq(e["task_id"], task_id, "elicitation _meta related-task taskId")
+        if "hold_error" in e:
+            err = e["hold_error"]
+            raise err if isinstance(err, CheckFailure) else CheckFailure(f"bob's checks failed: {describe(err)}")
+        check(e.get("held"), "bob's checks did not run while the elicitation was pending")
+        eq(text_of(result), "the user answered: yes from alice", "tasks/result text")
+        eq((await a.s.experimental.get_task(task_id)).status, "completed", "tasks/get after the answer")
+        notified = await a.notified(task_id, ("input_required", "completed"))
+        return f"task {task_id}; notified {','.join(notified)}"
 
     async def si1_isolation(self) -> str:
         a, b = self.alice.s, self.bob.s
@@ -272,7 +387,7 @@ class Suite(Scenarios):
 
     async def si2_reconnect(self) -> str:
         check(self.alice_long_id and self.fail_task_id, "no tasks from earlier scenarios")
-        async with connect(ALICE, "mcp-tasks-interop-py-alice-again") as again:
+        async with connect(ALICE, "mcp-tasks-interop-py-alice-again", "alice") as again:
             check(again.session_id() != self.alice.session_id(), "the new connection reused the old session id")
             eq((await again.s.experimental.get_task(self.alice_long_id)).status, "working", "status from the new session")
             eq((await again.s.experimental.get_task(self.fail_task_id)).status, "failed", "finished task from the new session")
@@ -282,15 +397,36 @@ class Suite(Scenarios):
         eq((await self.alice.s.experimental.get_task(self.alice_long_id)).status, "cancelled", "old session sees the cancel")
         return f"{len(ids)} tasks seen from a second session"
 
-    async def sh_no_notifications(self) -> None:
-        got = [n for n in self.alice.notifications + self.bob.notifications if isinstance(n, types.TaskStatusNotification)]
-        eq(len(got), 0, "notifications/tasks/status received in JSON-only mode")
+    async def sh_notifications(self) -> str:
+        for peer in (self.alice, self.bob):
+            ns = peer.statuses()
+            check(ns, f"{peer.who} received no notifications/tasks/status")
+            for n in ns:
+                check(n.createdAt and n.lastUpdatedAt, f"notification params are not a full Task: {n!r}")
+                check(not related_task_id(n.meta), f"a notification carries related-task _meta (spec: SHOULD NOT): {n!r}")
+        await self.alice.notified(self.sleep_task_id, ("completed",))
+        await self.alice.notified(self.fail_task_id, ("failed",))
+        alice_ids = {n.taskId for n in self.alice.statuses()}
+        bob_ids = {n.taskId for n in self.bob.statuses()}
+        check(not alice_ids & bob_ids, f"tasks notified to both alice and bob: {alice_ids & bob_ids}")
+
+        def counts(ns: list[types.TaskStatusNotificationParams]) -> dict[str, int]:
+            c: dict[str, int] = {}
+            for n in ns:
+                c[n.status] = c.get(n.status, 0) + 1
+            return c
+
+        a, b = self.alice.statuses(), self.bob.statuses()
+        return f"alice {len(a)} {counts(a)}, bob {len(b)} {counts(b)}"
 
     async def run(self) -> None:
-        await self.scenario("t1. requests without a valid token are refused (401 + WWW-Authenticate), foreign Origin 403, GET 405", self.t1_refused)
+        await self.scenario(
+            "t1. requests without a valid token are refused (401 + WWW-Authenticate), foreign Origin 403, GET/DELETE without a session 400",
+            self.t1_refused,
+        )
         peers = {
-            "alice": connect(ALICE, "mcp-tasks-interop-py-alice"),
-            "bob": connect(BOB, "mcp-tasks-interop-py-bob"),
+            "alice": connect(ALICE, "mcp-tasks-interop-py-alice", "alice"),
+            "bob": connect(BOB, "mcp-tasks-interop-py-bob", "bob"),
         }
         await self.connected("0. initialize over HTTP", peers, [
             ("0. initialize over HTTP (alice and bob): sessions issued, tools listed", self.s0_sessions),
@@ -301,10 +437,22 @@ class Suite(Scenarios):
             ("d. cancel: pending tasks/result answered, second cancel -32602, cancel of completed -32602", self.sd_cancel),
             ("e. unknown id -> -32602 on tasks/get, tasks/result, tasks/cancel", self.se_unknown),
             ("f. taskSupport errors: confirm without task, echo with task -> -32601", self.sf_task_support),
-            ("g. confirm over JSON-only HTTP: the task fails with a clear error", self.sg_confirm),
+            (
+                "g. alice: confirm as a task over HTTP: elicitation/create (related task) accepted {answer} -> completed with the answer; input_required and completed notified",
+                lambda: self.confirm_round_trip(self.alice, "Proceed over HTTP?", "the user answered: yes from alice"),
+            ),
+            (
+                "g1. bob: the same round trip in his own session",
+                lambda: self.confirm_round_trip(self.bob, "Bob, proceed over HTTP?", "the user answered: yes from bob"),
+            ),
+            (
+                'g2. alice: elicitation declined -> the task completes saying "the user declined"',
+                lambda: self.confirm_round_trip(self.alice, "Shall we stop? [decline]", "the user declined"),
+            ),
+            ("g3. while alice's confirm waits for her answer, bob cannot see, wait on, cancel or list it", self.sg3_hold),
             ("i1. owner isolation: bob cannot get, wait on, cancel or list alice's tasks; errors equal an unknown id's", self.si1_isolation),
             ("i2. reconnect with the same token: a new session sees and cancels the tasks", self.si2_reconnect),
-            ("h. JSON-only mode: no status notifications", self.sh_no_notifications),
+            ("h. notifications/tasks/status over HTTP: full Task params, no related-task _meta, each principal only of its own tasks", self.sh_notifications),
         ])
 
 

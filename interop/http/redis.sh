@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# HTTP interop over a shared Redis store: servers/ http_server built with the `redis`
-# feature, its tasks in a throwaway redis-server on a unix socket (no persistence).
+# HTTP interop over a shared Redis store: mcp_http (the server of http/) built with the
+# `redis` feature, its tasks in a throwaway redis-server on a unix socket (no persistence).
 #   0. the stdio_server on Redis: the whole Python stdio suite (../py_client.py:
 #      elicitation, status notifications), its trace validated against the schema;
 #   1. one instance on Redis: the whole Python HTTP suite (py_client.py), its traces
@@ -24,7 +24,7 @@ set -euo pipefail
 # shellcheck source=interop/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$INTEROP/http"
-SERVER="${INTEROP_HTTP_SERVER:-$TARGET/debug/http_server}"
+SERVER="${INTEROP_HTTP_SERVER:-$HTTP_TARGET/debug/mcp_http}"
 STDIO_SERVER="${INTEROP_SERVER:-$TARGET/debug/stdio_server}"
 REDIS_SERVER="${REDIS_SERVER:-redis-server}"
 
@@ -40,8 +40,11 @@ if ! command -v "$REDIS_SERVER" >/dev/null 2>&1; then
   give_up
 fi
 
-if [[ -z "${INTEROP_HTTP_SERVER:-}" || -z "${INTEROP_SERVER:-}" ]]; then
-  build -p mcp-tasks-servers --features redis --bin http_server --bin stdio_server
+if [[ -z "${INTEROP_SERVER:-}" ]]; then
+  build -p mcp-tasks-servers --features redis --bin stdio_server
+fi
+if [[ -z "${INTEROP_HTTP_SERVER:-}" ]]; then
+  build_http --features redis
 fi
 need_binary "$SERVER" "$STDIO_SERVER"
 install_sdks py

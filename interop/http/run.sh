@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# HTTP interop suite: drives the http_server of servers/ (Streamable HTTP, bearer tokens) with the
-# official TypeScript and Python MCP SDKs, two principals each, then validates every
+# HTTP interop suite: drives mcp_http, the server of http/ (Streamable HTTP on hyper, bearer
+# tokens, SSE), with the official TypeScript and Python MCP SDKs, two principals each
+# (elicitation round trips and status notifications included), then validates every
 # message the server wrote against the official 2025-11-25 JSON schema.
 # See interop/http/README.md.
 #
@@ -9,16 +10,16 @@
 #   INTEROP_SKIP_INSTALL=1     reuse interop/node_modules and interop/.venv as they are
 #   INTEROP_KEEP_TRACES=1      keep the trace directory even when everything passed
 #   PYTHON=python3.11          interpreter used to create interop/.venv
-#   INTEROP_HTTP_SERVER=/path  drive this server binary instead of building the example
+#   INTEROP_HTTP_SERVER=/path  drive this server binary instead of building mcp_http
 set -euo pipefail
 
 # shellcheck source=interop/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$INTEROP/http"
-SERVER="${INTEROP_HTTP_SERVER:-$TARGET/debug/http_server}"
+SERVER="${INTEROP_HTTP_SERVER:-$HTTP_TARGET/debug/mcp_http}"
 
 if [[ -z "${INTEROP_HTTP_SERVER:-}" ]]; then
-  build -p mcp-tasks-servers --bin http_server
+  build_http
 fi
 need_binary "$SERVER"
 install_sdks ts py

@@ -1,5 +1,8 @@
-// HTTP interop client for the mcp-tasks http_server example, written against the
-// official TypeScript SDK (@modelcontextprotocol/sdk 1.32.2, installed in interop/).
+// HTTP interop client for mcp_http (the Streamable HTTP server of http/), written against
+// the official TypeScript SDK (@modelcontextprotocol/sdk 1.32.2, installed in interop/).
+// Both principals' clients declare the elicitation capability: `confirm` tasks ask them
+// through `elicitation/create` (on the tasks/result SSE stream or the standalone GET
+// stream), and `notifications/tasks/status` reach them the same way.
 //
 // Usage: node ts_client.mjs
 // Environment: MCP_TASKS_URL (the server's /mcp endpoint), MCP_TASKS_ALICE_TOKEN and
@@ -14,6 +17,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import {
   CallToolResultSchema,
   CreateTaskResultSchema,
+  ElicitRequestSchema,
   McpError,
   RELATED_TASK_META_KEY,
   TaskStatusNotificationSchema,
@@ -33,7 +37,6 @@ import {
 
 const INVALID_PARAMS = -32602;
 const METHOD_NOT_FOUND = -32601;
-const INTERNAL_ERROR = -32603;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 function required(name) {
@@ -84,17 +87,45 @@ async function rawSession(token) {
 
 // --------------------------------------------------------------- clients ---
 
-function newClient(name) {
-  const client = new Client({ name, version: '0.1.0' }, { capabilities: {} });
-  const record = { client, statusNotifications: [] };
+// A client declaring form elicitation. It keeps every notifications/tasks/status and every
+// elicitation/create it gets; its elicitation handler asks the server (tasks/get) for the
+// task's status while the question is pending, then answers: decline for a question with
+// "[decline]", cancel for "[cancel]", otherwise accept with {answer: "yes from <who>"}. A
+// question with "[hold]" waits until the scenario calls the elicitation's release().
+function newClient(name, who = name) {
+  const client = new Client({ name, version: '0.1.0' }, { capabilities: { elicitation: { form: {} } } });
+  const record = { client, who, statusNotifications: [], elicitations: [] };
   client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
     record.statusNotifications.push(n.params);
+  });
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    const params = request.params;
+    const related = params._meta?.[RELATED_TASK_META_KEY];
+    const e = { params, related, statusWhilePending: undefined, statusError: undefined };
+    e.held = new Promise((resolve) => {
+      e.release = resolve;
+    });
+    record.elicitations.push(e);
+    const q = String(params.message ?? '');
+    if (q.includes('[hold]')) await e.held;
+    if (related?.taskId) {
+      try {
+        e.statusWhilePending = (await client.experimental.tasks.getTask(related.taskId, { timeout: 5_000 })).status;
+      } catch (err) {
+        e.statusError = describeError(err);
+      }
+    }
+    const meta = related ? { _meta: { [RELATED_TASK_META_KEY]: { taskId: related.taskId } } } : {};
+    e.answeredAt = Date.now();
+    if (q.includes('[decline]')) return { action: 'decline', ...meta };
+    if (q.includes('[cancel]')) return { action: 'cancel', ...meta };
+    return { action: 'accept', content: { answer: `yes from ${who}` }, ...meta };
   });
   return record;
 }
 
-async function connect(name, token) {
-  const record = newClient(name);
+async function connect(name, token, who) {
+  const record = newClient(name, who);
   record.transport = new StreamableHTTPClientTransport(url, {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   });
@@ -109,6 +140,30 @@ function createTask(client, name, args, ttl = 60_000) {
     CreateTaskResultSchema,
     { task: { ttl } },
   );
+}
+
+// Waits (at most 5 s) until `peer` was notified of each status in `wanted` for `taskId`;
+// returns the statuses notified for it, in order.
+async function notifiedStatuses(peer, taskId, wanted) {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const got = peer.statusNotifications.filter((n) => n.taskId === taskId).map((n) => n.status);
+    if (wanted.every((s) => got.includes(s))) return got;
+    if (Date.now() > deadline) {
+      throw new CheckFailure(`${peer.who} was not notified ${wanted.join(' and ')} for task ${taskId} (got ${got.join(',') || 'none'})`);
+    }
+    await sleep(50);
+  }
+}
+
+// Waits (at most 10 s) for the `index`th elicitation/create `peer` received.
+async function nthElicitation(peer, index) {
+  const deadline = Date.now() + 10_000;
+  while (peer.elicitations.length <= index) {
+    check(Date.now() < deadline, `${peer.who} received no elicitation/create`);
+    await sleep(25);
+  }
+  return peer.elicitations[index];
 }
 
 async function pollUntil(client, taskId, stop, timeoutMs = 15_000) {
@@ -191,12 +246,15 @@ await scenario('t1. transport: requests without a valid bearer token are refused
   return `SDK connect refused: ${describeError(refused)}`;
 });
 
-await scenario('t2. transport: GET/DELETE 405, foreign Origin 403, bad MCP-Protocol-Version 400, sessions required and bound', async () => {
-  for (const method of ['GET', 'DELETE']) {
-    const r = await fetch(url, { method, headers: { ...bearer(aliceToken), accept: 'text/event-stream' } });
-    eq(r.status, 405, `${method} status`);
-    await r.text();
-  }
+// The first chunk of an SSE response body, then the stream is dropped.
+async function firstChunk(response) {
+  const reader = response.body.getReader();
+  const { value } = await reader.read();
+  await reader.cancel().catch(() => {});
+  return new TextDecoder().decode(value ?? new Uint8Array());
+}
+
+await scenario('t2. transport: foreign Origin 403, bad MCP-Protocol-Version 400, sessions required and bound; GET stream and DELETE per session', async () => {
   for (const origin of ['https://attacker.example', 'http://localhost.attacker.example', 'null']) {
     const foreign = await post(INIT, { ...bearer(aliceToken), origin });
     eq(foreign.status, 403, `initialize from Origin ${origin}`);
@@ -228,13 +286,49 @@ await scenario('t2. transport: GET/DELETE 405, foreign Origin 403, bad MCP-Proto
   const note = await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { ...bearer(aliceToken), 'mcp-session-id': session });
   eq(note.status, 202, 'a notification is accepted with 202');
   await note.text();
+  // GET opens the session's standalone SSE stream: the session is required and bound.
+  const sse = { accept: 'text/event-stream' };
+  const getNoSession = await fetch(url, { headers: { ...bearer(aliceToken), ...sse } });
+  eq(getNoSession.status, 400, 'GET without Mcp-Session-Id');
+  await getNoSession.text();
+  const getUnknown = await fetch(url, { headers: { ...bearer(aliceToken), ...sse, 'mcp-session-id': randomUUID() } });
+  eq(getUnknown.status, 404, 'GET with an unknown Mcp-Session-Id');
+  await getUnknown.text();
+  const getStolen = await fetch(url, { headers: { ...bearer(bobToken), ...sse, 'mcp-session-id': session } });
+  eq(getStolen.status, 404, "bob's GET on alice's session");
+  await getStolen.text();
+  const getJson = await fetch(url, { headers: { ...bearer(aliceToken), accept: 'application/json', 'mcp-session-id': session } });
+  eq(getJson.status, 406, 'GET accepting only application/json');
+  await getJson.text();
+  const stream = await fetch(url, { headers: { ...bearer(aliceToken), ...sse, 'mcp-session-id': session } });
+  eq(stream.status, 200, 'GET with the session');
+  check((stream.headers.get('content-type') ?? '').startsWith('text/event-stream'), `GET content-type ${stream.headers.get('content-type')}`);
+  const priming = await firstChunk(stream);
+  check(/^id: \S+/m.test(priming), `the stream does not start with a priming event carrying an id: ${JSON.stringify(priming)}`);
+  // DELETE ends the session, for its principal only.
+  const delNoSession = await fetch(url, { method: 'DELETE', headers: bearer(aliceToken) });
+  eq(delNoSession.status, 400, 'DELETE without Mcp-Session-Id');
+  await delNoSession.text();
+  const delStolen = await fetch(url, { method: 'DELETE', headers: { ...bearer(bobToken), 'mcp-session-id': session } });
+  eq(delStolen.status, 404, "bob's DELETE of alice's session");
+  await delStolen.text();
+  const stillThere = await post(ping, { ...bearer(aliceToken), 'mcp-session-id': session });
+  eq(stillThere.status, 200, "ping after bob's DELETE attempt");
+  await stillThere.text();
+  const del = await fetch(url, { method: 'DELETE', headers: { ...bearer(aliceToken), 'mcp-session-id': session } });
+  eq(del.status, 204, 'DELETE of the session by its principal');
+  await del.text();
+  const gone = await post(ping, { ...bearer(aliceToken), 'mcp-session-id': session });
+  eq(gone.status, 404, 'ping in an ended session');
+  await gone.text();
+  return `priming event ${JSON.stringify(priming.split('\n')[0])}`;
 });
 
 let alice;
 let bob;
 await scenario('0. initialize over HTTP (alice and bob): session ids, tasks capabilities, tool list', async () => {
-  alice = await connect('mcp-tasks-interop-ts-alice', aliceToken);
-  bob = await connect('mcp-tasks-interop-ts-bob', bobToken);
+  alice = await connect('mcp-tasks-interop-ts-alice', aliceToken, 'alice');
+  bob = await connect('mcp-tasks-interop-ts-bob', bobToken, 'bob');
   check(alice.transport.sessionId, 'no Mcp-Session-Id for alice');
   check(bob.transport.sessionId && bob.transport.sessionId !== alice.transport.sessionId, 'bob has no session of his own');
   const caps = alice.client.getServerCapabilities();
@@ -244,6 +338,9 @@ await scenario('0. initialize over HTTP (alice and bob): session ids, tasks capa
   eq(support.sleep, 'optional', 'sleep taskSupport');
   eq(support.confirm, 'required', 'confirm taskSupport');
   eq(support.echo, 'forbidden', 'echo taskSupport');
+  // callToolStream adds `task` to a call of a task-required tool it knows from tools/list.
+  await bob.client.listTools();
+  check(alice.client.isToolTaskRequired('confirm') && bob.client.isToolTaskRequired('confirm'), 'the SDK did not register confirm as task-required');
   await alice.client.ping();
   await bob.client.ping();
   return `protocol ${alice.transport.protocolVersion ?? '?'}; tools ${tools.map((t) => t.name).join(',')}`;
@@ -376,20 +473,81 @@ await scenario('f. taskSupport: confirm without task -> -32601, echo with task -
   eq(textOf(plain), 'hello over http', 'echo text');
 });
 
-await scenario('g. confirm over JSON-only HTTP: the task fails with a clear error (elicitation needs stdio)', async () => {
-  const created = await createTask(a, 'confirm', { question: 'Proceed?' });
-  const taskId = created.task.taskId;
-  eq(created.task.status, 'working', 'CreateTaskResult task.status');
-  const err = await expectError(
-    a.experimental.tasks.getTaskResult(taskId, CallToolResultSchema, { timeout: 10_000 }),
-    INTERNAL_ERROR,
-    'tasks/result of the confirm task',
+// g. The 2025-11-25 elicitation round trip over HTTP: `confirm` as a task through the SDK's
+// callToolStream (tasks/get polling, then tasks/result, whose SSE stream or the session's
+// GET stream carries the task's elicitation/create and status notifications).
+async function confirmRoundTrip(peer, question, expectedText) {
+  const before = peer.elicitations.length;
+  const statuses = [];
+  let created;
+  let result;
+  for await (const msg of peer.client.experimental.tasks.callToolStream({ name: 'confirm', arguments: { question } })) {
+    if (msg.type === 'taskCreated') created = msg.task;
+    else if (msg.type === 'taskStatus') statuses.push(msg.task.status);
+    else if (msg.type === 'result') result = msg.result;
+    else if (msg.type === 'error') throw new CheckFailure(`stream ended with error: ${describeError(msg.error)}`);
+  }
+  check(created, 'no taskCreated message');
+  eq(created.status, 'working', 'CreateTaskResult task.status');
+  const mine = peer.elicitations.slice(before);
+  eq(mine.length, 1, 'elicitation/create requests received');
+  const e = mine[0];
+  eq(e.params.mode ?? 'form', 'form', 'elicitation mode');
+  eq(e.params.message, question, 'elicitation message');
+  check(
+    e.params.requestedSchema?.properties?.answer?.type === 'string',
+    `requestedSchema lacks answer:string: ${JSON.stringify(e.params.requestedSchema)}`,
   );
-  check(/stdio/.test(err.message) && /elicitation/.test(err.message), `error message does not explain: ${err.message}`);
-  const task = await a.experimental.tasks.getTask(taskId);
-  eq(task.status, 'failed', 'confirm task status');
-  check(/stdio/.test(task.statusMessage ?? ''), `statusMessage does not explain: ${JSON.stringify(task.statusMessage)}`);
-  return JSON.stringify(err.message);
+  eq(e.related?.taskId, created.taskId, 'elicitation _meta related-task taskId');
+  check(!e.statusError, `tasks/get while the elicitation was pending failed: ${e.statusError}`);
+  eq(e.statusWhilePending, 'input_required', 'tasks/get status while the elicitation was pending');
+  check(result, 'no result message');
+  eq(textOf(result), expectedText, 'tasks/result text');
+  eq(result._meta?.[RELATED_TASK_META_KEY]?.taskId, created.taskId, 'tasks/result _meta related-task taskId');
+  eq((await peer.client.experimental.tasks.getTask(created.taskId)).status, 'completed', 'tasks/get after the round trip');
+  const notified = await notifiedStatuses(peer, created.taskId, ['input_required', 'completed']);
+  return `task ${created.taskId}; polled ${statuses.join(',')}; notified ${notified.join(',')}`;
+}
+
+await scenario('g. alice: confirm as a task over HTTP: elicitation/create (related task) accepted {answer} -> completed with the answer; input_required and completed notified', () =>
+  confirmRoundTrip(alice, 'Proceed over HTTP?', 'the user answered: yes from alice'));
+
+await scenario('g1. bob: the same round trip in his own session', () =>
+  confirmRoundTrip(bob, 'Bob, proceed over HTTP?', 'the user answered: yes from bob'));
+
+await scenario('g2. alice: elicitation declined -> the task completes saying "the user declined"', () =>
+  confirmRoundTrip(alice, 'Shall we stop? [decline]', 'the user declined'));
+
+await scenario("g3. while alice's confirm waits for her answer (input_required), bob cannot see, wait on, cancel or list it; then she answers", async () => {
+  const before = alice.elicitations.length;
+  const taskId = (await createTask(a, 'confirm', { question: 'Hold on [hold]' })).task.taskId;
+  const e = await nthElicitation(alice, before);
+  eq(e.related?.taskId, taskId, 'elicitation _meta related-task taskId');
+  eq((await a.experimental.tasks.getTask(taskId)).status, 'input_required', "alice's tasks/get while her answer is pending");
+  const unknown = randomUUID();
+  const cases = [
+    ['tasks/get', (id) => b.experimental.tasks.getTask(id)],
+    ['tasks/result', (id) => b.experimental.tasks.getTaskResult(id, CallToolResultSchema, { timeout: 5_000 })],
+    ['tasks/cancel', (id) => b.experimental.tasks.cancelTask(id)],
+  ];
+  for (const [what, call] of cases) {
+    const t0 = Date.now();
+    const foreign = await errorOf(call(taskId), `bob ${what} on alice's waiting task`);
+    const took = Date.now() - t0;
+    const missing = await errorOf(call(unknown), `bob ${what} on an unknown id`);
+    sameAsUnknown(foreign, taskId, missing, unknown, `bob ${what}`);
+    check(took < 2_000, `bob's ${what} on alice's waiting task took ${took} ms (must not wait on it)`);
+  }
+  check(!(await listAll(b)).ids.includes(taskId), "bob's tasks/list shows alice's waiting task");
+  check(!bob.elicitations.some((x) => x.related?.taskId === taskId), "bob received alice's elicitation");
+  check(!bob.statusNotifications.some((n) => n.taskId === taskId), "bob was notified of alice's task");
+  eq((await a.experimental.tasks.getTask(taskId)).status, 'input_required', "alice's task after bob's attempts");
+  e.release();
+  const result = await a.experimental.tasks.getTaskResult(taskId, CallToolResultSchema, { timeout: 10_000 });
+  eq(textOf(result), 'the user answered: yes from alice', 'tasks/result text');
+  eq((await a.experimental.tasks.getTask(taskId)).status, 'completed', 'tasks/get after the answer');
+  const notified = await notifiedStatuses(alice, taskId, ['input_required', 'completed']);
+  return `task ${taskId}; notified ${notified.join(',')}`;
 });
 
 let aliceLongId;
@@ -427,7 +585,7 @@ await scenario("i1. owner isolation: bob cannot get, wait on, cancel or list ali
 
 await scenario('i2. reconnect: a new session with the same token sees (and may cancel) its tasks', async () => {
   check(aliceLongId, 'no task from i1');
-  const again = await connect('mcp-tasks-interop-ts-alice-again', aliceToken);
+  const again = await connect('mcp-tasks-interop-ts-alice-again', aliceToken, 'alice');
   try {
     check(again.transport.sessionId && again.transport.sessionId !== alice.transport.sessionId, 'the new connection reused the old session id');
     const t = await again.client.experimental.tasks.getTask(aliceLongId);
@@ -497,8 +655,27 @@ await scenario('x. 2026-07-28 tasks extension over HTTP (raw JSON-RPC, no sessio
   return `task ${taskId}`;
 });
 
-await scenario('h. JSON-only mode: no server-initiated messages (status notifications stay on stdio)', async () => {
-  eq(alice.statusNotifications.length + bob.statusNotifications.length, 0, 'notifications/tasks/status received');
+await scenario('h. notifications/tasks/status over HTTP: full Task params, no related-task _meta, each principal only of its own tasks', async () => {
+  for (const peer of [alice, bob]) {
+    const ns = peer.statusNotifications;
+    check(ns.length > 0, `${peer.who} received no notifications/tasks/status`);
+    for (const n of ns) {
+      check(typeof n.taskId === 'string' && typeof n.status === 'string', `bad notification params ${JSON.stringify(n)}`);
+      check(n.createdAt && n.lastUpdatedAt && 'ttl' in n, `notification params are not a full Task: ${JSON.stringify(n)}`);
+      check(!n._meta?.[RELATED_TASK_META_KEY], `a notification carries related-task _meta (spec: SHOULD NOT): ${JSON.stringify(n)}`);
+    }
+  }
+  await notifiedStatuses(alice, sleepTaskId, ['completed']);
+  await notifiedStatuses(alice, failTaskId, ['failed']);
+  const aliceIds = new Set(alice.statusNotifications.map((n) => n.taskId));
+  const bobIds = new Set(bob.statusNotifications.map((n) => n.taskId));
+  for (const id of bobIds) check(!aliceIds.has(id), `task ${id} notified to both alice and bob`);
+  const counts = (ns) => {
+    const c = {};
+    for (const n of ns) c[n.status] = (c[n.status] ?? 0) + 1;
+    return JSON.stringify(c);
+  };
+  return `alice ${alice.statusNotifications.length} ${counts(alice.statusNotifications)}, bob ${bob.statusNotifications.length} ${counts(bob.statusNotifications)}`;
 });
 
 await a.close().catch(() => {});
