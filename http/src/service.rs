@@ -34,6 +34,10 @@ pub const ENDPOINT: &str = "/mcp";
 /// stream with `GET` and `Last-Event-ID`.
 const CLOSES_ITS_STREAM: &str = "test_reconnection";
 
+/// How long a `tasks/result` stream's answer waits for the task's terminal status
+/// notification to be queued (it normally is within microseconds).
+const TERMINAL_NOTICE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What the request log line says besides the HTTP facts.
 #[derive(Default)]
 struct Noted {
@@ -451,14 +455,6 @@ async fn tasks_result(
         .and_then(|p| p.get("taskId"))
         .and_then(Value::as_str)
         .map(TaskId::from);
-    let dispatcher = app.server.dispatcher().clone();
-    let (owner2, trace, session_id) = (owner.clone(), Arc::clone(&app.trace), session.id.clone());
-    let answer: Answer = Box::pin(async move {
-        let answer = dispatcher.result_async(&owner2, params.as_ref()).await;
-        let text = framing::response(Some(&id), &answer);
-        trace.write(&session_id, "out", &text);
-        text
-    });
     let streams = sse_ok
         && task.as_ref().is_some_and(|task| {
             let mine = app
@@ -472,6 +468,19 @@ async fn tasks_result(
                     .is_ok_and(|task: AnyTask| !task.is_terminal())
             })
         });
+    let dispatcher = app.server.dispatcher().clone();
+    let (owner2, trace, session_id) = (owner.clone(), Arc::clone(&app.trace), session.id.clone());
+    // On a stream, the task's terminal status notification goes out before the answer.
+    let (tasks, notified_first) = (Arc::clone(&app.tasks), task.clone().filter(|_| streams));
+    let answer: Answer = Box::pin(async move {
+        let answer = dispatcher.result_async(&owner2, params.as_ref()).await;
+        if let Some(task) = &notified_first {
+            tasks.ended(task, TERMINAL_NOTICE).await;
+        }
+        let text = framing::response(Some(&id), &answer);
+        trace.write(&session_id, "out", &text);
+        text
+    });
     match (streams, task) {
         (true, Some(task)) => {
             let body = sse::open(

@@ -114,6 +114,13 @@ pub fn open(
                     }
                 }, if answer.is_some() => {
                     answer = None;
+                    // What was queued for this stream meanwhile (the task's terminal status
+                    // notification) goes out before the answer.
+                    for event in session.take(stream, &role) {
+                        if tx.send(encode(&event)).await.is_err() {
+                            break;
+                        }
+                    }
                     let event = session.record(stream, response.into());
                     let _ = tx.send(encode(&event)).await;
                     break;

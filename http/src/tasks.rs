@@ -15,7 +15,7 @@ use mcp_tasks::{
 use mcp_tasks_servers::outbound;
 use mcp_tasks_servers::server::{Server, Store};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use crate::session::Session;
 use crate::trace::Trace;
@@ -39,6 +39,8 @@ struct Running {
 #[derive(Default)]
 pub struct Tasks {
     running: Mutex<HashMap<TaskId, Running>>,
+    /// Woken whenever a task's end has been handled here.
+    ended: Notify,
 }
 
 impl Tasks {
@@ -104,6 +106,25 @@ impl Tasks {
     fn finished(&self, server: &Server, task: &TaskId) {
         self.running().remove(task);
         server.forget_task(task);
+        self.ended.notify_waiters();
+    }
+
+    /// Waits, at most `limit`, until the end of `task` has been handled here (for a task
+    /// created through a session: its terminal status notification is queued), so that a
+    /// `tasks/result` stream sends that notification before the answer.
+    pub async fn ended(&self, task: &TaskId, limit: Duration) {
+        let handled = async {
+            loop {
+                let ended = self.ended.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                if !self.running().contains_key(task) {
+                    return;
+                }
+                ended.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, handled).await;
     }
 
     /// How many tasks this instance's handlers still run.
