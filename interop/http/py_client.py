@@ -124,12 +124,36 @@ class Peer:
         raise CheckFailure(f"{self.who} was not notified {' and '.join(wanted)} for task {task_id} (got {got or 'none'})")
 
 
+class NoStandaloneStream(httpx.AsyncBaseTransport):
+    """An httpx transport that answers every GET itself with 405, as a server without the
+    standalone SSE stream would: the session then gets the server's messages only on the
+    SSE responses to its POSTs."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.refused = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            self.refused += 1
+            return httpx.Response(405, request=request)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 @contextlib.asynccontextmanager
-async def connect(token: str | None, name: str, who: str = "anonymous") -> AsyncIterator[Peer]:
+async def connect(
+    token: str | None, name: str, who: str = "anonymous", transport: httpx.AsyncBaseTransport | None = None
+) -> AsyncIterator[Peer]:
     """An initialized 2025-11-25 session over Streamable HTTP with `token`, declaring
     elicitation (the SDK does when given an elicitation callback)."""
     peer = Peer(who)
-    async with http_client(token) as http:
+    http = http_client(token)
+    if transport is not None:
+        http = httpx.AsyncClient(headers=http.headers, timeout=http.timeout, transport=transport)
+    async with http:
         async with streamable_http_client(URL, http_client=http) as (read, write, get_session_id):
             async with ClientSession(
                 read,
@@ -334,6 +358,15 @@ class Suite(Scenarios):
         notified = await peer.notified(task_id, ("input_required", "completed"))
         return f"task {task_id}; notified {','.join(notified)}"
 
+    async def sg4_no_get_stream(self) -> str:
+        """A session whose GET is refused (client-side 405) gets the elicitation and the
+        status notifications on the tasks/result SSE stream."""
+        transport = NoStandaloneStream()
+        async with connect(ALICE, "mcp-tasks-interop-py-alice-no-get", "alice", transport) as peer:
+            detail = await self.confirm_round_trip(peer, "No GET stream: proceed?", "the user answered: yes from alice")
+        check(transport.refused >= 1, "the SDK never tried to open the GET stream")
+        return f"{detail}; {transport.refused} GET refused client-side"
+
     async def sg3_hold(self) -> str:
         """While alice's elicitation waits for her answer (her callback runs bob's checks
         before it answers), bob cannot reach her task."""
@@ -448,6 +481,10 @@ class Suite(Scenarios):
             (
                 'g2. alice: elicitation declined -> the task completes saying "the user declined"',
                 lambda: self.confirm_round_trip(self.alice, "Shall we stop? [decline]", "the user declined"),
+            ),
+            (
+                "g4. without the standalone GET stream (GET answered 405 client-side), the elicitation and the status notifications come on the tasks/result SSE stream",
+                self.sg4_no_get_stream,
             ),
             ("g3. while alice's confirm waits for her answer, bob cannot see, wait on, cancel or list it", self.sg3_hold),
             ("i1. owner isolation: bob cannot get, wait on, cancel or list alice's tasks; errors equal an unknown id's", self.si1_isolation),

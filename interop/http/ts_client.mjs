@@ -518,6 +518,31 @@ await scenario('g1. bob: the same round trip in his own session', () =>
 await scenario('g2. alice: elicitation declined -> the task completes saying "the user declined"', () =>
   confirmRoundTrip(alice, 'Shall we stop? [decline]', 'the user declined'));
 
+await scenario('g4. without the standalone GET stream (the client\'s fetch answers GET with 405), the elicitation and the status notifications come on the tasks/result SSE stream', async () => {
+  let refusedGets = 0;
+  const noGet = async (input, init) => {
+    if ((init?.method ?? 'GET').toUpperCase() === 'GET') {
+      refusedGets += 1;
+      return new Response(null, { status: 405 });
+    }
+    return fetch(input, init);
+  };
+  const peer = newClient('mcp-tasks-interop-ts-alice-no-get', 'alice');
+  peer.transport = new StreamableHTTPClientTransport(url, {
+    requestInit: { headers: { Authorization: `Bearer ${aliceToken}` } },
+    fetch: noGet,
+  });
+  await peer.client.connect(peer.transport);
+  try {
+    await peer.client.listTools();
+    const detail = await confirmRoundTrip(peer, 'No GET stream: proceed?', 'the user answered: yes from alice');
+    check(refusedGets >= 1, 'the SDK never tried to open the GET stream');
+    return `${detail}; ${refusedGets} GET refused client-side`;
+  } finally {
+    await peer.client.close().catch(() => {});
+  }
+});
+
 await scenario("g3. while alice's confirm waits for her answer (input_required), bob cannot see, wait on, cancel or list it; then she answers", async () => {
   const before = alice.elicitations.length;
   const taskId = (await createTask(a, 'confirm', { question: 'Hold on [hold]' })).task.taskId;
