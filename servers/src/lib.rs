@@ -9,8 +9,11 @@
 //!   how invalid ones are refused, and ids echoed exactly as the client wrote them.
 //! - [`outbound`]: the client's answers to the server's requests for a task's input.
 //! - [`server`]: the request routing over any transport, for both generations.
-//! - `src/bin/stdio_server.rs` (`cargo run --bin stdio_server`) and
-//!   `src/bin/http_server.rs` (`cargo run --bin http_server`): the transports.
+//! - [`headers`]: the `Mcp-Method` / `Mcp-Name` request headers checked against the body.
+//! - `src/bin/stdio_server.rs` (`cargo run --bin stdio_server`): the stdio transport.
+//!   The Streamable HTTP transport is `mcp_http`, in the repository's `http/` crate (its
+//!   own cargo workspace, on hyper 1.x and tokio, so this crate stays synchronous):
+//!   `cargo run --manifest-path http/Cargo.toml`.
 
 #![deny(missing_docs)]
 

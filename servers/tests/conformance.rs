@@ -1,6 +1,6 @@
 //! The fixture tools of the official conformance suite, driven through the stdio example in
-//! both generations, and the HTTP example's anonymous single-owner mode, which serves only
-//! loopback.
+//! both generations, and the HTTP server's (`mcp_http`, the `http/` crate) anonymous
+//! single-owner mode, which serves only loopback.
 
 mod support;
 
@@ -488,10 +488,10 @@ fn bad_fixture_arguments_are_invalid_params() {
     }
 }
 
-/// Starts the HTTP example with `env`; returns the child and, if it started, the address
+/// Starts the HTTP server (`mcp_http`) with `env`; returns the child and, if it started, the address
 /// it listens on (else its stderr, once it exited).
 fn http_server(env: &[(&str, &str)]) -> (Child, Result<String, String>) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_http_server"));
+    let mut command = Command::new(support::mcp_http());
     command
         .env_remove("MCP_TASKS_TOKENS")
         .env_remove("MCP_TASKS_TOKENS_FILE")
@@ -588,7 +588,8 @@ fn post_anonymously(addr: &str, method: &str, params: Value) -> (u16, Value) {
     post_from(addr, None, method, params)
 }
 
-/// POSTs a 2026-07-28 request without `Authorization`, with an `Origin` if given.
+/// POSTs a 2026-07-28 request (with its `MCP-Protocol-Version` header) without
+/// `Authorization`, with an `Origin` if given.
 fn post_from(addr: &str, origin: Option<&str>, method: &str, params: Value) -> (u16, Value) {
     let origin = origin.map_or_else(String::new, |origin| format!("Origin: {origin}\r\n"));
     let body =
@@ -597,7 +598,8 @@ fn post_from(addr: &str, origin: Option<&str>, method: &str, params: Value) -> (
     stream.set_read_timeout(Some(WAIT)).expect("a timeout");
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{origin}Content-Type: application/json\r\n\
-         Accept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         Accept: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     stream

@@ -1,6 +1,7 @@
 //! Both example servers speak exact JSON-RPC 2.0: `"jsonrpc": "2.0"` is required, invalid
 //! messages are answered `-32600` / `-32700`, every id MCP allows comes back byte for byte,
-//! and an id that cannot be read is left out (never `null`) — over stdio and HTTP alike.
+//! and an id that cannot be read is left out (never `null`) — over stdio and HTTP
+//! (`mcp_http`) alike.
 
 mod support;
 
@@ -156,10 +157,13 @@ fn the_stdio_server_answers_exact_json_rpc() {
 fn the_http_server_answers_exact_json_rpc() {
     let server = Http::start();
     let mut failures = Vec::new();
+    // Every case is sent as the 2026-07-28 wire asks (with its version header): those
+    // requests need no session. An unknown method there is `404`, an invalid message `400`.
     for (name, sent, expect) in cases() {
-        let answer = server.post(&sent);
+        let answer = server.post_2026(&sent);
         let status = match expect {
             Expect::Error(-32600 | -32700, _) => 400,
+            Expect::Error(-32601, _) => 404,
             _ => 200,
         };
         if answer.status != status {
@@ -170,6 +174,15 @@ fn the_http_server_answers_exact_json_rpc() {
         }
         failures.extend(check(name, &sent, &answer.body, &expect));
     }
+    // A 2026-07-28 request without the version header is refused with its id echoed.
+    let answer = server.post(&framed(r#""no header""#));
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    failures.extend(check(
+        "no MCP-Protocol-Version header",
+        "tools/list",
+        &answer.body,
+        &Expect::Error(-32020, Some(r#""no header""#)),
+    ));
     // HTTP-level refusals carry no `id` either (here: no session for a 2025-11-25 ping).
     let answer = server.post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
     assert_eq!(answer.status, 400, "{}", answer.body);

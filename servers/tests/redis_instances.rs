@@ -1,7 +1,7 @@
 //! The example servers on a shared Redis under faults: Redis down when a store or a server
-//! starts, Redis (with AOF) restarted under two running `http_server` instances with
-//! tasks in flight, and an instance killed (`SIGKILL`) while it runs a task — the issue's
-//! measurements, printed for the record.
+//! starts, Redis (with AOF) restarted under two running `mcp_http` instances (the `http/`
+//! crate, built with `--features redis`) with tasks in flight, and an instance killed
+//! (`SIGKILL`) while it runs a task — the issue's measurements, printed for the record.
 //!
 //! Each test starts its own `redis-server` (`../../tests/support/redis.rs`) where it needs
 //! one; without one on `PATH` those tests say `SKIPPED` and pass. Every server process is
@@ -149,7 +149,7 @@ fn run_to_exit(mut command: Command) -> (ExitStatus, String, String) {
 }
 
 /// Both example servers, given a Redis that is down (`stdio_server --redis URL`,
-/// `http_server` with `MCP_TASKS_REDIS_URL`), exit non-zero with one stderr line naming the
+/// `mcp_http` with `MCP_TASKS_REDIS_URL`), exit non-zero with one stderr line naming the
 /// URL and the OS's reason, and never start serving.
 #[test]
 fn the_servers_exit_with_one_clear_line_when_redis_is_down() {
@@ -159,12 +159,12 @@ fn the_servers_exit_with_one_clear_line_when_redis_is_down() {
             .arg("--redis")
             .arg(&url)
             .env_remove("MCP_TASKS_REDIS_URL");
-        let mut http = Command::new(env!("CARGO_BIN_EXE_http_server"));
+        let mut http = Command::new(support::mcp_http());
         http.env("MCP_TASKS_REDIS_URL", &url)
             .env("MCP_TASKS_TOKENS", "alice=token-a")
             .env_remove("MCP_TASKS_TOKENS_FILE")
             .env("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0");
-        for (name, command) in [("stdio_server", stdio), ("http_server", http)] {
+        for (name, command) in [("stdio_server", stdio), ("mcp_http", http)] {
             let (status, stdout, stderr) = run_to_exit(command);
             assert!(
                 !status.success(),
@@ -203,7 +203,7 @@ fn rpc(id: u64, method: &str, params: &Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
 }
 
-/// An `http_server` instance on Redis, with an initialized 2025-11-25 session.
+/// An `mcp_http` instance on Redis, with an initialized 2025-11-25 session.
 struct Instance {
     http: Http,
     session: String,
@@ -266,7 +266,7 @@ fn text(result: &Value) -> Option<&str> {
     result["content"][0]["text"].as_str()
 }
 
-/// The issue's measurement: two `http_server` instances on one Redis with AOF
+/// The issue's measurement: two `mcp_http` instances on one Redis with AOF
 /// (`appendfsync always`), 12 `sleep` tasks running on A with a `tasks/result` waiter on B
 /// for each, Redis killed and started again 0.3 s later on the same AOF while they run
 /// (about half of them finish during the outage). Every task reaches `completed` with its
@@ -391,7 +391,7 @@ fn two_http_instances_lose_nothing_across_a_redis_restart() {
     let requests_after = answers.len() + tasks.len() * 3;
     eprintln!(
         "redis (AOF, appendfsync always) down {down:?} (killed, restarted 0.3 s later) under \
-         2 http_server instances, {TASKS} sleep tasks created {:?} before it: results lost \
+         2 mcp_http instances, {TASKS} sleep tasks created {:?} before it: results lost \
          {lost} of {TASKS}, waiters on the other instance not woken {not_woken} of {TASKS}, \
          failed requests after Redis returned {} of {requests_after}; last waiter woke \
          {last_wake:?} after Redis was back",
@@ -456,7 +456,7 @@ fn a_killed_instance_fails_its_task_on_the_other_within_lease_and_interval() {
     });
     let elapsed = woke.saturating_duration_since(killed);
     eprintln!(
-        "http_server killed with SIGKILL mid-task (lease {LEASE:?}, renewed every \
+        "mcp_http killed with SIGKILL mid-task (lease {LEASE:?}, renewed every \
          {INTERVAL:?}): the other instance's tasks/result answered {elapsed:?} later"
     );
     let error = answer.expect_err("tasks/result of a failed task is its error");

@@ -3,14 +3,18 @@
 //! responses) and, for the task results, the tasks extension (`schema/ext-tasks-schema.json`).
 //!
 //! Both real binaries are driven, over both transports: `stdio_server` through its pipes
-//! and `http_server` over HTTP/1.1 with a bearer token. The scenario covers
-//! `server/discover`, `tools/list`, `ping`, `tools/call` (inline and as a task),
-//! `tasks/get` in every status, `tasks/update`, `tasks/cancel`, and error answers
-//! (-32700, -32600, -32601, -32602, -32603, -32021).
+//! and `mcp_http` (the `http/` crate) over HTTP/1.1 with a bearer token and the
+//! `MCP-Protocol-Version: 2026-07-28` header. The scenario covers `server/discover`,
+//! `tools/list`, `ping`, `tools/call` (inline and as a task), `tasks/get` in every status,
+//! `tasks/update`, `tasks/cancel`, and error answers (-32700, -32600, -32601, -32602,
+//! -32603, -32021). Over HTTP the stateless rules (SEP-2575) apply: a request without the
+//! `_meta` framing is `-32602`, `ping` does not exist on that wire (`-32601`), and each
+//! answer's HTTP status is checked too.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -23,8 +27,14 @@ const WAIT: Duration = Duration::from_secs(20);
 /// One way to send a message and read its answer.
 trait Transport {
     /// Sends `body` (one JSON-RPC message) and returns the response, skipping
-    /// notifications.
-    fn exchange(&mut self, body: &str) -> Value;
+    /// notifications, with the HTTP status if the transport has one.
+    fn exchange(&mut self, body: &str) -> (Option<u16>, Value);
+
+    /// Whether the 2026-07-28 stateless rules of Streamable HTTP apply (SEP-2575): every
+    /// request carries the `_meta` framing, and there is no `ping`.
+    fn stateless_http(&self) -> bool {
+        false
+    }
 }
 
 struct StdioServer {
@@ -40,7 +50,7 @@ impl StdioServer {
 }
 
 impl Transport for StdioServer {
-    fn exchange(&mut self, body: &str) -> Value {
+    fn exchange(&mut self, body: &str) -> (Option<u16>, Value) {
         self.child.send_line(body.as_bytes());
         loop {
             let line = self
@@ -50,7 +60,7 @@ impl Transport for StdioServer {
             let message: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
             if message.get("method").is_none() {
-                return message;
+                return (None, message);
             }
         }
     }
@@ -63,7 +73,7 @@ struct HttpServer {
 
 impl HttpServer {
     fn start() -> Self {
-        let mut child = Command::new(server_binary("http_server"))
+        let mut child = Command::new(mcp_http())
             .env("MCP_TASKS_TOKENS", "alice=token-a")
             .env_remove("MCP_TASKS_TOKENS_FILE")
             .env("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0")
@@ -87,7 +97,7 @@ impl HttpServer {
 }
 
 impl Transport for HttpServer {
-    fn exchange(&mut self, body: &str) -> Value {
+    fn exchange(&mut self, body: &str) -> (Option<u16>, Value) {
         let mut stream = TcpStream::connect(&self.addr).expect("the server accepts");
         stream.set_read_timeout(Some(WAIT)).expect("a timeout");
         write!(
@@ -104,10 +114,21 @@ impl Transport for HttpServer {
         stream
             .read_to_string(&mut answer)
             .expect("the server answers");
-        let (_, payload) = answer
+        let (head, payload) = answer
             .split_once("\r\n\r\n")
             .unwrap_or_else(|| panic!("not HTTP: {answer:?}"));
-        serde_json::from_str(payload).unwrap_or_else(|err| panic!("not JSON ({err}): {payload}"))
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("no status line: {head:?}"));
+        let message = serde_json::from_str(payload)
+            .unwrap_or_else(|err| panic!("not JSON ({err}): {payload}"));
+        (Some(status), message)
+    }
+
+    fn stateless_http(&self) -> bool {
+        true
     }
 }
 
@@ -176,6 +197,19 @@ fn error_def(code: i64) -> Option<&'static str> {
     }
 }
 
+/// The HTTP status of an answer of `kind` on the 2026-07-28 wire, where one kind has one
+/// status: a result `200`, an invalid message or a missing capability `400`, an unknown
+/// method `404` (`-32602` is `400` for the `_meta` framing but `200` for a tool's
+/// arguments; `-32603` is not fixed).
+fn http_status(kind: Kind) -> Option<u16> {
+    match kind {
+        Kind::Error(-32700 | -32600 | -32021) => Some(400),
+        Kind::Error(-32601) => Some(404),
+        Kind::Error(_) => None,
+        _ => Some(200),
+    }
+}
+
 /// Sends messages, checks each answer against the schemas, and keeps the tally.
 struct Session<'t> {
     transport: &'t mut dyn Transport,
@@ -227,11 +261,29 @@ impl Session<'_> {
         }
     }
 
-    /// Sends a raw body and validates its answer.
-    fn raw(&mut self, what: &str, body: &str, kind: Kind) -> Value {
-        let answer = self.transport.exchange(body);
+    /// Checks an HTTP status against the one `kind` comes with (`expected` if given).
+    fn status(&mut self, what: &str, kind: Kind, got: Option<u16>, expected: Option<u16>) {
+        if let (Some(got), Some(expected)) = (got, expected.or_else(|| http_status(kind)))
+            && got != expected
+        {
+            self.failures.push(format!(
+                "{what} ({kind:?}): HTTP {got}, expected {expected}"
+            ));
+        }
+    }
+
+    /// Sends a raw body and validates its answer (and its HTTP status, if `status` is given
+    /// or fixed for `kind`).
+    fn raw_status(&mut self, what: &str, body: &str, kind: Kind, status: Option<u16>) -> Value {
+        let (got, answer) = self.transport.exchange(body);
+        self.status(what, kind, got, status);
         self.validate(what, kind, &answer);
         answer
+    }
+
+    /// Sends a raw body and validates its answer.
+    fn raw(&mut self, what: &str, body: &str, kind: Kind) -> Value {
+        self.raw_status(what, body, kind, None)
     }
 
     /// Sends a 2026-07-28 request and validates its answer.
@@ -240,11 +292,12 @@ impl Session<'_> {
         params["_meta"] = meta(declare);
         let request =
             json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
-        let answer = self.transport.exchange(&request.to_string());
+        let (status, answer) = self.transport.exchange(&request.to_string());
         assert_eq!(
             answer["id"], self.next_id,
             "{method} answered in order: {answer}"
         );
+        self.status(method, kind, status, None);
         self.validate(method, kind, &answer);
         answer
     }
@@ -280,21 +333,40 @@ impl Session<'_> {
     }
 
     fn scenario(&mut self) {
-        // Discovery, with and without the request `_meta`.
-        let discovered = self.raw(
-            "server/discover (bare)",
-            r#"{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{}}"#,
-            Kind::Discover,
-        );
+        // Discovery, with and without the request `_meta` (which HTTP requires: SEP-2575).
+        let stateless_http = self.transport.stateless_http();
+        let bare = r#"{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{}}"#;
+        if stateless_http {
+            let refused = self.raw_status(
+                "server/discover (bare)",
+                bare,
+                Kind::Error(-32602),
+                Some(400),
+            );
+            assert_eq!(refused["id"], "d", "{refused}");
+        } else {
+            let discovered = self.raw("server/discover (bare)", bare, Kind::Discover);
+            assert_eq!(
+                discovered["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+                "mcp-tasks-example",
+                "{discovered}"
+            );
+        }
+        let discovered = self.call("server/discover", json!({}), false, Kind::Discover);
         assert_eq!(
             discovered["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
             "mcp-tasks-example",
             "{discovered}"
         );
-        self.call("server/discover", json!({}), false, Kind::Discover);
         self.call("tools/list", json!({}), false, Kind::ListTools);
         self.call("tools/list", json!({}), true, Kind::ListTools);
-        self.call("ping", json!({}), false, Kind::Ping);
+        // `ping` is not a method of the 2026-07-28 wire over HTTP.
+        let ping = if stateless_http {
+            Kind::Error(-32601)
+        } else {
+            Kind::Ping
+        };
+        self.call("ping", json!({}), false, ping);
 
         // Inline tool calls.
         self.call(
@@ -418,6 +490,7 @@ impl Session<'_> {
 }
 
 fn run(transport: &mut dyn Transport, name: &str) {
+    let stateless_http = transport.stateless_http();
     let mut session = Session {
         transport,
         next_id: 0,
@@ -448,6 +521,9 @@ fn run(transport: &mut dyn Transport, name: &str) {
         "Error(-32603)",
         "Error(-32021)",
     ] {
+        if kind == "Ping" && stateless_http {
+            continue;
+        }
         assert!(
             session.validated.contains_key(kind),
             "{name}: no {kind} validated: {:?}",
@@ -463,5 +539,46 @@ fn the_stdio_server_sends_schema_valid_2026_07_28_messages() {
 
 #[test]
 fn the_http_server_sends_schema_valid_2026_07_28_messages() {
-    run(&mut HttpServer::start(), "http_server");
+    run(&mut HttpServer::start(), "mcp_http");
+}
+
+/// The `mcp_http` binary, built once per test process from `http/` (its own cargo
+/// workspace) without features; `CARGO_TARGET_DIR` is honoured. It is hard-linked to a name
+/// of its own, so a build with other features, which replaces `mcp_http`, does not change
+/// the binary this test runs.
+fn mcp_http() -> &'static Path {
+    static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BINARY.get_or_init(|| {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../http/Cargo.toml");
+        let shown = format!("cargo build --manifest-path {}", manifest.display());
+        let output = Command::new(env!("CARGO"))
+            .arg("build")
+            .arg("--quiet")
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .args([
+                "--bin",
+                "mcp_http",
+                "--message-format=json-render-diagnostics",
+            ])
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap_or_else(|err| panic!("{shown}: cannot run cargo: {err}"));
+        assert!(output.status.success(), "{shown} failed");
+        let built = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|message| message["target"]["name"] == "mcp_http")
+            .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+            .unwrap_or_else(|| panic!("{shown} named no mcp_http executable"));
+        let own = built.with_extension("suites");
+        let staged = built.with_extension(format!("suites.{}", std::process::id()));
+        let _ = std::fs::remove_file(&staged);
+        std::fs::hard_link(&built, &staged)
+            .or_else(|_| std::fs::copy(&built, &staged).map(drop))
+            .unwrap_or_else(|err| panic!("cannot link {}: {err}", built.display()));
+        std::fs::rename(&staged, &own)
+            .unwrap_or_else(|err| panic!("cannot rename {}: {err}", staged.display()));
+        own
+    })
 }

@@ -24,7 +24,7 @@
 //!   carry results, input and cancellation.
 //!
 //! Messages follow JSON-RPC 2.0 exactly (`mcp_tasks_servers::framing`, shared with
-//! `http_server`): `"jsonrpc": "2.0"` is required, invalid messages get `-32600` (or
+//! `mcp_http`): `"jsonrpc": "2.0"` is required, invalid messages get `-32600` (or
 //! `-32700`), ids are echoed byte for byte, and an error whose request id cannot be read
 //! has no `id` member.
 //!

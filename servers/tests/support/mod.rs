@@ -1,11 +1,13 @@
 //! Drives the example servers' binaries as a client would: the stdio server over its pipes,
-//! the HTTP server over plain HTTP/1.1 on a socket.
+//! the HTTP server (`mcp_http`, the `http/` crate) over plain HTTP/1.1 on a socket.
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use mcp_tasks_servers::child::LineChild;
@@ -136,6 +138,76 @@ impl Stdio {
     }
 }
 
+/// The `mcp_http` binary, built once per test process from `http/` (its own cargo
+/// workspace, so `cargo test` here does not build it) with the `redis` feature when these
+/// tests have it. `CARGO_TARGET_DIR` is honoured (the nested cargo inherits it).
+///
+/// The binary is hard-linked to a name of its own per feature set (`mcp_http.tests` or
+/// `mcp_http.tests-redis`), so a build with the other feature set, which replaces
+/// `mcp_http`, does not change the binary these tests run.
+pub fn mcp_http() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let redis = cfg!(feature = "redis");
+        build_mcp_http(redis)
+    })
+}
+
+fn build_mcp_http(redis: bool) -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../http/Cargo.toml");
+    let mut command = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+    command
+        .arg("build")
+        .arg("--quiet")
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .args([
+            "--bin",
+            "mcp_http",
+            "--message-format=json-render-diagnostics",
+        ]);
+    if redis {
+        command.args(["--features", "redis"]);
+    }
+    let shown = format!(
+        "cargo build --manifest-path {}{}",
+        manifest.display(),
+        if redis { " --features redis" } else { "" }
+    );
+    let output = command
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .unwrap_or_else(|err| panic!("{shown}: cannot run cargo: {err}"));
+    assert!(output.status.success(), "{shown} failed");
+    let built = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["target"]["name"] == "mcp_http")
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("{shown} named no mcp_http executable"));
+    let suffix = if redis { "tests-redis" } else { "tests" };
+    let own = built.with_extension(suffix);
+    let staged = built.with_extension(format!("{suffix}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&staged);
+    std::fs::hard_link(&built, &staged)
+        .or_else(|_| std::fs::copy(&built, &staged).map(drop))
+        .unwrap_or_else(|err| {
+            panic!(
+                "cannot link {} to {}: {err}",
+                built.display(),
+                staged.display()
+            )
+        });
+    std::fs::rename(&staged, &own).unwrap_or_else(|err| {
+        panic!(
+            "cannot rename {} to {}: {err}",
+            staged.display(),
+            own.display()
+        )
+    });
+    own
+}
+
 /// The HTTP server, running on a free port, with principal `alice` (token `token-a`).
 pub struct Http {
     child: Child,
@@ -156,7 +228,7 @@ impl Http {
 
     /// The HTTP server with these extra environment variables (e.g. `MCP_TASKS_REDIS_URL`).
     pub fn start_with(env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_http_server"));
+        let mut command = Command::new(mcp_http());
         command
             .env_remove("MCP_TASKS_REDIS_URL")
             .env("MCP_TASKS_TOKENS", "alice=token-a")
@@ -192,14 +264,24 @@ impl Http {
 
     /// POSTs `body` to `/mcp` with alice's token, in `session` if given.
     pub fn post_in(&self, body: &str, session: Option<&str>) -> HttpAnswer {
+        let header = session.map(|id| format!("Mcp-Session-Id: {id}\r\n"));
+        self.post_with(body, header.as_deref().unwrap_or_default())
+    }
+
+    /// POSTs a 2026-07-28 `body` to `/mcp` with alice's token and the
+    /// `MCP-Protocol-Version: 2026-07-28` header that wire requires.
+    pub fn post_2026(&self, body: &str) -> HttpAnswer {
+        self.post_with(body, "MCP-Protocol-Version: 2026-07-28\r\n")
+    }
+
+    /// POSTs `body` to `/mcp` with alice's token and these extra header lines (each ending
+    /// in CRLF).
+    pub fn post_with(&self, body: &str, extra_headers: &str) -> HttpAnswer {
         let mut stream = TcpStream::connect(&self.addr).expect("the server accepts");
         stream.set_read_timeout(Some(WAIT)).expect("a timeout");
-        let session_header = session
-            .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
-            .unwrap_or_default();
         let request = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer token-a\r\n\
-             Content-Type: application/json\r\nAccept: application/json\r\n{session_header}\
+             Content-Type: application/json\r\nAccept: application/json\r\n{extra_headers}\
              Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.addr,
             body.len()
