@@ -14,9 +14,9 @@
 //! `anonymous`, and is refused unless the address is a loopback one (for test suites
 //! that send no token). The first line on stdout is `listening on http://ADDR/mcp`.
 //!
-//! As the project's own `http_server`, it also reads `MCP_TASKS_HTTP_ADDR` (the default
-//! for `--listen`) and `MCP_TASKS_ANONYMOUS=1` (as `--anonymous`), so the conformance
-//! runner drives it unchanged:
+//! As the project's own `mcp_http` (`http/`), it also reads `MCP_TASKS_HTTP_ADDR` (the
+//! default for `--listen`) and `MCP_TASKS_ANONYMOUS=1` (as `--anonymous`), so the
+//! conformance runner drives it unchanged:
 //!
 //! ```text
 //! cargo build --manifest-path rmcp/Cargo.toml --example rmcp_http
