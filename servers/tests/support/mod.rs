@@ -257,6 +257,11 @@ impl Http {
         Http { child, addr }
     }
 
+    /// Where the server listens (`HOST:PORT`).
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
     /// POSTs `body` to `/mcp` with alice's token and returns the answer.
     pub fn post(&self, body: &str) -> HttpAnswer {
         self.post_in(body, None)
