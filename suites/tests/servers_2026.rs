@@ -541,9 +541,13 @@ fn the_http_server_sends_schema_valid_2026_07_28_messages() {
 fn mcp_http() -> &'static Path {
     static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BINARY.get_or_init(|| {
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../http/Cargo.toml");
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let manifest = repo.join("http/Cargo.toml");
         let shown = format!("cargo build --manifest-path {}", manifest.display());
+        // From the repository root: a relative `CARGO_TARGET_DIR` means the same
+        // directory as for the outer build.
         let output = Command::new(env!("CARGO"))
+            .current_dir(&repo)
             .arg("build")
             .arg("--quiet")
             .arg("--manifest-path")

@@ -154,9 +154,13 @@ pub fn mcp_http() -> &'static Path {
 }
 
 fn build_mcp_http(redis: bool) -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../http/Cargo.toml");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let manifest = repo.join("http/Cargo.toml");
     let mut command = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+    // From the repository root, as `cargo test` usually runs: a relative
+    // `CARGO_TARGET_DIR` means the same directory as for the outer build.
     command
+        .current_dir(&repo)
         .arg("build")
         .arg("--quiet")
         .arg("--manifest-path")
