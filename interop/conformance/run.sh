@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite (@modelcontextprotocol/conformance 0.2.0-alpha.12):
 # every `tasks-*` server scenario and the transport/lifecycle ones (TRANSPORT below),
-# against the HTTP front (http/, binary mcp_http; the tiny_http example
-# servers/src/bin/http_server.rs while http/ does not exist) in its anonymous single-owner
+# against the HTTP front (http/, binary mcp_http) in its anonymous single-owner
 # mode on a free loopback port. Prints the pass/fail counts of each scenario and exits
 # non-zero on any failure not listed in the baseline (or on a listed one that passes now).
 # See interop/conformance/README.md.
@@ -13,8 +12,8 @@
 # Both installs are skipped when already in place, so a second run works offline.
 # Environment knobs:
 #   CONFORMANCE_SKIP_INSTALL=1   use .venv and node_modules as they are
-#   CONFORMANCE_SERVER=/path     drive this server binary instead of building one (e.g.
-#                                target/debug/http_server, the tiny_http example)
+#   CONFORMANCE_SERVER=/path     drive this server binary instead of building mcp_http (e.g.
+#                                rmcp's rmcp_http)
 #   CONFORMANCE_SET=all|tasks|transport  which scenarios (default all: tasks-* + TRANSPORT)
 #   CONFORMANCE_SCENARIOS='a b'  run only these scenarios (overrides CONFORMANCE_SET)
 #   CONFORMANCE_BASELINE=path    expected failures (default: expected-failures.<binary>.yml
@@ -28,15 +27,9 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
-TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
+
 # The HTTP front: http/ is its own cargo workspace, so its default target dir is http/target.
-if [[ -n "${CONFORMANCE_SERVER:-}" ]]; then
-  SERVER="$CONFORMANCE_SERVER"
-elif [[ -f "$REPO/http/Cargo.toml" ]]; then
-  SERVER="${CARGO_TARGET_DIR:-$REPO/http/target}/debug/mcp_http"
-else
-  SERVER="$TARGET/debug/http_server"
-fi
+SERVER="${CONFORMANCE_SERVER:-${CARGO_TARGET_DIR:-$REPO/http/target}/debug/mcp_http}"
 # The transport and lifecycle scenarios (2025-11-25 sessions and SSE, 2026-07-28 stateless
 # rules, SEP-2243 headers, SEP-2549 caching); the tasks-* ones are read from the suite.
 TRANSPORT=(
@@ -93,12 +86,9 @@ if [[ "${CONFORMANCE_SKIP_INSTALL:-0}" != 1 ]]; then
 fi
 [[ -f "$SUITE" ]] || { echo "the conformance suite is not installed at $SUITE" >&2; exit 1; }
 
-if [[ -z "${CONFORMANCE_SERVER:-}" && -f "$REPO/http/Cargo.toml" ]]; then
+if [[ -z "${CONFORMANCE_SERVER:-}" ]]; then
   log "building the HTTP front (cargo build --manifest-path http/Cargo.toml)"
   (cd "$REPO" && cargo build --manifest-path http/Cargo.toml)
-elif [[ -z "${CONFORMANCE_SERVER:-}" ]]; then
-  log "building the HTTP example (cargo build -p mcp-tasks-servers --bin http_server)"
-  (cd "$REPO" && cargo build -p mcp-tasks-servers --bin http_server)
 fi
 [[ -x "$SERVER" ]] || { echo "server binary not found at $SERVER" >&2; exit 1; }
 

@@ -1,4 +1,4 @@
-"""Two http_server instances sharing one Redis store, driven with the official Python SDK
+"""Two mcp_http instances sharing one Redis store, driven with the official Python SDK
 (mcp==1.30.0, installed in interop/.venv): a task created through instance A is read,
 awaited, listed and cancelled through instance B, and stays invisible to another
 principal there.
