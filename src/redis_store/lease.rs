@@ -23,7 +23,7 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::store::{Lease, LeaseHolder, Step, Update};
 
-use super::{Inner, Keys, owner_of_tag, unexpected};
+use super::{DecidedOn, Inner, Keys, Written, owner_of_tag, unexpected};
 
 /// The message, and `-32603` error, of a task whose lease lapsed.
 pub(crate) const LAPSED: &str =
@@ -280,13 +280,15 @@ impl Inner {
             return Ok(false);
         };
         let at = read.task.last_updated_at();
+        let on = DecidedOn::new(read.version, &read.task);
         let task = match Update::abandon(LAPSED).apply(read.task, at) {
             Step::Changed(task) | Step::Quiet(task) => task,
             Step::Unchanged(_) | Step::Refused(..) => return Ok(false),
         };
-        Ok(self
-            .write(&keys, id, read.version, &task, true, "lapsed")?
-            .is_some())
+        Ok(matches!(
+            self.write(&keys, id, on, &task, true, "lapsed")?,
+            Written::Ok(_)
+        ))
     }
 
     /// The owner keys and id of a task key (`{prefix}:{tag}:t:{id}`).

@@ -9,9 +9,10 @@
 //!
 //! # How it keeps the guarantees
 //! - **One state machine, atomic steps.** A change is decided by the core
-//!   ([`Update::apply`]) on the task as read with its version, then written by a Lua
+//!   ([`Update::apply`]) on the task as known with its version, then written by a Lua
 //!   script only if the version is unchanged and the move is one the spec's table allows
-//!   (checked again by the server); otherwise the instance reads again and decides again.
+//!   (checked again by the server); otherwise the script answers the task as it is, and
+//!   the instance decides again on that.
 //!   So two instances racing a cancellation and a completion cannot both win: the first
 //!   terminal status stays, a cancelled task never gains a result, and cancelling a
 //!   terminal task is the spec's `-32602`.
@@ -164,14 +165,18 @@
 //!   plain, cluster-wide `PUBLISH`); with leases, use one Redis (with replicas and
 //!   Sentinel for failover).
 //!
-//! Costs: a read is one round trip. A change is two (read with version, then the
-//! conditional write), or one when the instance made the task's last change itself: each
-//! instance remembers the unfinished tasks it last wrote (up to 16,384, with their
-//! version) and decides a change on that copy; if another instance changed the task
-//! since, the write finds another version and the change is read and decided again. A
-//! finished task is never remembered. Leases cost each instance two round trips per
-//! renewal interval (renew all it holds, look for lapsed ones), whatever the number of
-//! tasks: 0.4 per second with the default 5 s interval.
+//! Costs: a read is one round trip, and so is a change, in the common case. Every
+//! creation and change publishes the task as written with its version, so each instance
+//! keeps the latest version of the unfinished tasks (up to 16,384; a finished task is
+//! never kept) and decides a change on that copy, sending the version it decided on with
+//! the write: one round trip. If the version moved meanwhile (another instance wrote in
+//! between, and its event has not arrived yet), the script answers the task as it now is
+//! instead of writing, and the change is decided again on that: two round trips. Only a
+//! task the instance holds no copy of (one created before it started, or forgotten past
+//! the bound) is read first. The common write is four commands inside Redis (read, clock,
+//! write, publish). Leases cost each instance two round trips per renewal interval (renew
+//! all it holds, look for lapsed ones), whatever the number of tasks: 0.4 per second with
+//! the default 5 s interval.
 
 mod lease;
 mod record;
@@ -213,7 +218,8 @@ pub const DEFAULT_PREFIX: &str = "mcp-tasks";
 /// How often a change is decided again when other writers keep changing the task first.
 const MAX_ATTEMPTS: usize = 64;
 
-/// The most unfinished tasks an instance remembers as it last wrote them.
+/// The most unfinished tasks an instance remembers at their latest version (as it wrote
+/// them, or as another instance's event told it).
 const RECENT: usize = 16_384;
 
 /// The default of [`RedisStoreBuilder::outage_timeout`].
@@ -304,10 +310,11 @@ struct Inner {
     cursors: Cursors,
     waiters: Waiters,
     notifier: Notifier,
-    /// Unfinished tasks this instance wrote last, by task key, with their version: a
-    /// change to one is decided on that copy and written in one round trip if the version
-    /// still holds; otherwise it is read and decided again.
-    recent: Mutex<HashMap<String, (u64, AnyTask)>>,
+    /// Unfinished tasks at the latest version this instance knows, by task key: as it
+    /// wrote them, or as the event of another instance's write told it. A change to one is
+    /// decided on that copy and written in one round trip if the version still holds;
+    /// otherwise the script answers the task as it is, and the change is decided again.
+    recent: Mutex<HashMap<String, (u64, Kept)>>,
     /// The leases of running tasks, unless the [`LeasePolicy`] is to leave them.
     leases: Option<Leases>,
     create: Script,
@@ -874,30 +881,32 @@ impl Inner {
         }))
     }
 
-    /// Writes `task`, decided on `version`. `Ok(None)` if another writer came first.
+    /// Writes `task`, decided `on` a version of the task: [`Written::Stale`] if another
+    /// writer came first.
     fn commit(
         &self,
         keys: &Keys,
         id: &str,
-        version: u64,
+        on: DecidedOn,
         task: &AnyTask,
         notify: bool,
-    ) -> Result<Option<AnyTask>, Error> {
-        self.write(keys, id, version, task, notify, "")
+    ) -> Result<Written, Error> {
+        self.write(keys, id, on, task, notify, "")
     }
 
     /// The conditional write of [`commit`](Self::commit), with the script's lease
     /// condition: `""` for none, `"lapsed"` to write only while the task's lease is lapsed
-    /// (`Ok(None)` then also when it was renewed meanwhile).
+    /// ([`Written::Stale`] without the task then also when it was renewed meanwhile).
     fn write(
         &self,
         keys: &Keys,
         id: &str,
-        version: u64,
+        on: DecidedOn,
         task: &AnyTask,
         notify: bool,
         lease_condition: &str,
-    ) -> Result<Option<AnyTask>, Error> {
+    ) -> Result<Written, Error> {
+        let DecidedOn { version, ttl } = on;
         let body = record::encode(task);
         let status = task.status();
         let write = write_id();
@@ -916,6 +925,8 @@ impl Inner {
                 .arg(id)
                 .arg(&write)
                 .arg(lease_condition)
+                .arg(if task.ttl() == ttl { "" } else { "1" })
+                .arg((version + 1).to_string())
                 .invoke(connection)
         })?;
         match reply.first().map(String::as_str) {
@@ -924,9 +935,17 @@ impl Inner {
                 let mut stored = task.clone();
                 stored.set_last_updated_at(stamp(&reply)?);
                 self.remember(keys.task(id), version + 1, &stored);
-                Ok(Some(stored))
+                Ok(Written::Ok(stored))
             }
-            Some("stale" | "renewed") => Ok(None),
+            Some("stale") => match &reply[1..] {
+                [version, status, body, created, updated] => {
+                    let version = version.parse().map_err(|_| unexpected(&reply))?;
+                    let task = decode(id, status, created, updated, body)?;
+                    Ok(Written::Stale(Some((version, task))))
+                }
+                _ => Ok(Written::Stale(None)),
+            },
+            Some("renewed") => Ok(Written::Stale(None)),
             Some("gone") => Err(not_found(id)),
             Some("illegal") => {
                 let from = reply
@@ -949,24 +968,60 @@ impl Inner {
 
     /// Remembers `task` as this instance wrote it (at `version`), if it is unfinished.
     fn remember(&self, key: String, version: u64, task: &AnyTask) {
-        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
         if task.is_terminal() {
-            recent.remove(&key);
+            self.forget(&key);
             return;
         }
-        if recent.len() >= RECENT && !recent.contains_key(&key) {
+        self.keep_copy(key, version, Kept::Task(task.clone()));
+    }
+
+    /// Remembers the task under `key` as an event published it (at `version`), if it is
+    /// unfinished; decoded only when a change needs it.
+    fn learn(&self, key: String, version: u64, status: &str, raw: Raw) {
+        if matches!(status, "completed" | "failed" | "cancelled") {
+            self.forget(&key);
+            return;
+        }
+        self.keep_copy(key, version, Kept::Raw(raw));
+    }
+
+    /// Keeps `copy` of the task under `key` unless a later version is kept already (an
+    /// instance may see the event of its own write after it remembered the write).
+    fn keep_copy(&self, key: String, version: u64, copy: Kept) {
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((kept, _)) = recent.get(&key) {
+            if *kept > version {
+                return;
+            }
+        } else if recent.len() >= RECENT {
             // Bounded: forget everything at once (they are read again when changed).
             recent.clear();
         }
-        recent.insert(key, (version, task.clone()));
+        recent.insert(key, (version, copy));
     }
 
-    /// Takes the remembered copy of the task under `key`.
-    fn recall(&self, key: &str) -> Option<(u64, AnyTask)> {
+    /// Forgets the copy of the task under `key` (it finished or was removed).
+    fn forget(&self, key: &str) {
         self.recent
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(key)
+            .remove(key);
+    }
+
+    /// Takes the copy of the task `id` under `key`, if one is kept (and reads as a task).
+    fn recall(&self, key: &str, id: &str) -> Option<(u64, AnyTask)> {
+        let (version, copy) = self
+            .recent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)?;
+        match copy {
+            Kept::Task(task) => Some((version, task)),
+            Kept::Raw(raw) => {
+                let task = decode(id, &raw.status, &raw.created, &raw.updated, &raw.body).ok()?;
+                Some((version, task))
+            }
+        }
     }
 
     /// One probe of a wait (see [`wait`](crate::store::wait)): while the subscription is
@@ -1065,18 +1120,58 @@ impl Inner {
         task_id: &str,
         read: Read,
     ) -> Result<Check<InputResponses>, Error> {
+        let on = DecidedOn::new(read.version, &read.task);
         let mut task = read.task;
         match take_answers(&mut task, task_id) {
             None => Ok(Check::Wait),
             Some(Err(error)) => Err(error),
-            Some(Ok(answers)) => Ok(
-                match self.commit(keys, task_id, read.version, &task, false)? {
-                    Some(_) => Check::Done(answers),
-                    None => Check::Again,
-                },
-            ),
+            Some(Ok(answers)) => Ok(match self.commit(keys, task_id, on, &task, false)? {
+                Written::Ok(_) => Check::Done(answers),
+                Written::Stale(_) => Check::Again,
+            }),
         }
     }
+}
+
+/// The version of a task a change was decided on, and the task's ttl at that version.
+#[derive(Clone, Copy)]
+struct DecidedOn {
+    version: u64,
+    ttl: Option<u64>,
+}
+
+impl DecidedOn {
+    fn new(version: u64, task: &AnyTask) -> Self {
+        DecidedOn {
+            version,
+            ttl: task.ttl(),
+        }
+    }
+}
+
+/// What a conditional write came to.
+enum Written {
+    /// Written: the task as stored, with the server's time of the write.
+    Ok(AnyTask),
+    /// Not written: another writer came first. With the task as it now is (and its
+    /// version) when the script answered it.
+    Stale(Option<(u64, AnyTask)>),
+}
+
+/// A kept copy of an unfinished task.
+enum Kept {
+    /// As this instance wrote it.
+    Task(AnyTask),
+    /// As an event published it, not yet decoded.
+    Raw(Raw),
+}
+
+/// The stored parts of a task, as an event carries them.
+struct Raw {
+    status: String,
+    created: String,
+    updated: String,
+    body: String,
 }
 
 /// What a waiter's check makes of the task it read.
@@ -1126,20 +1221,36 @@ fn unexpected(reply: &[String]) -> Error {
 
 impl Listener for Inner {
     fn on_message(&self, payload: &str) {
-        let mut parts = payload.splitn(7, '\n');
+        let mut parts = payload.splitn(8, '\n');
         let (Some(tag), Some(id), Some(notify)) = (parts.next(), parts.next(), parts.next()) else {
             return;
         };
-        self.waiters
-            .bump(&Keys::new(&self.prefix, tag.to_owned()).task(id));
+        let key = Keys::new(&self.prefix, tag.to_owned()).task(id);
+        let (Some(version), Some(status), Some(created), Some(updated), Some(body)) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            // A removal.
+            self.forget(&key);
+            self.waiters.bump(&key);
+            return;
+        };
+        if let Ok(version) = version.parse() {
+            let raw = Raw {
+                status: status.to_owned(),
+                created: created.to_owned(),
+                updated: updated.to_owned(),
+                body: body.to_owned(),
+            };
+            self.learn(key.clone(), version, status, raw);
+        }
+        self.waiters.bump(&key);
         if notify != "1" || !self.notifier.has_subscribers() {
             return;
         }
-        let (Some(status), Some(created), Some(updated), Some(body)) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return;
-        };
         if let (Some(owner), Ok(task)) = (
             owner_of_tag(tag),
             decode(id, status, created, updated, body),
@@ -1161,18 +1272,22 @@ impl RedisTaskStore {
         let inner = &*self.inner;
         let id = canonical(task_id)?;
         let keys = inner.keys(owner);
-        // Decided first on the copy this instance last wrote, if any; a refusal, or a
-        // write that finds another version, is decided again on a fresh read.
-        let mut remembered = inner.recall(&keys.task(id));
+        // Decided first on the copy this instance keeps, if any (the latest version it
+        // wrote or heard of); a refusal is decided again on a fresh read, and a write that
+        // finds another version on the task as the script answers it.
+        let mut known = inner
+            .recall(&keys.task(id), id)
+            .map(|(version, task)| (version, task, false));
         for _ in 0..MAX_ATTEMPTS {
-            let (version, task, fresh) = match remembered.take() {
-                Some((version, task)) => (version, task, false),
+            let (version, task, fresh) = match known.take() {
+                Some(known) => known,
                 None => match inner.read(&keys, id)? {
                     Some(read) => (read.version, read.task, true),
                     None => return Err(not_found(task_id)),
                 },
             };
             let at = task.last_updated_at();
+            let on = DecidedOn::new(version, &task);
             let (task, notify) = match update.clone().apply(task, at) {
                 Step::Changed(task) => (task, true),
                 Step::Quiet(task) => (task, false),
@@ -1180,8 +1295,11 @@ impl RedisTaskStore {
                 Step::Refused(_, error) if fresh => return Err(error),
                 Step::Unchanged(_) | Step::Refused(..) => continue,
             };
-            if let Some(stored) = inner.commit(&keys, id, version, &task, notify)? {
-                return Ok(stored);
+            match inner.commit(&keys, id, on, &task, notify)? {
+                Written::Ok(stored) => return Ok(stored),
+                Written::Stale(current) => {
+                    known = current.map(|(version, task)| (version, task, true));
+                }
             }
         }
         Err(Error::store(format!(
@@ -1230,6 +1348,8 @@ impl RedisTaskStore {
                 .arg(&request.method)
                 .arg(&write)
                 .arg(leases.map(Leases::lease_ms).unwrap_or_default())
+                .arg(&inner.channel)
+                .arg(&keys.tag)
                 .invoke(connection)
         })?;
         match reply.first().map(String::as_str) {
@@ -1429,7 +1549,7 @@ impl TaskStore for RedisTaskStore {
         let inner = &*self.inner;
         let id = canonical(task_id)?;
         let keys = inner.keys(owner);
-        inner.recall(&keys.task(id));
+        inner.forget(&keys.task(id));
         let write = write_id();
         let fields: Vec<Option<String>> = inner.with(|connection| {
             inner

@@ -18,6 +18,13 @@
 //! did and changes nothing more: `CREATE` finds the task with its write id, `COMMIT` finds
 //! version `v + 1` with its write id, `REMOVE` finds the tombstone it left (for
 //! [`REPLAY_WINDOW_MS`]).
+//!
+//! Events. `CREATE` and `COMMIT` publish the task as written, with its version, on the
+//! store's channel: `tag\nid\nnotify\nversion\nstatus\ncreated\nupdated\nrecord`
+//! (`notify` is `'1'` when the wire-visible task changed, always `'0'` for a creation);
+//! `REMOVE` publishes `tag\nid\n0`. So every instance holds the latest version of the
+//! unfinished tasks (see [`RECENT`](super::RECENT)) and decides a change on it, written in
+//! one round trip when the version still holds.
 
 /// Shared Lua helpers, prepended to the scripts that need them.
 const HELPERS: &str = r"
@@ -31,17 +38,17 @@ end
 local function finished(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
 end
--- Keeps an owner's index or counter at least until `expires_at` (nil: forever). A key
--- without expiry that is not `fresh` (just created) stays so: one of the owner's tasks
--- has no expiry.
-local function keep(key, expires_at, fresh)
+-- Keeps an owner's index or counter at least until `expires_at` (nil: forever), given its
+-- `PEXPIRETIME` before this script wrote it (`-2`: it did not exist, `-1`: no expiry). A
+-- key without expiry that existed stays so: one of the owner's tasks has no expiry.
+-- `text`: `expires_at` formatted already, if it was.
+local function keep(key, expires_at, current, text)
   if expires_at == nil then
-    redis.call('PERSIST', key)
-    return
-  end
-  local current = redis.call('PEXPIRETIME', key)
-  if fresh or (current >= 0 and current < expires_at) then
-    redis.call('PEXPIREAT', key, num(expires_at))
+    if current >= 0 then
+      redis.call('PERSIST', key)
+    end
+  elseif current == -2 or (current >= 0 and current < expires_at) then
+    redis.call('PEXPIREAT', key, text or num(expires_at))
   end
 end
 ";
@@ -53,9 +60,9 @@ pub(crate) const REPLAY_WINDOW_MS: u64 = 30_000;
 ///
 /// KEYS: task, index, counter, and for a leased task the store's lease index. ARGV: id,
 /// record, ttl (`''` = unlimited), per-owner limit (`''` = none), request id (JSON),
-/// method, write id, lease length in ms (`''` = no lease).
+/// method, write id, lease length in ms (`''` = no lease), channel, owner tag.
 /// Returns (as strings) `{'ok', created}`, `{'limit', count}` or `{'exists'}`; a replay of
-/// a create that was applied answers `{'ok', created}` again.
+/// a create that was applied answers `{'ok', created}` again (without publishing).
 pub(crate) const CREATE: &str = r"
 local written = redis.call('HMGET', KEYS[1], 'w', 'c')
 if written[2] then
@@ -85,30 +92,38 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'exists'}
 end
 local now = now_ms()
-local fresh_index = redis.call('EXISTS', KEYS[2]) == 0
-local fresh_counter = redis.call('EXISTS', KEYS[3]) == 0
+local index_expiry = redis.call('PEXPIRETIME', KEYS[2])
+local counter_expiry = redis.call('PEXPIRETIME', KEYS[3])
 -- Sequence numbers grow with time, so they keep growing if the counter expired.
 local last = tonumber(redis.call('GET', KEYS[3]) or '0')
 local seq = math.max(last + 1, now)
-redis.call('SET', KEYS[3], num(seq), 'KEEPTTL')
-redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', num(now),
-  'u', num(now), 'q', num(seq), 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7])
-redis.call('ZADD', KEYS[2], num(seq), ARGV[1])
+-- Each number is formatted once (formatting costs as much as a command).
+local at, position = num(now), num(seq)
+redis.call('SET', KEYS[3], position, 'KEEPTTL')
 local lease = tonumber(ARGV[8])
 if lease then
-  redis.call('HSET', KEYS[1], 'l', num(now + lease))
-  redis.call('ZADD', KEYS[4], num(now + lease), KEYS[1])
+  local deadline = num(now + lease)
+  redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
+    'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7], 'l', deadline)
+  redis.call('ZADD', KEYS[4], deadline, KEYS[1])
+else
+  redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
+    'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7])
 end
+redis.call('ZADD', KEYS[2], position, ARGV[1])
 local ttl = tonumber(ARGV[3])
 if ttl then
-  redis.call('PEXPIREAT', KEYS[1], num(now + ttl))
-  keep(KEYS[2], now + ttl, fresh_index)
-  keep(KEYS[3], now + ttl, fresh_counter)
+  local expiry = num(now + ttl)
+  redis.call('PEXPIREAT', KEYS[1], expiry)
+  keep(KEYS[2], now + ttl, index_expiry, expiry)
+  keep(KEYS[3], now + ttl, counter_expiry, expiry)
 else
-  keep(KEYS[2], nil, fresh_index)
-  keep(KEYS[3], nil, fresh_counter)
+  keep(KEYS[2], nil, index_expiry)
+  keep(KEYS[3], nil, counter_expiry)
 end
-return {'ok', num(now)}
+redis.call('PUBLISH', ARGV[9], ARGV[10] .. '\n' .. ARGV[1] .. '\n0\n1\nworking\n' .. at .. '\n'
+  .. at .. '\n' .. ARGV[2])
+return {'ok', at}
 ";
 
 /// Writes a task decided by the caller on version `v`, if it is still at `v` and the move
@@ -116,11 +131,16 @@ return {'ok', num(now)}
 ///
 /// KEYS: task, index, counter. ARGV: version, status, record, ttl (`''` = unlimited),
 /// notify (`'1'` when the wire-visible task changed), channel, owner tag, id, write id,
-/// and `'lapsed'` to write only if the task's lease has lapsed (`''` otherwise).
-/// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'stale'}` or `{'illegal', status}`,
-/// or `{'renewed'}` when the lease it required lapsed was renewed; a replay of a commit
-/// that was applied (and not followed by another write) answers `{'ok', updated}` again,
-/// without writing or publishing.
+/// `'lapsed'` to write only if the task's lease has lapsed (`''` otherwise), `'1'` when
+/// the change sets another ttl than the task's at that version (`''` otherwise: its
+/// expiry, and its owner's index and counter's, stay as they are), and the next version.
+///
+/// The common change is four commands: read, clock, write, publish.
+/// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'illegal', status}`, or
+/// `{'stale', version, status, record, created, updated}` (the task as it is, so the
+/// change is decided again without another read), or `{'renewed'}` when the lease it
+/// required lapsed was renewed; a replay of a commit that was applied (and not followed by
+/// another write) answers `{'ok', updated}` again, without writing or publishing.
 pub(crate) const COMMIT: &str = r"
 local current = redis.call('HMGET', KEYS[1], 'v', 's', 'c', 'u', 'w')
 if not current[1] then
@@ -130,44 +150,45 @@ if current[1] ~= ARGV[1] then
   if current[5] == ARGV[9] and tonumber(current[1]) == tonumber(ARGV[1]) + 1 then
     return {'ok', current[4]}
   end
-  return {'stale'}
+  return {'stale', current[1], current[2], redis.call('HGET', KEYS[1], 'b'), current[3],
+    current[4]}
 end
+local now = now_ms()
 if ARGV[10] == 'lapsed' then
   local lease = tonumber(redis.call('HGET', KEYS[1], 'l'))
-  if not lease or lease > now_ms() then
+  if not lease or lease > now then
     return {'renewed'}
   end
 end
+-- The spec's table: an unfinished status moves to any other; a finished one to none.
 local from, to = current[2], ARGV[2]
-local allowed = {
-  ['working>input_required'] = true, ['working>completed'] = true,
-  ['working>failed'] = true, ['working>cancelled'] = true,
-  ['input_required>working'] = true, ['input_required>completed'] = true,
-  ['input_required>failed'] = true, ['input_required>cancelled'] = true,
-}
-if from ~= to and not allowed[from .. '>' .. to] then
+if from ~= to and finished(from) then
   return {'illegal', from}
 end
-local created = tonumber(current[3])
-local updated = math.max(tonumber(current[4]), now_ms())
-redis.call('HSET', KEYS[1], 'v', num(tonumber(current[1]) + 1), 's', to, 'b', ARGV[3],
-  'u', num(updated), 'w', ARGV[9])
-local ttl = tonumber(ARGV[4])
-if ttl then
-  redis.call('PEXPIREAT', KEYS[1], num(created + ttl))
-  keep(KEYS[2], created + ttl, false)
-  keep(KEYS[3], created + ttl, false)
-else
-  redis.call('PERSIST', KEYS[1])
-  keep(KEYS[2], nil, false)
-  keep(KEYS[3], nil, false)
+-- Each number is formatted once (formatting costs as much as a command).
+local created, updated = current[3], current[4]
+if now > tonumber(updated) then
+  updated = num(now)
 end
-local event = ARGV[7] .. '\n' .. ARGV[8] .. '\n' .. ARGV[5]
-if ARGV[5] == '1' then
-  event = event .. '\n' .. to .. '\n' .. num(created) .. '\n' .. num(updated) .. '\n' .. ARGV[3]
+redis.call('HSET', KEYS[1], 'v', ARGV[12], 's', to, 'b', ARGV[3], 'u', updated, 'w', ARGV[9])
+if ARGV[11] == '1' then
+  created = tonumber(created)
+  local ttl = tonumber(ARGV[4])
+  local index_expiry = redis.call('PEXPIRETIME', KEYS[2])
+  local counter_expiry = redis.call('PEXPIRETIME', KEYS[3])
+  if ttl then
+    redis.call('PEXPIREAT', KEYS[1], num(created + ttl))
+    keep(KEYS[2], created + ttl, index_expiry)
+    keep(KEYS[3], created + ttl, counter_expiry)
+  else
+    redis.call('PERSIST', KEYS[1])
+    keep(KEYS[2], nil, index_expiry)
+    keep(KEYS[3], nil, counter_expiry)
+  end
 end
-redis.call('PUBLISH', ARGV[6], event)
-return {'ok', num(updated)}
+redis.call('PUBLISH', ARGV[6], ARGV[7] .. '\n' .. ARGV[8] .. '\n' .. ARGV[5] .. '\n' .. ARGV[12]
+  .. '\n' .. to .. '\n' .. current[3] .. '\n' .. updated .. '\n' .. ARGV[3])
+return {'ok', updated}
 ";
 
 /// Removes a task and publishes it, leaving a tombstone (its fields and the write id) for
