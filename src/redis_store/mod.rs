@@ -972,7 +972,7 @@ impl Inner {
             self.forget(&key);
             return;
         }
-        self.keep_copy(key, version, Kept::Task(task.clone()));
+        self.keep_copy(key, version, Kept::Task(task.clone()), false);
     }
 
     /// Remembers the task under `key` as an event published it (at `version`), if it is
@@ -982,20 +982,24 @@ impl Inner {
             self.forget(&key);
             return;
         }
-        self.keep_copy(key, version, Kept::Raw(raw));
+        self.keep_copy(key, version, Kept::Raw(raw), true);
     }
 
-    /// Keeps `copy` of the task under `key` unless a later version is kept already (an
-    /// instance may see the event of its own write after it remembered the write).
-    fn keep_copy(&self, key: String, version: u64, copy: Kept) {
+    /// Keeps `copy` of the task under `key` unless a later version is kept already (the
+    /// event of another instance's later write may come before this instance remembers
+    /// its own), or, for an event (`heard`), the same version (an instance sees the event
+    /// of its own write after it remembered the write: the decoded copy stays).
+    fn keep_copy(&self, key: String, version: u64, copy: Kept, heard: bool) {
         let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((kept, _)) = recent.get(&key) {
-            if *kept > version {
+            if *kept > version || (heard && *kept == version) {
                 return;
             }
         } else if recent.len() >= RECENT {
-            // Bounded: forget everything at once (they are read again when changed).
-            recent.clear();
+            // Bounded: forget one (it is read again when changed, if it still runs).
+            if let Some(victim) = recent.keys().next().cloned() {
+                recent.remove(&victim);
+            }
         }
         recent.insert(key, (version, copy));
     }
@@ -1225,7 +1229,7 @@ impl Listener for Inner {
         let (Some(tag), Some(id), Some(notify)) = (parts.next(), parts.next(), parts.next()) else {
             return;
         };
-        let key = Keys::new(&self.prefix, tag.to_owned()).task(id);
+        let key = format!("{}:{{{tag}}}:t:{id}", self.prefix);
         let (Some(version), Some(status), Some(created), Some(updated), Some(body)) = (
             parts.next(),
             parts.next(),
