@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
-    Error, InputRequest, InputRequests, LimitScope, Limits, Outcome, Owner, RedisTaskStore,
-    TaskRequest, TaskStatus, TaskStore, TtlPolicy,
+    Error, InputRequest, InputRequests, LeasePolicy, LimitScope, Limits, Outcome, Owner,
+    RedisTaskStore, TaskRequest, TaskStatus, TaskStore, TtlPolicy,
 };
 use redis_server::RedisServer;
 use serde_json::json;
@@ -609,6 +609,100 @@ fn a_change_decided_on_a_stale_copy_is_decided_again() {
         TaskStatus::Completed,
         "the first terminal state stays"
     );
+}
+
+/// Resets the server's statistics (`CONFIG RESETSTAT`).
+fn reset_stats(server: &RedisServer) {
+    assert_eq!(server.command(&["CONFIG", "RESETSTAT"]), "+OK");
+}
+
+/// The calls of `command` the server counted since its statistics were reset (inner
+/// commands of scripts included; `EVALSHA` and `PTTL` only come from clients).
+fn calls(server: &RedisServer, command: &str) -> u64 {
+    let prefix = format!("cmdstat_{command}:calls=");
+    server
+        .command(&["INFO", "commandstats"])
+        .lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap())
+}
+
+/// A change is one round trip when the instance knows the task's latest version, also
+/// when another instance wrote it last (it heard of the write); two, without a read, when
+/// the version moved unheard; an instance that holds no copy (it started after the last
+/// write) reads first, once.
+#[test]
+fn a_change_is_one_round_trip_on_any_instance_that_heard_of_the_last_write() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    // No lease thread: its scans would count as round trips.
+    let build = || {
+        RedisTaskStore::builder(&server.url())
+            .prefix(prefix.as_str())
+            .ttl_policy(policy())
+            .lease_policy(LeasePolicy::leave_until_ttl())
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (build(), build());
+    let (seen, _) = recorder(&b);
+    let owner = alice();
+    let id = a.insert(&owner, req(1)).unwrap().id().to_string();
+    a.update_status(&owner, &id, TaskStatus::InputRequired, Some("a".into()))
+        .unwrap();
+    // B's subscribers hear of a write after B took note of it.
+    eventually("A's change reaches B", || !seen.lock().unwrap().is_empty());
+    reset_stats(&server);
+    let resumed = b
+        .update_status(&owner, &id, TaskStatus::Working, Some("b".into()))
+        .unwrap();
+    assert_eq!(resumed.status(), TaskStatus::Working);
+    assert_eq!(
+        (calls(&server, "evalsha"), calls(&server, "pttl")),
+        (1, 0),
+        "one write, no read"
+    );
+    assert_eq!(a.get(&owner, &id).unwrap(), resumed);
+
+    // A write no instance heard of (the version moved behind their backs): B's write finds
+    // another version, and the script's answer is the task as it is, decided on again
+    // without a read.
+    let key = server.command(&["KEYS", &format!("{prefix}:*:t:{id}")]);
+    assert_eq!(server.command(&["HINCRBY", &key, "v", "1"]), ":4");
+    reset_stats(&server);
+    let moved = b
+        .update_status(&owner, &id, TaskStatus::InputRequired, Some("b2".into()))
+        .unwrap();
+    assert_eq!(
+        (calls(&server, "evalsha"), calls(&server, "pttl")),
+        (2, 0),
+        "a refused write and a write, no read"
+    );
+    assert_eq!(a.get(&owner, &id).unwrap(), moved);
+    assert_eq!(server.command(&["HGET", &key, "v"]), "5");
+
+    // An instance built after the last write reads the task once, then writes.
+    let c = build();
+    reset_stats(&server);
+    c.update_status(&owner, &id, TaskStatus::Working, Some("c".into()))
+        .unwrap();
+    assert_eq!(
+        (calls(&server, "evalsha"), calls(&server, "pttl")),
+        (1, 1),
+        "one read, one write"
+    );
+    // It wrote the task last: the next change is one write again.
+    reset_stats(&server);
+    let cancelled = c.cancel(&owner, &id, Some("stop".into())).unwrap();
+    assert_eq!(
+        (calls(&server, "evalsha"), calls(&server, "pttl")),
+        (1, 0),
+        "one write, no read"
+    );
+    assert_eq!(b.get(&owner, &id).unwrap(), cancelled.into_any());
 }
 
 /// Bad settings are typed errors that say what to fix, before or without a server.
