@@ -1,7 +1,22 @@
-//! The floor every benchmark compares against: a bare `Mutex<HashMap>` keyed by UUID id
-//! strings, holding the protocol `Task` fields and the result, with the creation order in a
-//! `Vec` for pagination by index. No owners, no TTL, no notifications, no checks beyond
-//! "the task exists": the least work the peer workload needs.
+//! The floor every benchmark compares against: the least work the peer workload needs, in
+//! plain Rust, with none of what a task store owes its callers beyond holding the data.
+//!
+//! What it does: a bare `Mutex<HashMap<String, _>>` keyed by UUID v4 id strings, holding
+//! the protocol `Task` fields (status, message, two millisecond stamps, TTL, poll
+//! interval) and the result, with the creation order in a `Vec` for pagination by index.
+//!
+//! What it does not do: no owners (every caller sees every task), no TTL expiry (the TTL
+//! is stored, never enforced), no state machine (any status may follow any other, except
+//! that [`Floor::store_moved`] refuses to overwrite a terminal task), no opaque or
+//! tamper-proof cursor (the cursor is the index in clear), no waiters to wake, no
+//! subscribers to notify, no limits, no request id or method kept. A `get` or `list` hands
+//! out a copy of the task fields, as a store must; a `result` hands out a deep copy of the
+//! stored JSON (it has no way to share it).
+//!
+//! Two ways to store a result, so that a reader can see what a copy costs:
+//! [`Floor::store`] copies the caller's JSON (the caller keeps its own), while
+//! [`Floor::store_moved`] takes the caller's `serde_json::Value` and moves it into the
+//! entry, after checking that the task is not terminal yet: no copy at all.
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -10,6 +25,7 @@ use std::sync::Mutex;
 use mcp_tasks::{JsonObject, TaskStatus};
 use serde_json::Value;
 
+/// The floor store: see the module documentation for what it does and does not do.
 #[derive(Default)]
 pub struct Floor {
     inner: Mutex<FloorInner>,
@@ -46,6 +62,7 @@ fn now_millis() -> i64 {
 
 #[allow(dead_code)] // each benchmark binary uses some of these
 impl Floor {
+    /// A new `working` task: a fresh UUID v4 string id, kept in the map and the order.
     pub fn create(&self, ttl: u64) -> String {
         let id = uuid::Uuid::new_v4().to_string();
         let now = now_millis();
@@ -66,11 +83,13 @@ impl Floor {
         id
     }
 
+    /// A copy of the task fields (no owner check: there are no owners).
     pub fn get(&self, id: &str) {
         let inner = self.inner.lock().expect("not poisoned");
         black_box(inner.tasks.get(id).map(|task| task.task.clone()));
     }
 
+    /// Sets the status and the update stamp, with no check of the move.
     pub fn update(&self, id: &str, status: TaskStatus) {
         let mut inner = self.inner.lock().expect("not poisoned");
         if let Some(task) = inner.tasks.get_mut(id) {
@@ -79,6 +98,8 @@ impl Floor {
         }
     }
 
+    /// Stores a copy of `result` (a deep clone of the caller's JSON, under the lock) and
+    /// marks the task completed, whatever its status was.
     pub fn store(&self, id: &str, result: &JsonObject) {
         let mut inner = self.inner.lock().expect("not poisoned");
         if let Some(task) = inner.tasks.get_mut(id) {
@@ -88,6 +109,23 @@ impl Floor {
         }
     }
 
+    /// The moving floor: checks that the task exists and is not terminal yet, then moves
+    /// the caller's `result` into the entry (no copy) and marks the task completed.
+    /// Returns whether it was stored.
+    pub fn store_moved(&self, id: &str, result: Value) -> bool {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        match inner.tasks.get_mut(id) {
+            Some(task) if !task.task.status.is_terminal() => {
+                task.task.status = TaskStatus::Completed;
+                task.task.last_updated_at = now_millis();
+                task.result = Some(result);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A deep copy of the stored result, if any.
     pub fn result(&self, id: &str) {
         let inner = self.inner.lock().expect("not poisoned");
         black_box(inner.tasks.get(id).and_then(|task| task.result.clone()));
