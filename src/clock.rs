@@ -29,12 +29,18 @@ impl Timestamp {
     #[must_use]
     pub fn now() -> Self {
         // Straight from the system clock: no calendar arithmetic on the hot path.
-        let since_epoch = match SystemTime::now().duration_since(UNIX_EPOCH) {
-            Ok(after) => i128::try_from(after.as_millis()).unwrap_or(i128::MAX),
-            Err(before) => -i128::try_from(before.duration().as_millis()).unwrap_or(i128::MAX),
+        // Whole milliseconds in 64 bits (no 128-bit division), saturating at the ends.
+        let whole_millis = |d: Duration| {
+            let millis = d
+                .as_secs()
+                .saturating_mul(1_000)
+                .saturating_add(u64::from(d.subsec_millis()));
+            i64::try_from(millis).unwrap_or(i64::MAX)
         };
-        let millis =
-            i64::try_from(since_epoch).unwrap_or(if since_epoch < 0 { i64::MIN } else { i64::MAX });
+        let millis = match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(after) => whole_millis(after),
+            Err(before) => whole_millis(before.duration()).saturating_neg(),
+        };
         Timestamp::from_unix_millis(millis)
     }
 

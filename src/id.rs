@@ -6,6 +6,25 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
+/// Where each byte's two hex digits start in the canonical hyphenated form.
+const HEX_PAIRS: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+/// The value of each lowercase hex digit; 0xff for every other byte.
+const LOWER_HEX: [u8; 256] = {
+    let mut table = [0xff_u8; 256];
+    let mut digit = 0;
+    while digit < 10 {
+        table[b'0' as usize + digit] = digit as u8;
+        digit += 1;
+    }
+    let mut letter = 0;
+    while letter < 6 {
+        table[b'a' as usize + letter] = 10 + letter as u8;
+        letter += 1;
+    }
+    table
+};
+
 /// A task id: a string on the wire.
 ///
 /// Ids this crate generates are random UUID v4 in their canonical lowercase hyphenated
@@ -48,11 +67,21 @@ impl TaskId {
     /// Parses the canonical lowercase hyphenated form of a UUID and nothing else, so that
     /// `parse_uuid(s).map(|u| u.to_string()) == Some(s)` for every accepted `s`.
     pub(crate) fn parse_canonical_uuid(s: &str) -> Option<Uuid> {
-        if s.len() != 36 || s.bytes().any(|b| b.is_ascii_uppercase()) {
+        // Every registry call parses its id: one pass over a table, no generic parser.
+        let bytes: &[u8; 36] = s.as_bytes().try_into().ok()?;
+        if bytes[8] != b'-' || bytes[13] != b'-' || bytes[18] != b'-' || bytes[23] != b'-' {
             return None;
         }
-        // With length 36 and no uppercase, `try_parse` accepts exactly the hyphenated form.
-        Uuid::try_parse(s).ok()
+        let mut out = [0u8; 16];
+        let mut invalid = 0u8;
+        for (byte, &at) in out.iter_mut().zip(HEX_PAIRS.iter()) {
+            let high = LOWER_HEX[usize::from(bytes[at])];
+            let low = LOWER_HEX[usize::from(bytes[at + 1])];
+            invalid |= high | low;
+            *byte = (high << 4) | (low & 0x0f);
+        }
+        // Each table entry is a nibble, or 0xff for a byte that is not a lowercase hex digit.
+        (invalid & 0xf0 == 0).then(|| Uuid::from_bytes(out))
     }
 }
 
@@ -142,6 +171,45 @@ mod tests {
             let id = TaskId::from(other);
             assert_eq!(id.to_string(), other);
             assert_eq!(id.as_uuid(), None, "{other}");
+        }
+    }
+
+    /// The reference the table parser must agree with: 36 bytes, no uppercase, and what
+    /// the `uuid` crate parses.
+    fn reference(s: &[u8]) -> Option<Uuid> {
+        let s = std::str::from_utf8(s).ok()?;
+        if s.len() != 36 || s.bytes().any(|b| b.is_ascii_uppercase()) {
+            return None;
+        }
+        Uuid::try_parse(s).ok()
+    }
+
+    #[test]
+    fn the_table_parser_agrees_with_the_uuid_crate_on_every_one_byte_change() {
+        for text in [
+            TaskId::random().to_string(),
+            "00000000-0000-0000-0000-000000000000".to_owned(),
+            "ffffffff-ffff-ffff-ffff-ffffffffffff".to_owned(),
+        ] {
+            let parsed = TaskId::parse_canonical_uuid(&text);
+            assert_eq!(parsed.map(|u| u.to_string()), Some(text.clone()));
+            for at in 0..text.len() {
+                for byte in 0..=u8::MAX {
+                    let mut bytes = text.clone().into_bytes();
+                    bytes[at] = byte;
+                    let Ok(changed) = std::str::from_utf8(&bytes) else {
+                        continue;
+                    };
+                    assert_eq!(
+                        TaskId::parse_canonical_uuid(changed),
+                        reference(&bytes),
+                        "{changed:?}"
+                    );
+                }
+            }
+        }
+        for other in ["", "0", &"0".repeat(35), &"0".repeat(37), &"-".repeat(36)] {
+            assert_eq!(TaskId::parse_canonical_uuid(other), None, "{other:?}");
         }
     }
 

@@ -275,9 +275,10 @@ impl TaskRegistry {
     ) -> Result<R, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut after = self.after_unlock(self.shard(owner));
+        let shard = self.shard(owner);
+        let mut after = self.after_unlock(shard);
         let result = self
-            .lock(owner)
+            .lock_shard(shard)
             .visible(key, owner, now, after.dead())
             .map(|entry| read(entry));
         after.finish();
@@ -391,9 +392,10 @@ impl TaskRegistry {
         update: Update,
     ) -> Result<AnyTask, Error> {
         let now = self.now();
-        let mut after = self.after_unlock(self.shard(owner));
+        let shard = self.shard(owner);
+        let mut after = self.after_unlock(shard);
         let result = {
-            let mut inner = self.lock(owner);
+            let mut inner = self.lock_shard(shard);
             let applied = match inner.visible(key, owner, now, after.dead()) {
                 None => Err(not_found(task_id)),
                 Some(entry) => {
@@ -485,8 +487,15 @@ impl AfterUnlock<'_> {
     }
 
     /// Wakes the waits on the task under `key` after the unlock (they see its change).
+    ///
+    /// Called under the lock, after the change: a wait that registered before now is
+    /// counted in `listeners` (it registers before it probes under the same lock), and one
+    /// that registers later probes after this section and sees the change. So with no
+    /// listener there is nothing to remember.
     fn wake(&mut self, key: Key) {
-        self.woken.push(key);
+        if self.events.listeners() > 0 {
+            self.woken.push(key);
+        }
     }
 
     /// Queues a change of `owner`'s task for subscribers, delivered after the unlock.

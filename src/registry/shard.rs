@@ -224,15 +224,16 @@ impl Inner {
         };
         let start = after.map_or(0, |seq| seq.saturating_add(1));
         let mut page = keys.range(start..);
-        let mut tasks = Vec::with_capacity(page_size.min(keys.len()));
-        let mut last = None;
-        for (&seq, key) in page.by_ref().take(page_size) {
-            if let Some(entry) = self.tasks.get(key) {
-                tasks.push(entry.task.clone());
-                last = Some(seq);
-            }
-        }
+        // Two passes: first every lookup (independent of each other, so the processor
+        // overlaps their cache misses in a large store), then the copies.
+        let found: Vec<(u64, &Entry)> = page
+            .by_ref()
+            .take(page_size)
+            .filter_map(|(&seq, key)| self.tasks.get(key).map(|entry| (seq, entry)))
+            .collect();
         let more = page.next().is_some();
+        let last = found.last().map(|&(seq, _)| seq);
+        let tasks = found.iter().map(|(_, entry)| entry.task.clone()).collect();
         (tasks, last, more)
     }
 

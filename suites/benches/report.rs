@@ -501,12 +501,28 @@ fn main() {
         .unwrap_or(if quick { 2_000 } else { 100_000 })
         .max(1_000);
     let scale = if quick { 10 } else { 1 };
-    phases(n, 3);
-    one_owner(10_000.min(n), 400_000 / scale, 3);
-    two_owners(200_000 / scale);
-    wake_latency(2_000 / scale);
-    for n in [n, 10 * n] {
-        bytes_per_task(n);
+    // A comma-separated subset of: phases, threads, wake, bytes, list (for profiling).
+    let only = std::env::var("MCP_TASKS_REPORT_ONLY").ok();
+    let wanted = |part: &str| {
+        only.as_deref()
+            .is_none_or(|only| only.split(',').any(|o| o == part))
+    };
+    if wanted("phases") {
+        phases(n, 3);
     }
-    list_pages(1_000, 10 * n, 4_000 / scale);
+    if wanted("threads") {
+        one_owner(10_000.min(n), 400_000 / scale, 3);
+        two_owners(200_000 / scale);
+    }
+    if wanted("wake") {
+        wake_latency(2_000 / scale);
+    }
+    if wanted("bytes") {
+        for n in [n, 10 * n] {
+            bytes_per_task(n);
+        }
+    }
+    if wanted("list") {
+        list_pages(1_000, 10 * n, 4_000 / scale);
+    }
 }
