@@ -381,6 +381,20 @@ fn one_owner_rounds(
     }
 }
 
+/// The machine's own ceiling for two threads: pure arithmetic, no shared data, two threads
+/// against one (below 2.00 when other processes hold a core).
+fn cpu_ceiling(iterations: u64) -> f64 {
+    let work = |_| {
+        let mut x = 1u64;
+        for i in 0..iterations {
+            x = black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+        }
+    };
+    let single = throughput(1, iterations as usize, work);
+    let double = throughput(2, iterations as usize, work);
+    double / single
+}
+
 /// Two threads on ONE owner against one thread, mixed get / status update; medians of
 /// `runs` runs, each ratio from a single and a double run taken back to back.
 fn one_owner(tasks: usize, rounds: usize, runs: usize) {
@@ -410,8 +424,9 @@ fn one_owner(tasks: usize, rounds: usize, runs: usize) {
         ratios.push(double / single);
     }
     let ratio = median(ratios);
+    let ceiling = median((0..runs).map(|_| cpu_ceiling(20 * rounds as u64)).collect());
     println!(
-        "one owner, two threads (get/update ops/s, {tasks} tasks): 1 thread {:.0}, 2 threads {:.0}, ratio {ratio:.2} (target: >= 1.50: {})",
+        "one owner, two threads (get/update ops/s, {tasks} tasks): 1 thread {:.0}, 2 threads {:.0}, ratio {ratio:.2} (target: >= 1.50: {}; this machine's ceiling now, pure arithmetic on two threads: {ceiling:.2})",
         median(singles),
         median(doubles),
         verdict(ratio >= 1.5)
