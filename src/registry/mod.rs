@@ -510,6 +510,10 @@ impl AfterUnlock<'_> {
 
 impl Drop for AfterUnlock<'_> {
     fn drop(&mut self) {
+        // The common section removed nothing, woke no one and queued nothing.
+        if self.dead.is_empty() && self.handed_out == 0 && self.woken.is_empty() && !self.queued {
+            return;
+        }
         self.count_dead();
         // The waits of changed and removed tasks wake (a removed one sees it gone).
         if self.events.listeners() > 0 {
