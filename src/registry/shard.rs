@@ -3,7 +3,6 @@
 //!
 //! Everything here runs inside the shard's critical section; nothing here calls user code.
 
-use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
@@ -104,11 +103,22 @@ impl Entry {
 }
 
 /// The state of one shard.
+///
+/// The entries live in a slab (`slots`), in creation order as long as no slot is reused:
+/// a `list` page reads its tasks from neighbouring memory instead of from random places of
+/// a hash table, which is what keeps a page from a million tasks close to one from a
+/// thousand. The id map only names the slot.
 #[derive(Default)]
 pub(crate) struct Inner {
-    tasks: KeyMap<Entry>,
-    /// Each owner's task keys by creation sequence: the keyset for `list`.
-    owners: HashMap<Owner, BTreeMap<u64, Key>>,
+    /// The slot of each task.
+    tasks: KeyMap<u32>,
+    /// The entries; `None` is a free slot.
+    slots: Vec<Option<Entry>>,
+    /// Free slots below `slots.len()`, reused last freed first. An index here may be stale
+    /// (its slot was cut off the end, or taken again): [`Inner::take_slot`] checks it.
+    free: Vec<u32>,
+    /// Each owner's task slots by creation sequence: the keyset for `list`.
+    owners: HashMap<Owner, BTreeMap<u64, u32>>,
     /// Keys of tasks with a finite TTL, by expiry time.
     expiry: BTreeSet<(Timestamp, Key)>,
     /// Interned method names of originating requests.
@@ -131,21 +141,52 @@ impl Inner {
         now: Timestamp,
         dead: &mut Vec<Entry>,
     ) -> Option<&mut Entry> {
-        match self.tasks.entry(key) {
-            MapEntry::Vacant(_) => None,
-            MapEntry::Occupied(entry) => {
-                if entry.get().owner != *owner {
-                    None
-                } else if entry.get().task.is_expired(now) {
-                    let entry = entry.remove();
-                    unindex(&mut self.owners, &mut self.expiry, key, &entry);
-                    dead.push(entry);
-                    shrink_if_sparse(&mut self.owners);
-                    None
-                } else {
-                    Some(entry.into_mut())
-                }
+        let slot = usize::try_from(*self.tasks.get(&key)?).ok()?;
+        let entry = self.slots.get(slot)?.as_ref()?;
+        if entry.owner != *owner {
+            None
+        } else if entry.task.is_expired(now) {
+            dead.extend(self.remove(key));
+            None
+        } else {
+            self.slots.get_mut(slot)?.as_mut()
+        }
+    }
+
+    /// A free slot for a new entry: the last one freed that is still free, else a new one
+    /// at the end.
+    fn take_slot(&mut self) -> Result<u32, Error> {
+        while let Some(slot) = self.free.pop() {
+            if self
+                .slots
+                .get(slot as usize)
+                .is_some_and(|entry| entry.is_none())
+            {
+                return Ok(slot);
             }
+        }
+        let slot = u32::try_from(self.slots.len()).map_err(|_| {
+            Error::Internal("more than 4,294,967,295 tasks in one registry shard".to_owned())
+        })?;
+        self.slots.push(None);
+        Ok(slot)
+    }
+
+    /// Frees `slot` (already emptied): cut off the end with every free slot before it, or
+    /// kept for reuse. A slab left mostly empty gives its memory back.
+    fn free_slot(&mut self, slot: u32) {
+        if slot as usize + 1 == self.slots.len() {
+            while self.slots.last().is_some_and(Option::is_none) {
+                self.slots.pop();
+            }
+        } else {
+            self.free.push(slot);
+        }
+        if self.slots.len() < self.slots.capacity() / 4 {
+            self.slots.shrink_to(self.slots.len() * 2);
+            let live = self.slots.len();
+            self.free.retain(|&slot| (slot as usize) < live);
+            self.free.shrink_to(self.free.len() * 2);
         }
     }
 
@@ -159,6 +200,7 @@ impl Inner {
         method: &str,
     ) -> Result<(), Error> {
         let method = self.intern(method)?;
+        let slot = self.take_slot()?;
         let seq = self.next_seq;
         self.next_seq += 1;
         if let Some(end) = task.expires_at() {
@@ -171,24 +213,24 @@ impl Inner {
         self.owners
             .entry(owner.clone())
             .or_default()
-            .insert(seq, key);
-        self.tasks.insert(
-            key,
-            Entry {
-                task,
-                owner,
-                seq,
-                request_id: request_id.into(),
-                method,
-            },
-        );
+            .insert(seq, slot);
+        self.slots[slot as usize] = Some(Entry {
+            task,
+            owner,
+            seq,
+            request_id: request_id.into(),
+            method,
+        });
+        self.tasks.insert(key, slot);
         Ok(())
     }
 
     /// Removes a task and every index entry that names it (the caller wakes its waiters,
     /// after the unlock). A map left mostly empty gives its memory back.
     pub(crate) fn remove(&mut self, key: Key) -> Option<Entry> {
-        let entry = self.tasks.remove(&key)?;
+        let slot = self.tasks.remove(&key)?;
+        let entry = self.slots.get_mut(slot as usize)?.take()?;
+        self.free_slot(slot);
         shrink_if_sparse(&mut self.tasks);
         shrink_if_sparse(&mut self.owners);
         unindex(&mut self.owners, &mut self.expiry, key, &entry);
@@ -224,16 +266,15 @@ impl Inner {
         };
         let start = after.map_or(0, |seq| seq.saturating_add(1));
         let mut page = keys.range(start..);
-        // Two passes: first every lookup (independent of each other, so the processor
-        // overlaps their cache misses in a large store), then the copies.
-        let found: Vec<(u64, &Entry)> = page
-            .by_ref()
-            .take(page_size)
-            .filter_map(|(&seq, key)| self.tasks.get(key).map(|entry| (seq, entry)))
-            .collect();
+        let mut tasks = Vec::with_capacity(page_size.min(keys.len()));
+        let mut last = None;
+        for (&seq, &slot) in page.by_ref().take(page_size) {
+            if let Some(Some(entry)) = self.slots.get(slot as usize) {
+                tasks.push(entry.task.clone());
+                last = Some(seq);
+            }
+        }
         let more = page.next().is_some();
-        let last = found.last().map(|&(seq, _)| seq);
-        let tasks = found.iter().map(|(_, entry)| entry.task.clone()).collect();
         (tasks, last, more)
     }
 
@@ -260,10 +301,10 @@ impl Inner {
         now: Timestamp,
         dead: &mut Vec<Entry>,
     ) -> Option<(RequestId, Arc<str>)> {
-        self.visible(key, owner, now, dead)?;
-        let entry = self.tasks.get(&key)?;
-        let method = self.methods.get(usize::from(entry.method))?;
-        Some((RequestId::from(&entry.request_id), Arc::clone(method)))
+        let entry = self.visible(key, owner, now, dead)?;
+        let (request_id, method) = (RequestId::from(&entry.request_id), entry.method);
+        let method = self.methods.get(usize::from(method))?;
+        Some((request_id, Arc::clone(method)))
     }
 
     fn intern(&mut self, method: &str) -> Result<u16, Error> {
@@ -294,7 +335,7 @@ fn shrink_if_sparse<K: Eq + Hash, V, S: std::hash::BuildHasher>(map: &mut HashMa
 
 /// Removes the index entries of a removed task.
 fn unindex(
-    owners: &mut HashMap<Owner, BTreeMap<u64, Key>>,
+    owners: &mut HashMap<Owner, BTreeMap<u64, u32>>,
     expiry: &mut BTreeSet<(Timestamp, Key)>,
     key: Key,
     entry: &Entry,
@@ -408,6 +449,58 @@ mod tests {
         );
         assert_eq!(dead.len(), 3);
         assert_eq!(inner.owned(&owner), 1);
+    }
+
+    #[test]
+    fn reused_slots_keep_the_creation_order_and_an_emptied_slab_holds_nothing() {
+        let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
+        let owner = Owner::new("alice");
+        let mut inner = Inner::default();
+        let mut add = |inner: &mut Inner| {
+            let uuid = uuid::Uuid::new_v4();
+            let task = Task::new(TaskId::from_uuid(uuid), t0).into_any();
+            inner
+                .insert(
+                    Key::of_uuid(uuid),
+                    &owner,
+                    task,
+                    RequestId::Number(1),
+                    "tools/call",
+                )
+                .unwrap();
+            Key::of_uuid(uuid)
+        };
+        let keys: Vec<Key> = (0..6).map(|_| add(&mut inner)).collect();
+        // Free two middle slots, then fill them again: the new tasks list last.
+        inner.remove(keys[1]).unwrap();
+        inner.remove(keys[3]).unwrap();
+        assert_eq!(inner.slots.len(), 6, "middle slots are kept for reuse");
+        let newer = [add(&mut inner), add(&mut inner)];
+        assert_eq!(inner.slots.len(), 6, "and reused");
+        let listed: Vec<Key> = inner
+            .page(&owner, None, 100)
+            .0
+            .iter()
+            .filter_map(|task| task.id().as_uuid().map(Key::of_uuid))
+            .collect();
+        let expected = [keys[0], keys[2], keys[4], keys[5], newer[0], newer[1]];
+        assert_eq!(listed, expected);
+        // Removing the last slot cuts it off with the free slots before it.
+        inner.remove(keys[5]).unwrap();
+        inner.remove(keys[4]).unwrap();
+        assert_eq!(inner.slots.len(), 4);
+        for key in [keys[0], keys[2], newer[0], newer[1]] {
+            assert!(inner.remove(key).is_some());
+            assert!(inner.remove(key).is_none(), "removed once");
+        }
+        assert!(inner.slots.is_empty());
+        assert_eq!(inner.slots.capacity(), 0, "an empty slab holds nothing");
+        assert_eq!(inner.owned(&owner), 0);
+        // A slot cut off the end and still named in the free list is never handed out twice.
+        let again: Vec<Key> = (0..3).map(|_| add(&mut inner)).collect();
+        let slots: std::collections::HashSet<u32> =
+            again.iter().map(|key| inner.tasks[key]).collect();
+        assert_eq!(slots.len(), 3);
     }
 
     #[test]
