@@ -6,9 +6,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
-/// Where each byte's two hex digits start in the canonical hyphenated form.
-const HEX_PAIRS: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
-
 /// The value of each lowercase hex digit; 0xff for every other byte.
 const LOWER_HEX: [u8; 256] = {
     let mut table = [0xff_u8; 256];
@@ -72,11 +69,18 @@ impl TaskId {
         if bytes[8] != b'-' || bytes[13] != b'-' || bytes[18] != b'-' || bytes[23] != b'-' {
             return None;
         }
+        // The 32 digits without the hyphens, then each pair of digits into a byte.
+        let mut digits = [0u8; 32];
+        digits[..8].copy_from_slice(&bytes[..8]);
+        digits[8..12].copy_from_slice(&bytes[9..13]);
+        digits[12..16].copy_from_slice(&bytes[14..18]);
+        digits[16..20].copy_from_slice(&bytes[19..23]);
+        digits[20..].copy_from_slice(&bytes[24..]);
         let mut out = [0u8; 16];
         let mut invalid = 0u8;
-        for (byte, &at) in out.iter_mut().zip(HEX_PAIRS.iter()) {
-            let high = LOWER_HEX[usize::from(bytes[at])];
-            let low = LOWER_HEX[usize::from(bytes[at + 1])];
+        for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+            let high = LOWER_HEX[usize::from(pair[0])];
+            let low = LOWER_HEX[usize::from(pair[1])];
             invalid |= high | low;
             *byte = (high << 4) | (low & 0x0f);
         }
