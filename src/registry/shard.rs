@@ -456,7 +456,7 @@ mod tests {
         let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
         let owner = Owner::new("alice");
         let mut inner = Inner::default();
-        let mut add = |inner: &mut Inner| {
+        let add = |inner: &mut Inner| {
             let uuid = uuid::Uuid::new_v4();
             let task = Task::new(TaskId::from_uuid(uuid), t0).into_any();
             inner
