@@ -535,7 +535,9 @@ fn main() {
         .max(1_000);
     let scale = if quick { 10 } else { 1 };
     // A comma-separated subset of: phases, threads, wake, bytes, list (for profiling).
-    let only = std::env::var("MCP_TASKS_REPORT_ONLY").ok();
+    let only = std::env::var("MCP_TASKS_REPORT_ONLY")
+        .ok()
+        .filter(|only| !only.is_empty());
     let wanted = |part: &str| {
         only.as_deref()
             .is_none_or(|only| only.split(',').any(|o| o == part))
