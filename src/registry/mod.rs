@@ -1,9 +1,13 @@
 //! [`TaskRegistry`]: the synchronous, owner-isolating task store.
 //!
-//! Tasks live in shards chosen by their owner, each behind one `Mutex`: an owner's tasks
-//! (and its `list` keyset) are always in one shard, so every read-check-write of a task is
-//! one critical section of one lock, taken through one private `lock()` helper, while
-//! different requestors rarely contend. No lock guard or reference into a map leaves the
+//! Tasks live in shards, each behind one `Mutex`. An owner's tasks spread over [`LANES`]
+//! neighbouring shards, its lanes, chosen by the task id: every read-check-write of a task
+//! is one critical section of its one shard's lock, so two threads working on one owner's
+//! tasks rarely contend, nor do different requestors. What spans an owner (its `list`
+//! pages, its task count under a per-owner limit) holds all its lanes at once, locked in
+//! ascending shard order, and sees one consistent state: creation sequence numbers come
+//! from one counter, taken under the lane's lock, so no task can appear in a lane ahead of
+//! an older one still being stored in another. No lock guard or reference into a map leaves the
 //! registry, and no user code (clock, subscribers) or serialization runs while a lock is
 //! held.
 //!
@@ -15,7 +19,7 @@
 
 mod shard;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -36,6 +40,22 @@ use shard::{Entry, Inner, Key, take};
 
 /// The number of shards (a power of two).
 const SHARDS: usize = 16;
+
+/// The number of shards an owner's tasks spread over (a power of two, at most `SHARDS`).
+const LANES: usize = 4;
+
+/// The shard of `owner`'s task under `key`: one of the owner's lanes.
+fn shard_of(owner: &Owner, key: Key) -> usize {
+    (owner.shard_hash() as usize).wrapping_add(key.lane(LANES)) % SHARDS
+}
+
+/// The shards of `owner`'s lanes, in ascending order (the order they are locked in).
+fn lanes(owner: &Owner) -> [usize; LANES] {
+    let first = owner.shard_hash() as usize;
+    let mut lanes: [usize; LANES] = std::array::from_fn(|lane| first.wrapping_add(lane) % SHARDS);
+    lanes.sort_unstable();
+    lanes
+}
 
 /// Builds a [`TaskRegistry`] with a clock, TTL policy, limits and poll interval.
 #[derive(Clone)]
@@ -85,6 +105,7 @@ impl RegistryBuilder {
         TaskRegistry {
             shared: Arc::new(Shared {
                 shards: (0..SHARDS).map(|_| Mutex::new(Inner::default())).collect(),
+                next_seq: AtomicU64::new(0),
                 events: (0..SHARDS).map(|_| Events::default()).collect(),
                 stored: AtomicUsize::new(0),
                 clock: self.clock,
@@ -113,6 +134,9 @@ pub struct TaskRegistry {
 
 struct Shared {
     shards: Box<[Mutex<Inner>]>,
+    /// The creation sequence numbers of every shard (the order of `list`), each taken
+    /// under the lock of the shard that stores the task.
+    next_seq: AtomicU64,
     /// The events the waits on each shard's tasks listen to, notified after the unlock.
     events: Box<[Events<Key>]>,
     /// Tasks stored over all shards, for the total limit and `len`.
@@ -164,16 +188,14 @@ impl TaskRegistry {
         self.shared.clock.now()
     }
 
-    /// The one way to the state of `owner`'s shard: see the module's poison policy.
-    fn lock(&self, owner: &Owner) -> MutexGuard<'_, Inner> {
-        self.lock_shard(self.shard(owner))
+    /// Every lane of `owner`, locked in ascending shard order, with its shard index.
+    fn lock_lanes(&self, owner: &Owner) -> [(usize, MutexGuard<'_, Inner>); LANES] {
+        let lanes = lanes(owner);
+        // `from_fn` runs in index order: the locks are taken in ascending order.
+        std::array::from_fn(|lane| (lanes[lane], self.lock_shard(lanes[lane])))
     }
 
-    /// The index of `owner`'s shard.
-    fn shard(&self, owner: &Owner) -> usize {
-        owner.shard_hash() as usize % self.shared.shards.len()
-    }
-
+    /// The one way to the state of a shard: see the module's poison policy.
     fn lock_shard(&self, index: usize) -> MutexGuard<'_, Inner> {
         self.shared.shards[index]
             .lock()
@@ -187,6 +209,7 @@ impl TaskRegistry {
         AfterUnlock {
             shared: &self.shared,
             events: &self.shared.events[shard],
+            all_events: &self.shared.events,
             woken: Vec::new(),
             dead: Vec::new(),
             handed_out: 0,
@@ -213,43 +236,33 @@ impl TaskRegistry {
         let mut request = Some(request);
         // Expired tasks of other owners still count towards the total until their shards
         // are swept: when the total looks reached, sweep all shards once and try again.
+        let shard = shard_of(owner, key);
         for attempt in 0..2 {
-            let mut after = self.after_unlock(self.shard(owner));
+            let mut after = self.after_unlock(shard);
             let result = {
-                let mut inner = self.lock(owner);
-                inner.purge_expired(now, after.dead());
+                // The owner's expired tasks make room in this section, and its count spans
+                // its lanes: hold them all.
+                let mut lanes = self.lock_lanes(owner);
+                let mut owned = 0;
+                for (_, inner) in &mut lanes {
+                    inner.purge_expired(now, after.dead());
+                    owned += inner.owned(owner);
+                }
                 // Counted now, before the total limit is checked.
                 after.count_dead();
-                if let Some(limit) = limits.per_owner
-                    && inner.owned(owner) >= limit
-                {
-                    Err(Error::LimitExceeded {
+                match limits.per_owner {
+                    Some(limit) if owned >= limit => Err(Error::LimitExceeded {
                         limit,
                         scope: LimitScope::PerOwner,
-                    })
-                } else if self
-                    .shared
-                    .stored
-                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                        limits.total.is_none_or(|limit| n < limit).then_some(n + 1)
-                    })
-                    .is_err()
-                {
-                    Err(Error::LimitExceeded {
-                        limit: limits.total.unwrap_or(usize::MAX),
-                        scope: LimitScope::Total,
-                    })
-                } else if let Some(request) = request.take() {
-                    let stored = task.clone().into_any();
-                    let inserted =
-                        inner.insert(key, owner, stored, request.request_id, &request.method);
-                    if inserted.is_err() {
-                        // Gives back the place reserved above.
-                        self.shared.stored.fetch_sub(1, Ordering::SeqCst);
-                    }
-                    inserted
-                } else {
-                    Err(Error::Internal("a task request was used twice".to_owned()))
+                    }),
+                    _ => match lanes.iter_mut().find(|(index, _)| *index == shard) {
+                        Some((_, inner)) => {
+                            self.insert_locked(inner, key, owner, &task, &mut request)
+                        }
+                        None => Err(Error::Internal(
+                            "a task's shard is not one of its owner's lanes".to_owned(),
+                        )),
+                    },
                 }
             };
             after.finish();
@@ -267,6 +280,45 @@ impl TaskRegistry {
         })
     }
 
+    /// The end of a create, under the lock of the task's shard: the total limit, then the
+    /// task stored under the next sequence number.
+    fn insert_locked(
+        &self,
+        inner: &mut Inner,
+        key: Key,
+        owner: &Owner,
+        task: &Task<Working>,
+        request: &mut Option<TaskRequest>,
+    ) -> Result<(), Error> {
+        let limits = self.shared.limits;
+        if self
+            .shared
+            .stored
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                limits.total.is_none_or(|limit| n < limit).then_some(n + 1)
+            })
+            .is_err()
+        {
+            return Err(Error::LimitExceeded {
+                limit: limits.total.unwrap_or(usize::MAX),
+                scope: LimitScope::Total,
+            });
+        }
+        let Some(request) = request.take() else {
+            self.shared.stored.fetch_sub(1, Ordering::SeqCst);
+            return Err(Error::Internal("a task request was used twice".to_owned()));
+        };
+        // Taken under this lock: see the module documentation.
+        let seq = self.shared.next_seq.fetch_add(1, Ordering::SeqCst);
+        let stored = task.clone().into_any();
+        let inserted = inner.insert(key, owner, seq, stored, request.request_id, &request.method);
+        if inserted.is_err() {
+            // Gives back the place reserved above.
+            self.shared.stored.fetch_sub(1, Ordering::SeqCst);
+        }
+        inserted
+    }
+
     fn read<R>(
         &self,
         owner: &Owner,
@@ -275,7 +327,7 @@ impl TaskRegistry {
     ) -> Result<R, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let shard = self.shard(owner);
+        let shard = shard_of(owner, key);
         let mut after = self.after_unlock(shard);
         let result = self
             .lock_shard(shard)
@@ -322,9 +374,10 @@ impl TaskRegistry {
     ) -> Probe<R> {
         // The clock is user code: it is read only while the lock is not held.
         let now = self.now();
-        let mut after = self.after_unlock(self.shard(owner));
+        let shard = shard_of(owner, key);
+        let mut after = self.after_unlock(shard);
         let probe = {
-            let mut inner = self.lock(owner);
+            let mut inner = self.lock_shard(shard);
             match inner.visible(key, owner, now, after.dead()) {
                 None => Probe::Done(Err(not_found(task_id))),
                 Some(entry) => match check(entry) {
@@ -352,7 +405,7 @@ impl TaskRegistry {
         mut check: impl FnMut(&mut Entry) -> Option<Result<R, Error>>,
     ) -> Result<R, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
-        let listener = self.shared.events[self.shard(owner)].listen(key);
+        let listener = self.shared.events[shard_of(owner, key)].listen(key);
         wait::block(&listener, task_id, timeout, || {
             self.probe(key, owner, task_id, &mut check)
         })
@@ -368,7 +421,7 @@ impl TaskRegistry {
         let Some(key) = Key::of_id(task_id) else {
             return Box::pin(std::future::ready(Err(not_found(task_id))));
         };
-        let listener = self.shared.events[self.shard(owner)].listen(key);
+        let listener = self.shared.events[shard_of(owner, key)].listen(key);
         wait::future(listener, move || {
             self.probe(key, owner, task_id, &mut check)
         })
@@ -392,7 +445,7 @@ impl TaskRegistry {
         update: Update,
     ) -> Result<AnyTask, Error> {
         let now = self.now();
-        let shard = self.shard(owner);
+        let shard = shard_of(owner, key);
         let mut after = self.after_unlock(shard);
         let result = {
             let mut inner = self.lock_shard(shard);
@@ -452,6 +505,9 @@ struct AfterUnlock<'a> {
     shared: &'a Shared,
     /// The events of the section's shard, and the tasks whose waits to wake.
     events: &'a Events<Key>,
+    /// The events of every shard, for the removed entries (a section over an owner's lanes
+    /// removes from several).
+    all_events: &'a [Events<Key>],
     woken: Vec<Key>,
     dead: Vec<Entry>,
     /// Entries removed and handed to the caller.
@@ -517,13 +573,16 @@ impl Drop for AfterUnlock<'_> {
         self.count_dead();
         // The waits of changed and removed tasks wake (a removed one sees it gone).
         if self.events.listeners() > 0 {
-            for key in self
-                .woken
-                .iter()
-                .copied()
-                .chain(self.dead.iter().filter_map(Entry::key))
-            {
-                self.events.notify(&key);
+            for key in &self.woken {
+                self.events.notify(key);
+            }
+        }
+        for entry in &self.dead {
+            if let Some(key) = entry.key() {
+                let events = &self.all_events[shard_of(&entry.owner, key)];
+                if events.listeners() > 0 {
+                    events.notify(&key);
+                }
             }
         }
         // Tasks and owners are dropped here, outside the lock.
@@ -550,8 +609,9 @@ impl TaskStore for TaskRegistry {
     fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut after = self.after_unlock(self.shard(owner));
-        let origin = self.lock(owner).origin(key, owner, now, after.dead());
+        let shard = shard_of(owner, key);
+        let mut after = self.after_unlock(shard);
+        let origin = self.lock_shard(shard).origin(key, owner, now, after.dead());
         after.finish();
         origin
             .map(|(request_id, method)| TaskOrigin { request_id, method })
@@ -569,11 +629,40 @@ impl TaskStore for TaskRegistry {
             .transpose()?;
         let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
         let now = self.now();
-        let mut after = self.after_unlock(self.shard(owner));
+        let mut after = self.after_unlock(lanes(owner)[0]);
         let (tasks, last, more) = {
-            let mut inner = self.lock(owner);
-            inner.purge_expired(now, after.dead());
-            inner.page(owner, last_seen, page_size)
+            // Every lane at once: one consistent state (see the module documentation).
+            let mut lanes = self.lock_lanes(owner);
+            for (_, inner) in &mut lanes {
+                inner.purge_expired(now, after.dead());
+            }
+            // Each lane's keyset is in order: merge them, oldest first, one past the page.
+            let mut heads: [_; LANES] = std::array::from_fn(|lane| {
+                lanes[lane]
+                    .1
+                    .keyset_after(owner, last_seen, page_size + 1)
+                    .peekable()
+            });
+            let mut tasks = Vec::with_capacity(page_size);
+            let mut last = None;
+            let mut more = false;
+            loop {
+                let oldest = (0..LANES)
+                    .filter_map(|lane| heads[lane].peek().map(|&(seq, _)| (seq, lane)))
+                    .min();
+                let Some((seq, lane)) = oldest else { break };
+                if tasks.len() == page_size {
+                    more = true;
+                    break;
+                }
+                if let Some((_, slot)) = heads[lane].next()
+                    && let Some(task) = lanes[lane].1.task_at(slot)
+                {
+                    tasks.push(task.clone());
+                    last = Some(seq);
+                }
+            }
+            (tasks, last, more)
         };
         after.finish();
         let next_cursor = match (more, last) {
@@ -586,9 +675,10 @@ impl TaskStore for TaskRegistry {
     fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
         let key = Key::of_id(task_id).ok_or_else(|| not_found(task_id))?;
         let now = self.now();
-        let mut after = self.after_unlock(self.shard(owner));
+        let shard = shard_of(owner, key);
+        let mut after = self.after_unlock(shard);
         let removed = {
-            let mut inner = self.lock(owner);
+            let mut inner = self.lock_shard(shard);
             match inner.visible(key, owner, now, after.dead()) {
                 Some(_) => inner.remove(key),
                 None => None,

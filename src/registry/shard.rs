@@ -25,6 +25,12 @@ impl Key {
         Key(high, low)
     }
 
+    /// Which of `lanes` (a power of two) an owner's task under this key goes to: the top
+    /// bits of the UUID, which are random.
+    pub(crate) fn lane(self, lanes: usize) -> usize {
+        (self.0 >> 32) as usize & (lanes - 1)
+    }
+
     /// The key of an id, if it is one a registry could have issued.
     pub(crate) fn of_id(task_id: &str) -> Option<Self> {
         TaskId::parse_canonical_uuid(task_id).map(Key::of_uuid)
@@ -123,7 +129,6 @@ pub(crate) struct Inner {
     expiry: BTreeSet<(Timestamp, Key)>,
     /// Interned method names of originating requests.
     methods: Vec<Arc<str>>,
-    next_seq: u64,
 }
 
 impl Inner {
@@ -190,19 +195,19 @@ impl Inner {
         }
     }
 
-    /// Stores a new task under `key` for `owner` (the caller checked the limits).
+    /// Stores a new task under `key` for `owner` at sequence number `seq` (the caller
+    /// checked the limits and took `seq` under this shard's lock).
     pub(crate) fn insert(
         &mut self,
         key: Key,
         owner: &Owner,
+        seq: u64,
         task: AnyTask,
         request_id: RequestId,
         method: &str,
     ) -> Result<(), Error> {
         let method = self.intern(method)?;
         let slot = self.take_slot()?;
-        let seq = self.next_seq;
-        self.next_seq += 1;
         if let Some(end) = task.expires_at() {
             self.expiry.insert((end, key));
         }
@@ -253,29 +258,29 @@ impl Inner {
         dead.len() - before
     }
 
-    /// `owner`'s tasks after sequence number `after`, at most `page_size`; the sequence
-    /// number of the last one, and whether more follow.
-    pub(crate) fn page(
+    /// The sequence numbers and slots of `owner`'s tasks here after sequence number `after`,
+    /// at most `limit`, oldest first.
+    pub(crate) fn keyset_after(
         &self,
         owner: &Owner,
         after: Option<u64>,
-        page_size: usize,
-    ) -> (Vec<AnyTask>, Option<u64>, bool) {
-        let Some(keys) = self.owners.get(owner) else {
-            return (Vec::new(), None, false);
-        };
+        limit: usize,
+    ) -> impl Iterator<Item = (u64, u32)> + '_ {
         let start = after.map_or(0, |seq| seq.saturating_add(1));
-        let mut page = keys.range(start..);
-        let mut tasks = Vec::with_capacity(page_size.min(keys.len()));
-        let mut last = None;
-        for (&seq, &slot) in page.by_ref().take(page_size) {
-            if let Some(Some(entry)) = self.slots.get(slot as usize) {
-                tasks.push(entry.task.clone());
-                last = Some(seq);
-            }
-        }
-        let more = page.next().is_some();
-        (tasks, last, more)
+        self.owners
+            .get(owner)
+            .into_iter()
+            .flat_map(move |keys| keys.range(start..))
+            .take(limit)
+            .map(|(&seq, &slot)| (seq, slot))
+    }
+
+    /// The task in `slot`, if any.
+    pub(crate) fn task_at(&self, slot: u32) -> Option<&AnyTask> {
+        self.slots
+            .get(slot as usize)
+            .and_then(Option::as_ref)
+            .map(|entry| &entry.task)
     }
 
     /// Moves the expiry index entry of `key` after its TTL changed.
@@ -426,14 +431,21 @@ mod tests {
         let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
         let owner = Owner::new("alice");
         let mut inner = Inner::default();
-        for ttl in [1_000, 1_000, 2_000, 5_000] {
+        for (seq, ttl) in (0..).zip([1_000, 1_000, 2_000, 5_000]) {
             let uuid = uuid::Uuid::new_v4();
             let task = Task::new(TaskId::from_uuid(uuid), t0)
                 .with_ttl(Some(ttl))
                 .into_any();
             let request_id = RequestId::Number(1);
             inner
-                .insert(Key::of_uuid(uuid), &owner, task, request_id, "tools/call")
+                .insert(
+                    Key::of_uuid(uuid),
+                    &owner,
+                    seq,
+                    task,
+                    request_id,
+                    "tools/call",
+                )
                 .unwrap();
         }
         let mut dead = Vec::new();
@@ -456,13 +468,16 @@ mod tests {
         let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
         let owner = Owner::new("alice");
         let mut inner = Inner::default();
-        let add = |inner: &mut Inner| {
+        let mut seq = 0;
+        let mut add = |inner: &mut Inner| {
             let uuid = uuid::Uuid::new_v4();
             let task = Task::new(TaskId::from_uuid(uuid), t0).into_any();
+            seq += 1;
             inner
                 .insert(
                     Key::of_uuid(uuid),
                     &owner,
+                    seq,
                     task,
                     RequestId::Number(1),
                     "tools/call",
@@ -478,9 +493,8 @@ mod tests {
         let newer = [add(&mut inner), add(&mut inner)];
         assert_eq!(inner.slots.len(), 6, "and reused");
         let listed: Vec<Key> = inner
-            .page(&owner, None, 100)
-            .0
-            .iter()
+            .keyset_after(&owner, None, 100)
+            .filter_map(|(_, slot)| inner.task_at(slot))
             .filter_map(|task| task.id().as_uuid().map(Key::of_uuid))
             .collect();
         let expected = [keys[0], keys[2], keys[4], keys[5], newer[0], newer[1]];

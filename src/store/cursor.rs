@@ -5,7 +5,7 @@
 //! task is skipped or repeated.
 //!
 //! The position is never shown in clear. In the in-process registry it comes from a
-//! counter shared by every owner of a shard, so a clear position would let an owner see
+//! counter shared by every owner, so a clear position would let an owner see
 //! its cursors jump whenever someone else creates a task. The 64-bit position is instead
 //! encrypted with a pseudo-random permutation keyed by the store's secret and the owner: a
 //! balanced Feistel network of [`ROUNDS`] rounds over two 32-bit halves, whose round
