@@ -150,11 +150,14 @@ pub struct InputState {
 impl InputState {
     /// Issues `requests`, giving each a key never used before by this task. Issuing no
     /// request on a fresh task (as the by-id `update_status` does) shares one empty state
-    /// instead of allocating.
+    /// instead of allocating: one per thread, so that threads do not all count references
+    /// on one cache line.
     pub(crate) fn issue_shared(requests: InputRequests, progress: Progress) -> Arc<Self> {
-        static EMPTY: std::sync::OnceLock<Arc<InputState>> = std::sync::OnceLock::new();
+        thread_local! {
+            static EMPTY: Arc<InputState> = Arc::default();
+        }
         if requests.is_empty() && progress == Progress::default() {
-            return Arc::clone(EMPTY.get_or_init(Default::default));
+            return EMPTY.with(Arc::clone);
         }
         Arc::new(Self::issue(requests, progress))
     }

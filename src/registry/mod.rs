@@ -104,7 +104,7 @@ impl RegistryBuilder {
     fn into_registry(self) -> TaskRegistry {
         TaskRegistry {
             shared: Arc::new(Shared {
-                shards: (0..SHARDS).map(|_| Mutex::new(Inner::default())).collect(),
+                shards: (0..SHARDS).map(|_| Shard::default()).collect(),
                 next_seq: AtomicU64::new(0),
                 events: (0..SHARDS).map(|_| Events::default()).collect(),
                 stored: AtomicUsize::new(0),
@@ -132,8 +132,14 @@ pub struct TaskRegistry {
     shared: Arc<Shared>,
 }
 
+/// One shard's lock and state, on cache lines of its own: two threads busy on neighbouring
+/// shards do not write to one line.
+#[derive(Default)]
+#[repr(align(128))]
+struct Shard(Mutex<Inner>);
+
 struct Shared {
-    shards: Box<[Mutex<Inner>]>,
+    shards: Box<[Shard]>,
     /// The creation sequence numbers of every shard (the order of `list`), each taken
     /// under the lock of the shard that stores the task.
     next_seq: AtomicU64,
@@ -198,6 +204,7 @@ impl TaskRegistry {
     /// The one way to the state of a shard: see the module's poison policy.
     fn lock_shard(&self, index: usize) -> MutexGuard<'_, Inner> {
         self.shared.shards[index]
+            .0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
