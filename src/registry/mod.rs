@@ -38,23 +38,25 @@ use crate::task::Task;
 
 use shard::{Entry, Inner, Key, take};
 
-/// The number of shards (a power of two).
-const SHARDS: usize = 16;
-
-/// The number of shards an owner's tasks spread over (a power of two, at most `SHARDS`).
+/// The number of shards an owner's tasks spread over, its lanes (a power of two).
 const LANES: usize = 4;
+
+/// The number of lane groups (a power of two): an owner's lanes are one group, picked by
+/// its hash, so two owners share all their locks or none, as rarely as one in `GROUPS`.
+const GROUPS: usize = 16;
+
+/// The number of shards.
+const SHARDS: usize = GROUPS * LANES;
 
 /// The shard of `owner`'s task under `key`: one of the owner's lanes.
 fn shard_of(owner: &Owner, key: Key) -> usize {
-    (owner.shard_hash() as usize).wrapping_add(key.lane(LANES)) % SHARDS
+    lanes(owner)[key.lane(LANES)]
 }
 
 /// The shards of `owner`'s lanes, in ascending order (the order they are locked in).
 fn lanes(owner: &Owner) -> [usize; LANES] {
-    let first = owner.shard_hash() as usize;
-    let mut lanes: [usize; LANES] = std::array::from_fn(|lane| first.wrapping_add(lane) % SHARDS);
-    lanes.sort_unstable();
-    lanes
+    let group = owner.shard_hash() as usize % GROUPS;
+    std::array::from_fn(|lane| group * LANES + lane)
 }
 
 /// Builds a [`TaskRegistry`] with a clock, TTL policy, limits and poll interval.

@@ -239,6 +239,12 @@ impl Inner {
         shrink_if_sparse(&mut self.tasks);
         shrink_if_sparse(&mut self.owners);
         unindex(&mut self.owners, &mut self.expiry, key, &entry);
+        if self.tasks.is_empty() {
+            // Nothing names a slot, an owner or a method any more: an emptied shard holds
+            // no memory at all (a small table never counts as sparse, an empty B-tree keeps
+            // its root node, an interned method its block).
+            *self = Inner::default();
+        }
         Some(entry)
     }
 
