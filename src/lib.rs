@@ -92,11 +92,13 @@
 //! cost is proportional to what expired.
 //!
 //! # Concurrency
-//! [`TaskRegistry`] is `Send + Sync` and cloning it shares the store. Tasks live in shards
-//! chosen by owner, each behind one mutex; each operation on a task is one critical
-//! section of its shard, so a cancellation and a completion racing on one task cannot both
-//! win: the first terminal status stays, and a cancelled task never gains a result.
-//! Different requestors rarely share a lock. [`TaskRegistry`]'s `wait` sleeps on a per-task
+//! [`TaskRegistry`] is `Send + Sync` and cloning it shares the store. Tasks live in shards,
+//! each behind one mutex: an owner's tasks spread over four of them by task id; each
+//! operation on a task is one critical section of its shard, so a cancellation and a
+//! completion racing on one task cannot both win: the first terminal status stays, and a
+//! cancelled task never gains a result. Different requestors rarely share a lock, and
+//! threads working on one requestor's tasks rarely wait for each other; a `list` page holds
+//! the requestor's four locks at once. [`TaskRegistry`]'s `wait` sleeps on a per-task
 //! condition variable (no polling, no lost wakeup). No user code (the clock, subscribers)
 //! runs under a lock; subscribers are called in the order of each task's changes, and a
 //! panicking one is contained. A [`TaskHandle`] dropped before its task finished (a handler

@@ -39,8 +39,9 @@ impl Owner {
         self.0.as_deref()
     }
 
-    /// A stable hash of the key (FNV-1a), to pick the registry shard. An owner who picks a
-    /// key to share a shard with another only shares a lock: isolation is unaffected.
+    /// A stable hash of the key (FNV-1a), to pick the registry shards (the owner's lanes).
+    /// An owner who picks a key to share them with another only shares locks: isolation is
+    /// unaffected.
     pub(crate) fn shard_hash(&self) -> u64 {
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         for &byte in self.key().unwrap_or("").as_bytes() {
