@@ -50,12 +50,17 @@ const SHARDS: usize = GROUPS * LANES;
 
 /// The shard of `owner`'s task under `key`: one of the owner's lanes.
 fn shard_of(owner: &Owner, key: Key) -> usize {
-    lanes(owner)[key.lane(LANES)]
+    group(owner) * LANES + key.lane(LANES)
+}
+
+/// The lane group of `owner`.
+fn group(owner: &Owner) -> usize {
+    owner.shard_hash() as usize % GROUPS
 }
 
 /// The shards of `owner`'s lanes, in ascending order (the order they are locked in).
 fn lanes(owner: &Owner) -> [usize; LANES] {
-    let group = owner.shard_hash() as usize % GROUPS;
+    let group = group(owner);
     std::array::from_fn(|lane| group * LANES + lane)
 }
 
