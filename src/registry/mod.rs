@@ -570,8 +570,11 @@ impl AfterUnlock<'_> {
 
     /// Queues a change of `owner`'s task for subscribers, delivered after the unlock.
     fn queue(&mut self, owner: &Owner, task: &AnyTask) {
-        self.shared.notifier.queue(owner, task);
-        self.queued = true;
+        // Without subscribers nothing is queued, and there is nothing to deliver.
+        if self.shared.notifier.has_subscribers() {
+            self.shared.notifier.queue(owner, task);
+            self.queued = true;
+        }
     }
 
     /// Ends the section's work: call it after the lock guard is dropped.
