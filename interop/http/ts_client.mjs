@@ -638,9 +638,12 @@ const EXT_META = {
 let extId = 0;
 async function extCall(token, method, params = {}) {
   extId += 1;
+  // The stateless wire's routing headers: the method, and what the body names (SEP-2243).
+  const name = params.name ?? params.uri ?? params.taskId;
+  const routing = { 'mcp-method': method, ...(name === undefined ? {} : { 'mcp-name': name }) };
   const r = await post(
     { jsonrpc: '2.0', id: `ext-${extId}`, method, params: { ...params, _meta: EXT_META } },
-    { ...bearer(token), 'mcp-protocol-version': '2026-07-28' },
+    { ...bearer(token), 'mcp-protocol-version': '2026-07-28', ...routing },
   );
   eq(r.status, 200, `${method} HTTP status`);
   return r.json();

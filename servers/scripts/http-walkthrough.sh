@@ -81,7 +81,7 @@ bob=$(session_of token-b)
 
 # 6. 2026-07-28 (the tasks extension): no session, the version in a header and in _meta.
 listed=$(curl -s "$URL" -H 'Authorization: Bearer token-a' -H 'Content-Type: application/json' \
-  -H 'Accept: application/json' -H 'MCP-Protocol-Version: 2026-07-28' \
+  -H 'Accept: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
   -d '{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}')
 printf '> tools/list (2026-07-28)\n< %s\n' "$listed" >&2
 [[ "$(field result.cacheScope <<<"$listed")" =~ ^[a-z]+$ ]] \

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use mcp_tasks_servers::fixtures;
 use serde_json::{Value, json};
-use support::{Stdio, WAIT, ext, ext_meta};
+use support::{Stdio, WAIT, ext, ext_meta, routing_headers};
 
 /// `params` framed for 2026-07-28, declaring the tasks extension and `elicitation`.
 fn ext_eliciting(mut params: Value) -> Value {
@@ -594,10 +594,11 @@ fn post_from(addr: &str, origin: Option<&str>, method: &str, params: Value) -> (
     let origin = origin.map_or_else(String::new, |origin| format!("Origin: {origin}\r\n"));
     let body =
         json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": ext(params)}).to_string();
+    let routing = routing_headers(&body);
     let mut stream = TcpStream::connect(addr).expect("the server accepts");
     stream.set_read_timeout(Some(WAIT)).expect("a timeout");
     let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{origin}Content-Type: application/json\r\n\
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{origin}{routing}Content-Type: application/json\r\n\
          Accept: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()

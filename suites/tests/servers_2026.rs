@@ -98,14 +98,22 @@ impl HttpServer {
 
 impl Transport for HttpServer {
     fn exchange(&mut self, body: &str) -> (Option<u16>, Value) {
+        // The stateless wire's routing headers (SEP-2243): the body's method, and what its
+        // params name (a tool, a resource, a task).
+        let message: Value = serde_json::from_str(body).unwrap_or_default();
+        let method = message["method"].as_str().unwrap_or_default();
+        let named = ["name", "uri", "taskId"]
+            .iter()
+            .find_map(|member| message["params"][member].as_str())
+            .map_or_else(String::new, |name| format!("Mcp-Name: {name}\r\n"));
         let mut stream = TcpStream::connect(&self.addr).expect("the server accepts");
         stream.set_read_timeout(Some(WAIT)).expect("a timeout");
         write!(
             stream,
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer token-a\r\n\
              Content-Type: application/json\r\nAccept: application/json\r\n\
-             MCP-Protocol-Version: 2026-07-28\r\nContent-Length: {}\r\n\
-             Connection: close\r\n\r\n{body}",
+             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{named}\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.addr,
             body.len()
         )

@@ -277,10 +277,14 @@ impl Http {
         self.post_with(body, header.as_deref().unwrap_or_default())
     }
 
-    /// POSTs a 2026-07-28 `body` to `/mcp` with alice's token and the
-    /// `MCP-Protocol-Version: 2026-07-28` header that wire requires.
+    /// POSTs a 2026-07-28 `body` to `/mcp` with alice's token and the headers that wire
+    /// requires: `MCP-Protocol-Version: 2026-07-28` and the routing headers of the body.
     pub fn post_2026(&self, body: &str) -> HttpAnswer {
-        self.post_with(body, "MCP-Protocol-Version: 2026-07-28\r\n")
+        let headers = format!(
+            "MCP-Protocol-Version: 2026-07-28\r\n{}",
+            routing_headers(body)
+        );
+        self.post_with(body, &headers)
     }
 
     /// POSTs `body` to `/mcp` with alice's token and these extra header lines (each ending
@@ -327,4 +331,19 @@ impl Drop for Http {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The routing headers the 2026-07-28 wire requires of a request (SEP-2243), as header
+/// lines: `Mcp-Method` with the body's method, and `Mcp-Name` with what its params name (a
+/// tool, a resource, a task). Nothing for a body that is not a JSON request.
+pub fn routing_headers(body: &str) -> String {
+    let message: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let Some(method) = message.get("method").and_then(serde_json::Value::as_str) else {
+        return String::new();
+    };
+    let named = ["name", "uri", "taskId"]
+        .iter()
+        .find_map(|member| message.get("params")?.get(member)?.as_str())
+        .map_or_else(String::new, |name| format!("Mcp-Name: {name}\r\n"));
+    format!("Mcp-Method: {method}\r\n{named}")
 }
