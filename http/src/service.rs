@@ -582,9 +582,18 @@ async fn settle(
                 .or_else(|| answer.get("taskId"))
                 .and_then(Value::as_str)
                 .map(TaskId::from);
-            if let Some(task) = task {
-                app.tasks.started(task, owner.clone(), session);
-            }
+            let work = match task {
+                Some(task) => {
+                    app.tasks.started(task.clone(), owner.clone(), session);
+                    // The handler's return is what shutdown waits for.
+                    let tasks = Arc::clone(&app.tasks);
+                    Box::new(move || {
+                        work();
+                        tasks.handler_returned(&task);
+                    }) as Work
+                }
+                None => work,
+            };
             (Ok(answer), Some(work))
         }
     }

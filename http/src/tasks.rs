@@ -26,6 +26,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 /// How often a task waiting for an answer checks that it still waits (not cancelled).
 const STATUS_CHECK: Duration = Duration::from_millis(100);
 
+/// How long a task's entry outlives its handler when no terminal change arrives.
+const FORGET_AFTER: Duration = Duration::from_secs(30);
+
 /// What a task carries here.
 struct Running {
     owner: Owner,
@@ -125,6 +128,23 @@ impl Tasks {
             }
         };
         let _ = tokio::time::timeout(limit, handled).await;
+    }
+
+    /// Notes that `task`'s handler returned. Its entry stays for its terminal change (the
+    /// status notification of a 2025-11-25 task needs its session), and goes after
+    /// [`FORGET_AFTER`] in any case: a task that expired while its handler ran has no
+    /// terminal change.
+    pub fn handler_returned(self: &Arc<Self>, task: &TaskId) {
+        if let Some(running) = self.running().get_mut(task) {
+            running.handler_here = false;
+        }
+        let (tasks, task) = (Arc::clone(self), task.clone());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                tokio::time::sleep(FORGET_AFTER).await;
+                tasks.running().remove(&task);
+            });
+        }
     }
 
     /// How many tasks this instance's handlers still run.
