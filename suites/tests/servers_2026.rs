@@ -11,6 +11,9 @@
 //! rules (SEP-2575) apply too: a request without the `_meta` framing is `-32602`, and each
 //! answer's HTTP status is checked.
 
+#[path = "../../servers/tests/support/mcp_http.rs"]
+mod mcp_http_build;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -98,21 +101,14 @@ impl HttpServer {
 
 impl Transport for HttpServer {
     fn exchange(&mut self, body: &str) -> (Option<u16>, Value) {
-        // The stateless wire's routing headers (SEP-2243): the body's method, and what its
-        // params name (a tool, a resource, a task).
-        let message: Value = serde_json::from_str(body).unwrap_or_default();
-        let method = message["method"].as_str().unwrap_or_default();
-        let named = ["name", "uri", "taskId"]
-            .iter()
-            .find_map(|member| message["params"][member].as_str())
-            .map_or_else(String::new, |name| format!("Mcp-Name: {name}\r\n"));
+        let routing = mcp_http_build::routing_headers(body);
         let mut stream = TcpStream::connect(&self.addr).expect("the server accepts");
         stream.set_read_timeout(Some(WAIT)).expect("a timeout");
         write!(
             stream,
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer token-a\r\n\
              Content-Type: application/json\r\nAccept: application/json\r\n\
-             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{named}\
+             MCP-Protocol-Version: 2026-07-28\r\n{routing}\
              Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.addr,
             body.len()
@@ -543,46 +539,8 @@ fn the_http_server_sends_schema_valid_2026_07_28_messages() {
 }
 
 /// The `mcp_http` binary, built once per test process from `http/` (its own cargo
-/// workspace) without features; `CARGO_TARGET_DIR` is honoured. It is hard-linked to a name
-/// of its own, so a build with other features, which replaces `mcp_http`, does not change
-/// the binary this test runs.
+/// workspace) without features, under a name of its own (`mcp_http.suites`).
 fn mcp_http() -> &'static Path {
     static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BINARY.get_or_init(|| {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let manifest = repo.join("http/Cargo.toml");
-        let shown = format!("cargo build --manifest-path {}", manifest.display());
-        // From the repository root: a relative `CARGO_TARGET_DIR` means the same
-        // directory as for the outer build.
-        let output = Command::new(env!("CARGO"))
-            .current_dir(&repo)
-            .arg("build")
-            .arg("--quiet")
-            .arg("--manifest-path")
-            .arg(&manifest)
-            .args([
-                "--bin",
-                "mcp_http",
-                "--message-format=json-render-diagnostics",
-            ])
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap_or_else(|err| panic!("{shown}: cannot run cargo: {err}"));
-        assert!(output.status.success(), "{shown} failed");
-        let built = String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|message| message["target"]["name"] == "mcp_http")
-            .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-            .unwrap_or_else(|| panic!("{shown} named no mcp_http executable"));
-        let own = built.with_extension("suites");
-        let staged = built.with_extension(format!("suites.{}", std::process::id()));
-        let _ = std::fs::remove_file(&staged);
-        std::fs::hard_link(&built, &staged)
-            .or_else(|_| std::fs::copy(&built, &staged).map(drop))
-            .unwrap_or_else(|err| panic!("cannot link {}: {err}", built.display()));
-        std::fs::rename(&staged, &own)
-            .unwrap_or_else(|err| panic!("cannot rename {}: {err}", staged.display()));
-        own
-    })
+    BINARY.get_or_init(|| mcp_http_build::build(false, "suites"))
 }

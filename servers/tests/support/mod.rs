@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+mod mcp_http;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -10,6 +12,7 @@ use std::process::{Child, Command};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+pub use mcp_http::routing_headers;
 use mcp_tasks_servers::child::LineChild;
 use serde_json::{Value, json};
 
@@ -149,67 +152,8 @@ pub fn mcp_http() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let redis = cfg!(feature = "redis");
-        build_mcp_http(redis)
+        mcp_http::build(redis, if redis { "tests-redis" } else { "tests" })
     })
-}
-
-fn build_mcp_http(redis: bool) -> PathBuf {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let manifest = repo.join("http/Cargo.toml");
-    let mut command = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-    // From the repository root, as `cargo test` usually runs: a relative
-    // `CARGO_TARGET_DIR` means the same directory as for the outer build.
-    command
-        .current_dir(&repo)
-        .arg("build")
-        .arg("--quiet")
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .args([
-            "--bin",
-            "mcp_http",
-            "--message-format=json-render-diagnostics",
-        ]);
-    if redis {
-        command.args(["--features", "redis"]);
-    }
-    let shown = format!(
-        "cargo build --manifest-path {}{}",
-        manifest.display(),
-        if redis { " --features redis" } else { "" }
-    );
-    let output = command
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .unwrap_or_else(|err| panic!("{shown}: cannot run cargo: {err}"));
-    assert!(output.status.success(), "{shown} failed");
-    let built = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["target"]["name"] == "mcp_http")
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("{shown} named no mcp_http executable"));
-    let suffix = if redis { "tests-redis" } else { "tests" };
-    let own = built.with_extension(suffix);
-    let staged = built.with_extension(format!("{suffix}.{}", std::process::id()));
-    let _ = std::fs::remove_file(&staged);
-    std::fs::hard_link(&built, &staged)
-        .or_else(|_| std::fs::copy(&built, &staged).map(drop))
-        .unwrap_or_else(|err| {
-            panic!(
-                "cannot link {} to {}: {err}",
-                built.display(),
-                staged.display()
-            )
-        });
-    std::fs::rename(&staged, &own).unwrap_or_else(|err| {
-        panic!(
-            "cannot rename {} to {}: {err}",
-            staged.display(),
-            own.display()
-        )
-    });
-    own
 }
 
 /// The HTTP server, running on a free port, with principal `alice` (token `token-a`).
@@ -331,19 +275,4 @@ impl Drop for Http {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The routing headers the 2026-07-28 wire requires of a request (SEP-2243), as header
-/// lines: `Mcp-Method` with the body's method, and `Mcp-Name` with what its params name (a
-/// tool, a resource, a task). Nothing for a body that is not a JSON request.
-pub fn routing_headers(body: &str) -> String {
-    let message: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-    let Some(method) = message.get("method").and_then(serde_json::Value::as_str) else {
-        return String::new();
-    };
-    let named = ["name", "uri", "taskId"]
-        .iter()
-        .find_map(|member| message.get("params")?.get(member)?.as_str())
-        .map_or_else(String::new, |name| format!("Mcp-Name: {name}\r\n"));
-    format!("Mcp-Method: {method}\r\n{named}")
 }

@@ -1,0 +1,87 @@
+//! Driving `mcp_http` (the HTTP front in `http/`, its own cargo workspace) from the tests
+//! of the workspace: building it, and the routing headers its 2026-07-28 wire requires.
+//! Shared by `servers/tests` and `suites/tests/servers_2026.rs` (through `#[path]`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// Builds `mcp_http` (with the `redis` feature if `redis`) and returns a hard link to it
+/// named `mcp_http.<name>` (`name` says whose it is, e.g. `tests-redis`), so that a build
+/// with other features, which replaces `mcp_http`, does not change the binary the caller
+/// runs. `CARGO_TARGET_DIR` is honoured: the nested cargo inherits it and runs from the
+/// repository root, so a relative one means the same directory as for the outer build.
+///
+/// # Panics
+/// If cargo cannot run or the build fails (the test cannot go on).
+pub fn build(redis: bool, name: &str) -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let manifest = repo.join("http/Cargo.toml");
+    let mut command = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+    command
+        .current_dir(&repo)
+        .arg("build")
+        .arg("--quiet")
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .args([
+            "--bin",
+            "mcp_http",
+            "--message-format=json-render-diagnostics",
+        ]);
+    if redis {
+        command.args(["--features", "redis"]);
+    }
+    let shown = format!(
+        "cargo build --manifest-path {}{}",
+        manifest.display(),
+        if redis { " --features redis" } else { "" }
+    );
+    let output = command
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|err| panic!("{shown}: cannot run cargo: {err}"));
+    assert!(output.status.success(), "{shown} failed");
+    let built = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["target"]["name"] == "mcp_http")
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("{shown} named no mcp_http executable"));
+    let own = built.with_extension(name);
+    let staged = built.with_extension(format!("{name}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&staged);
+    std::fs::hard_link(&built, &staged)
+        .or_else(|_| std::fs::copy(&built, &staged).map(drop))
+        .unwrap_or_else(|err| {
+            panic!(
+                "cannot link {} to {}: {err}",
+                built.display(),
+                staged.display()
+            )
+        });
+    std::fs::rename(&staged, &own).unwrap_or_else(|err| {
+        panic!(
+            "cannot rename {} to {}: {err}",
+            staged.display(),
+            own.display()
+        )
+    });
+    own
+}
+
+/// The routing headers the 2026-07-28 wire requires of a request (SEP-2243), as header
+/// lines: `Mcp-Method` with the body's method, and `Mcp-Name` with what its params name (a
+/// tool, a resource, a task). Nothing for a body that is not a JSON request.
+pub fn routing_headers(body: &str) -> String {
+    let message: Value = serde_json::from_str(body).unwrap_or_default();
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        return String::new();
+    };
+    let named = ["name", "uri", "taskId"]
+        .iter()
+        .find_map(|member| message.get("params")?.get(member)?.as_str())
+        .map_or_else(String::new, |name| format!("Mcp-Name: {name}\r\n"));
+    format!("Mcp-Method: {method}\r\n{named}")
+}
