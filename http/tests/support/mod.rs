@@ -451,17 +451,7 @@ impl Conn {
 
     fn read_response_inner(&mut self) -> io::Result<Response> {
         loop {
-            let status_line = self.read_line()?;
-            let status: u16 = status_line
-                .split(' ')
-                .nth(1)
-                .and_then(|code| code.parse().ok())
-                .ok_or_else(|| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("not a status line: {status_line:?}"),
-                    )
-                })?;
+            let status = self.read_status()?;
             let mut headers = Vec::new();
             loop {
                 let line = self.read_line()?;
@@ -521,8 +511,15 @@ impl Conn {
     /// Reads only an answer's status line and headers (for a stream that stays open);
     /// returns the status.
     pub fn read_head(&mut self) -> io::Result<u16> {
+        let status = self.read_status()?;
+        while !self.read_line()?.is_empty() {}
+        Ok(status)
+    }
+
+    /// Reads an answer's status line and returns its status code.
+    fn read_status(&mut self) -> io::Result<u16> {
         let status_line = self.read_line()?;
-        let status = status_line
+        status_line
             .split(' ')
             .nth(1)
             .and_then(|code| code.parse().ok())
@@ -531,9 +528,7 @@ impl Conn {
                     io::ErrorKind::InvalidData,
                     format!("not a status line: {status_line:?}"),
                 )
-            })?;
-        while !self.read_line()?.is_empty() {}
-        Ok(status)
+            })
     }
 
     /// POSTs `body` to `/mcp` with these bearer token and session (if any) and reads the
