@@ -116,7 +116,6 @@ impl AnyTask {
 
     /// Sets when the task last changed, as a store that keeps time itself recorded it
     /// (never earlier than the time the task already shows).
-    #[cfg(feature = "redis")]
     pub(crate) fn set_last_updated_at(&mut self, at: Timestamp) {
         each!(self, task => task.last_updated_at = task.last_updated_at.max(at));
     }

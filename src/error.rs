@@ -14,8 +14,10 @@ use crate::status::TaskStatus;
 /// Longest task id or value echoed back in an error message.
 const MAX_ECHO: usize = 80;
 
-/// `text` cut to a length fit for an error message.
-pub(crate) fn shorten(text: &str) -> String {
+/// `text` (a task id, a caller's value) cut to a length fit for an error message: at most
+/// 80 bytes, then `…`.
+#[must_use]
+pub fn shorten(text: &str) -> String {
     if text.len() <= MAX_ECHO {
         return text.to_owned();
     }
@@ -312,17 +314,16 @@ impl Error {
     }
 
     /// A store error with this explanation and no underlying error.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn store(message: impl Into<String>) -> Self {
+    pub fn store(message: impl Into<String>) -> Self {
         Error::Store {
             message: message.into(),
             cause: None,
         }
     }
 
-    /// A store error with this explanation, caused by the backend's `cause`.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn store_caused(
+    /// A store error with this explanation, caused by the backend's `cause` (kept as its
+    /// [`source`](std::error::Error::source)).
+    pub fn store_caused(
         message: impl Into<String>,
         cause: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {

@@ -65,9 +65,10 @@
 //!   dialect over the same core, with its [`ExtDispatcher`](ext::ExtDispatcher).
 //! - [`TaskStore`]: the one store surface (create, get, update by id, list, wait), over
 //!   which the dispatchers, typed [`TaskHandle`]s and servers are written once. Two
-//!   backends: [`TaskRegistry`], in process, with owners, TTLs, cursors and blocking
-//!   waits; and, with the `redis` feature, `RedisTaskStore`, shared by several server
-//!   instances (see the `redis_store` module for its guarantees and how to run Redis).
+//!   backends here: [`TaskRegistry`], in process, with owners, TTLs, cursors and blocking
+//!   waits; and, in the crate `mcp-tasks-redis`, `RedisTaskStore`, shared by several
+//!   server instances. [`backend`] is what a backend is built from, for anyone writing
+//!   one; the crate `mcp-tasks-testkit` checks that it behaves like the registry.
 //! - [`Error`]: every refusal, with its JSON-RPC code.
 //!
 //! # Task ids
@@ -107,6 +108,7 @@
 #![deny(missing_docs)]
 
 mod any;
+pub mod backend;
 mod clock;
 mod error;
 pub mod ext;
@@ -117,8 +119,6 @@ mod millis;
 mod outcome;
 mod params;
 pub mod protocol;
-#[cfg(feature = "redis")]
-pub mod redis_store;
 mod registry;
 mod status;
 mod store;
@@ -132,15 +132,13 @@ pub use id::TaskId;
 pub use input::{InputRequest, InputRequests, InputResponses, Keyed};
 pub use jsonrpc::{JsonObject, JsonRpcError, RequestId};
 pub use outcome::Outcome;
-#[cfg(feature = "redis")]
-pub use redis_store::{LeasePolicy, RedisStoreBuilder, RedisTaskStore};
 pub use registry::{RegistryBuilder, TaskRegistry};
 pub use status::{
     AwaitsInput, Buildable, CanRequireInput, CanResume, Cancelled, Completed, Failed, HasFailure,
     HasResult, InputRequired, NonTerminal, TaskState, TaskStatus, UnknownStatus, Working,
 };
 pub use store::{
-    Lease, Limits, MAX_PAGE_SIZE, Owner, StatusChange, Step, StoreFuture, Subscriber,
+    Lease, LeasePolicy, Limits, MAX_PAGE_SIZE, Owner, StatusChange, Step, StoreFuture, Subscriber,
     SubscriptionId, TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
 };
 pub use task::{Change, Finished, Task};

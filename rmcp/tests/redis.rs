@@ -5,9 +5,6 @@
 
 mod support;
 
-#[path = "../../tests/support/redis.rs"]
-mod redis_server;
-
 use rmcp::model::{
     CancelTaskParams, GetTaskParams, InputResponses, TaskPayload, TaskStatus, UpdateTaskParams,
 };
@@ -16,7 +13,7 @@ use support::*;
 
 #[tokio::test]
 async fn a_task_made_on_one_instance_is_answered_and_cancelled_on_another() {
-    let Some(redis) = redis_server::RedisServer::start() else {
+    let Some(redis) = mcp_tasks_test_support::redis::RedisServer::start() else {
         return;
     };
     let url = redis.url();

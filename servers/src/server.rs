@@ -14,6 +14,8 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
+#[cfg(feature = "redis")]
+use mcp_tasks::LeasePolicy;
 use mcp_tasks::TaskStore;
 use mcp_tasks::ext::{self, ExtDispatcher, TasksExtensionCapability};
 use mcp_tasks::protocol::{
@@ -24,7 +26,7 @@ use mcp_tasks::{
     Error, JsonObject, JsonRpcError, Owner, RequestId, TaskId, TaskRegistry, TtlPolicy, jsonrpc,
 };
 #[cfg(feature = "redis")]
-use mcp_tasks::{LeasePolicy, RedisTaskStore};
+use mcp_tasks_redis::RedisTaskStore;
 use serde_json::{Value, json};
 
 use crate::tools::{self, Call};

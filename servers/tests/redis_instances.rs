@@ -3,15 +3,12 @@
 //! crate, built with `--features redis`) with tasks in flight, and an instance killed
 //! (`SIGKILL`) while it runs a task — the measurements, printed for the record.
 //!
-//! Each test starts its own `redis-server` (`../../tests/support/redis.rs`) where it needs
+//! Each test starts its own `redis-server` (`mcp_tasks_test_support::redis`) where it needs
 //! one; without one on `PATH` those tests say `SKIPPED` and pass. Every server process is
 //! killed when its test ends, also when it fails.
 #![cfg(feature = "redis")]
 
 mod support;
-
-#[path = "../../tests/support/redis.rs"]
-mod redis_server;
 
 use std::error::Error as _;
 use std::io::Read;
@@ -21,8 +18,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mcp_tasks::{Error, RedisTaskStore};
-use redis_server::RedisServer;
+use mcp_tasks::Error;
+use mcp_tasks_redis::RedisTaskStore;
+use mcp_tasks_test_support::redis::RedisServer;
 use serde_json::{Value, json};
 use support::{Http, WAIT};
 

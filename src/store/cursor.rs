@@ -36,20 +36,34 @@ const TAG_DOMAIN: u8 = 0;
 /// First input of the round-function hash.
 const ROUND_DOMAIN: u8 = 1;
 
-/// Issues and checks cursors for one registry.
+/// Issues and checks the opaque, owner-bound `tasks/list` cursors of one store.
+///
+/// What a cursor reveals: nothing. The position is encrypted per owner (a keyed
+/// pseudo-random permutation of the 64-bit numbers: eight Feistel rounds whose round
+/// function is a keyed SipHash-2-4), so the same position reads as an unrelated number for
+/// every owner; a keyed 64-bit tag of the owner and the ciphertext binds the cursor to its
+/// owner and store, so a cursor made up, changed, or issued to someone else is refused.
+///
+/// A cursor names a *position*: a number the store gives each task of an owner in
+/// creation order (a sequence), so that a page continues right after the last task shown,
+/// whatever was deleted or expired meanwhile. Instances sharing a store must share the
+/// secret ([`CursorKey::from_secret`]).
 #[derive(Debug)]
-pub(crate) struct CursorKey {
+pub struct CursorKey {
     secret: u128,
 }
 
 impl CursorKey {
-    /// A key with a fresh random secret.
-    pub(crate) fn new() -> Self {
+    /// A key with a fresh random secret (for a store in one process).
+    #[must_use]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
         Self::from_secret(uuid::Uuid::new_v4().as_u128())
     }
 
     /// The key of a secret shared by several instances (a shared store's).
-    pub(crate) const fn from_secret(secret: u128) -> Self {
+    #[must_use]
+    pub const fn from_secret(secret: u128) -> Self {
         Self { secret }
     }
 
@@ -98,14 +112,19 @@ impl CursorKey {
         (u64::from(left) << 32) | u64::from(right)
     }
 
-    /// The cursor that continues after the task at position `seq`.
-    pub(crate) fn encode(&self, owner: &Owner, seq: u64) -> String {
+    /// The cursor, for `owner`, that continues after the task at position `seq`.
+    #[must_use]
+    pub fn encode(&self, owner: &Owner, seq: u64) -> String {
         let sealed = self.seal(owner, seq);
         format!("{sealed:016x}{:016x}", self.tag(owner, sealed))
     }
 
     /// The position a cursor continues after.
-    pub(crate) fn decode(&self, owner: &Owner, cursor: &str) -> Result<u64, Error> {
+    ///
+    /// # Errors
+    /// [`Error::InvalidCursor`] for an empty, malformed or forged cursor, or one issued to
+    /// another owner or under another secret (one message whatever the reason).
+    pub fn decode(&self, owner: &Owner, cursor: &str) -> Result<u64, Error> {
         if cursor.is_empty() {
             return Err(Error::InvalidCursor {
                 reason: "the cursor is empty",

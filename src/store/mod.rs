@@ -1,8 +1,8 @@
 //! [`TaskStore`]: the one surface of a task store, whatever keeps the tasks.
 //!
-//! Two backends implement it: the in-process [`TaskRegistry`](crate::TaskRegistry), and
-//! with the `redis` feature the shared `RedisTaskStore` for servers run as several
-//! instances. Dispatchers, typed [`TaskHandle`]s and servers are written once, over any
+//! The in-process [`TaskRegistry`](crate::TaskRegistry) implements it, and so do the
+//! backend crates (`mcp-tasks-redis`'s `RedisTaskStore`, shared by servers run as several
+//! instances), written against [`backend`](crate::backend) like any third-party store. Dispatchers, typed [`TaskHandle`]s and servers are written once, over any
 //! `TaskStore`.
 //!
 //! A backend implements a handful of by-id operations; everything else (cancel, status
@@ -11,12 +11,13 @@
 //! guarantees is atomicity: an update is decided on the task as stored and written only if
 //! nobody changed the task meanwhile.
 
-mod cursor;
+pub(crate) mod cursor;
 mod handle;
 mod lease;
-mod notify;
+pub(crate) mod notify;
 mod owner;
 mod policy;
+pub(crate) mod record;
 mod update;
 pub(crate) mod wait;
 
@@ -33,15 +34,13 @@ use crate::task::Task;
 
 pub(crate) use cursor::CursorKey;
 pub use handle::TaskHandle;
-pub use lease::Lease;
-#[cfg(feature = "redis")]
-pub(crate) use lease::LeaseHolder;
+pub use lease::{Lease, LeaseHolder, LeasePolicy};
 pub(crate) use notify::Notifier;
 pub use notify::{StatusChange, SubscriptionId};
 pub use owner::Owner;
 pub use policy::{Limits, TtlPolicy};
 pub use update::{Step, Update};
-pub(crate) use update::{handle_conflict, take_answers};
+pub use update::{handle_conflict, take_answers};
 pub use wait::StoreFuture;
 pub(crate) use wait::{Events, Probe};
 
@@ -89,6 +88,31 @@ impl TaskRequest {
     pub fn with_poll_interval(mut self, poll_interval: Option<u64>) -> Self {
         self.poll_interval = poll_interval;
         self
+    }
+
+    /// The JSON-RPC id of the originating request.
+    #[must_use]
+    pub fn request_id(&self) -> &RequestId {
+        &self.request_id
+    }
+
+    /// The method of the originating request.
+    #[must_use]
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The requested TTL in milliseconds, before the store's [`TtlPolicy`] (`None`: the
+    /// policy's default).
+    #[must_use]
+    pub fn ttl(&self) -> Option<u64> {
+        self.ttl
+    }
+
+    /// The suggested poll interval in milliseconds, if the request names one.
+    #[must_use]
+    pub fn poll_interval(&self) -> Option<u64> {
+        self.poll_interval
     }
 }
 

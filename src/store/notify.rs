@@ -24,10 +24,15 @@ pub struct SubscriptionId(u64);
 
 use crate::store::Subscriber;
 
-/// Changes are queued in the registry's critical section (so the queue order is the order
-/// of the changes) and delivered after it by whichever thread holds the delivery lock.
+/// The subscribers of one store ([`TaskStore::add_subscriber`](crate::TaskStore::add_subscriber))
+/// and the changes waiting to be told to them.
+///
+/// A backend [queues](Notifier::queue) each change in the critical section (or atomic
+/// step) that made it, so the queue order is the order of the changes, and
+/// [delivers](Notifier::deliver) them after it, outside its locks: whichever thread holds
+/// the delivery lock calls every subscriber, in order, containing a panicking one.
 #[derive(Default)]
-pub(crate) struct Notifier {
+pub struct Notifier {
     subscribers: RwLock<Vec<(SubscriptionId, Subscriber)>>,
     count: AtomicUsize,
     next_id: AtomicU64,
@@ -36,7 +41,8 @@ pub(crate) struct Notifier {
 }
 
 impl Notifier {
-    pub(crate) fn subscribe(&self, subscriber: Subscriber) -> SubscriptionId {
+    /// Registers `subscriber`.
+    pub fn subscribe(&self, subscriber: Subscriber) -> SubscriptionId {
         let id = SubscriptionId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let mut subscribers = self
             .subscribers
@@ -47,7 +53,8 @@ impl Notifier {
         id
     }
 
-    pub(crate) fn unsubscribe(&self, id: SubscriptionId) -> bool {
+    /// Removes a subscriber; answers whether it was registered.
+    pub fn unsubscribe(&self, id: SubscriptionId) -> bool {
         let mut subscribers = self
             .subscribers
             .write()
@@ -59,13 +66,14 @@ impl Notifier {
     }
 
     /// Whether anyone is subscribed.
-    pub(crate) fn has_subscribers(&self) -> bool {
+    #[must_use]
+    pub fn has_subscribers(&self) -> bool {
         self.count.load(Ordering::SeqCst) > 0
     }
 
-    /// Queues a change. Called inside the registry's critical section; costs nothing
-    /// without subscribers.
-    pub(crate) fn queue(&self, owner: &Owner, task: &AnyTask) {
+    /// Queues a change of `owner`'s `task`. Called inside the backend's critical section;
+    /// costs nothing without subscribers.
+    pub fn queue(&self, owner: &Owner, task: &AnyTask) {
         if !self.has_subscribers() {
             return;
         }
@@ -80,9 +88,9 @@ impl Notifier {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Delivers queued changes. Called after the registry's lock is released. If another
+    /// Delivers queued changes. Called after the backend's lock is released. If another
     /// thread is delivering, it will also deliver what this thread queued.
-    pub(crate) fn deliver(&self) {
+    pub fn deliver(&self) {
         if !self.has_subscribers() {
             return;
         }

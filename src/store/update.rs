@@ -178,16 +178,17 @@ impl Update {
     /// The status a typed handle's finishing move leads to (`None` for any other update):
     /// such a write carries work already done, so a backend that can fail transiently
     /// retries it rather than lose it.
-    #[cfg(feature = "redis")]
-    pub(crate) fn finishing_target(&self) -> Option<TaskStatus> {
+    #[must_use]
+    pub fn finishing_target(&self) -> Option<TaskStatus> {
         match &self.0 {
             Op::End(transition, _) => Some(transition.target()),
             _ => None,
         }
     }
 
-    /// Fails an unfinished task whose handle was dropped; a finished task is left alone.
-    pub(crate) fn abandon(message: &str) -> Self {
+    /// Fails an unfinished task with `-32603` and `message` (its handle was dropped, or its
+    /// lease lapsed); a finished task is left alone.
+    pub fn abandon(message: &str) -> Self {
         Update(Op::Abandon(message.to_owned()))
     }
 
@@ -298,11 +299,10 @@ impl Update {
 }
 
 /// What a handler waiting for input gets from `task` now: the answers (taken out of the
-/// task), an error if it can no longer get them, or `None` to keep waiting.
-pub(crate) fn take_answers(
-    task: &mut AnyTask,
-    task_id: &str,
-) -> Option<Result<InputResponses, Error>> {
+/// task, which the backend then stores), an error if it can no longer get them, or `None`
+/// to keep waiting. The decision of every backend's
+/// [`wait_for_input`](crate::TaskStore::wait_for_input).
+pub fn take_answers(task: &mut AnyTask, task_id: &str) -> Option<Result<InputResponses, Error>> {
     match task {
         AnyTask::InputRequired(task) if task.cancel_requested() => {
             Some(Err(Error::CancelRequested {
@@ -325,8 +325,10 @@ pub(crate) fn take_answers(
     }
 }
 
-/// Why a handle's move does not fit the stored task.
-pub(crate) fn handle_conflict(task_id: &str, current: &AnyTask, wanted: TaskStatus) -> Error {
+/// Why a typed handle's move to `wanted` does not fit the stored task `current`:
+/// [`Error::TaskCancelled`] if it was cancelled, else [`Error::IllegalTransition`].
+#[must_use]
+pub fn handle_conflict(task_id: &str, current: &AnyTask, wanted: TaskStatus) -> Error {
     if current.status() == TaskStatus::Cancelled {
         return Error::TaskCancelled {
             task_id: task_id.to_owned(),

@@ -46,12 +46,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// What a probe made of the task it read.
-pub(crate) enum Probe<T> {
+/// What a probe made of the task it read: the one question a wait asks a backend.
+#[derive(Debug)]
+pub enum Probe<T> {
     /// The wait is over, with this answer.
     Done(Result<T, Error>),
-    /// Probe again at once (a conditional write lost a race; only Redis's writes race).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    /// Probe again at once (a conditional write lost a race with another writer).
     Again,
     /// Sleep until the task's event fires, or at most this long (the task's expiry).
     Wait(Option<Duration>),
@@ -59,7 +59,9 @@ pub(crate) enum Probe<T> {
 
 /// What a wait for a cancel makes of `task`: done once a cancel was requested or the task
 /// was cancelled; an error if it finished otherwise (no cancel can come); `None` to wait.
-pub(crate) fn cancel_seen(task: &AnyTask, task_id: &str) -> Option<Result<(), Error>> {
+/// The decision of every backend's
+/// [`wait_for_cancel_async`](crate::TaskStore::wait_for_cancel_async).
+pub fn cancel_seen(task: &AnyTask, task_id: &str) -> Option<Result<(), Error>> {
     if task.cancel_requested() || task.status() == TaskStatus::Cancelled {
         Some(Ok(()))
     } else if task.is_terminal() {
@@ -69,8 +71,14 @@ pub(crate) fn cancel_seen(task: &AnyTask, task_id: &str) -> Option<Result<(), Er
     }
 }
 
-/// The events of the tasks some wait listens to, by key.
-pub(crate) struct Events<K> {
+/// The events of the tasks some wait listens to, by key (a task id, or whatever key the
+/// backend names a task by): one per store.
+///
+/// A backend [notifies](Events::notify) the key after every change of the task it names
+/// (and [every key](Events::notify_all) when it may have missed changes, as a shared
+/// store does while its change feed is down); waits [listen](Events::listen) before they
+/// probe.
+pub struct Events<K> {
     map: Mutex<HashMap<K, Arc<Event>>>,
     /// Listeners registered now, over all keys.
     listeners: AtomicUsize,
@@ -124,8 +132,9 @@ impl Event {
 }
 
 impl<K: Eq + Hash + Clone> Events<K> {
-    /// Registers a listener on `key`'s event (created on first use).
-    pub(crate) fn listen(&self, key: K) -> Listener<'_, K> {
+    /// Registers a listener on `key`'s event (created on first use); dropping it
+    /// deregisters it.
+    pub fn listen(&self, key: K) -> Listener<'_, K> {
         let mut map = lock(&self.map);
         let event = Arc::clone(map.entry(key.clone()).or_default());
         // Counted under the map's lock, so the last listener leaving cannot remove the
@@ -142,17 +151,16 @@ impl<K: Eq + Hash + Clone> Events<K> {
     }
 
     /// The task under `key` changed (or is gone): wake its waits.
-    pub(crate) fn notify(&self, key: &K) {
+    pub fn notify(&self, key: &K) {
         let event = lock(&self.map).get(key).cloned();
         if let Some(event) = event {
             event.fire();
         }
     }
 
-    /// Any task may have changed unseen: wake every wait to read again (Redis's lost or
-    /// regained subscription).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn notify_all(&self) {
+    /// Any task may have changed unseen: wake every wait to read again (a shared store's
+    /// lost or regained change feed).
+    pub fn notify_all(&self) {
         let events: Vec<Arc<Event>> = lock(&self.map).values().cloned().collect();
         for event in events {
             event.fire();
@@ -160,7 +168,8 @@ impl<K: Eq + Hash + Clone> Events<K> {
     }
 
     /// The number of listeners registered now (pending waits, blocking or async).
-    pub(crate) fn listeners(&self) -> usize {
+    #[must_use]
+    pub fn listeners(&self) -> usize {
         self.listeners.load(Ordering::Relaxed)
     }
 
@@ -171,8 +180,8 @@ impl<K: Eq + Hash + Clone> Events<K> {
     }
 }
 
-/// A wait registered on one task's event; deregisters when dropped.
-pub(crate) struct Listener<'a, K: Eq + Hash + Clone> {
+/// A wait registered on one task's event ([`Events::listen`]); deregisters when dropped.
+pub struct Listener<'a, K: Eq + Hash + Clone> {
     events: &'a Events<K>,
     key: K,
     event: Arc<Event>,
@@ -180,18 +189,20 @@ pub(crate) struct Listener<'a, K: Eq + Hash + Clone> {
     slot: Option<usize>,
 }
 
-/// Where the event stood when a probe began.
-#[derive(Clone, Copy)]
-pub(crate) struct Mark(u64);
+/// Where a task's event stood when a probe began ([`Listener::mark`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark(u64);
 
 impl<K: Eq + Hash + Clone> Listener<'_, K> {
     /// Marks where the event stands: take it before probing.
-    pub(crate) fn mark(&self) -> Mark {
+    #[must_use]
+    pub fn mark(&self) -> Mark {
         Mark(lock(&self.event.state).generation)
     }
 
-    /// Sleeps until the event fires after `mark`, or `bound` passes.
-    pub(crate) fn sleep(&self, mark: Mark, bound: Option<Duration>) {
+    /// Sleeps until the event fires after `mark`, or `bound` passes (a blocking wait's
+    /// sleep; [`block`] is the whole loop).
+    pub fn sleep(&self, mark: Mark, bound: Option<Duration>) {
         let started = Instant::now();
         let mut state = lock(&self.event.state);
         while state.generation == mark.0 {
@@ -271,8 +282,12 @@ impl<K: Eq + Hash + Clone> Drop for Listener<'_, K> {
 }
 
 /// Runs a blocking wait: probe, and sleep between probes until the task's event fires,
-/// the probe's bound passes, or `timeout` passes (then [`Error::Timeout`]).
-pub(crate) fn block<K: Eq + Hash + Clone, T>(
+/// the probe's bound passes, or `timeout` passes (then [`Error::Timeout`] naming
+/// `task_id`).
+///
+/// # Errors
+/// What the probe answers, or [`Error::Timeout`].
+pub fn block<K: Eq + Hash + Clone, T>(
     listener: &Listener<'_, K>,
     task_id: &str,
     timeout: Option<Duration>,
@@ -305,7 +320,7 @@ pub(crate) fn block<K: Eq + Hash + Clone, T>(
 /// The same wait as a future: each poll probes (the probe runs inline, so a backend's
 /// probe must be short: the registry's takes its lock, Redis's is one round trip), and a
 /// pending future sleeps on the task's event and, if the probe gave a bound, on the timer.
-pub(crate) fn future<'a, K, T, P>(listener: Listener<'a, K>, probe: P) -> StoreFuture<'a, T>
+pub fn future<'a, K, T, P>(listener: Listener<'a, K>, probe: P) -> StoreFuture<'a, T>
 where
     K: Eq + Hash + Clone + Send + Sync + Unpin + 'a,
     T: Send + 'a,

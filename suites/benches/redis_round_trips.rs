@@ -27,12 +27,10 @@
 //! end (the time of each command the scripts run). Without `redis-server` on `PATH` (or at
 //! `$REDIS_SERVER`) it says so and exits.
 
-#[path = "../../tests/support/redis.rs"]
-mod redis_server;
-
 use std::time::{Duration, Instant};
 
-use mcp_tasks::{Limits, Outcome, Owner, RedisTaskStore, TaskRequest, TaskStatus, TaskStore};
+use mcp_tasks::{Limits, Outcome, Owner, TaskRequest, TaskStatus, TaskStore};
+use mcp_tasks_redis::RedisTaskStore;
 use serde_json::json;
 
 /// Rounds; each phase's median ratio is reported.
@@ -76,7 +74,7 @@ impl Figures {
 
 /// The raw connection and the server whose round trips are counted.
 struct Raw<'s> {
-    server: &'s redis_server::RedisServer,
+    server: &'s mcp_tasks_test_support::redis::RedisServer,
     connection: redis::Connection,
     trivial: String,
 }
@@ -134,7 +132,7 @@ fn main() {
         .skip(1)
         .find_map(|arg| arg.parse().ok())
         .unwrap_or(5_000);
-    let Some(server) = redis_server::RedisServer::start() else {
+    let Some(server) = mcp_tasks_test_support::redis::RedisServer::start() else {
         println!("redis_round_trips: redis-server not found, nothing measured");
         return;
     };
@@ -305,17 +303,21 @@ fn main() {
 
 /// The microseconds Redis spent in `EVALSHA` and `EVAL` so far (their inner commands
 /// included).
-fn script_micros(server: &redis_server::RedisServer) -> u64 {
+fn script_micros(server: &mcp_tasks_test_support::redis::RedisServer) -> u64 {
     stat(server, &["evalsha", "eval"], "usec=")
 }
 
 /// The client round trips the server has answered so far (see the module docs).
-fn round_trips(server: &redis_server::RedisServer) -> u64 {
+fn round_trips(server: &mcp_tasks_test_support::redis::RedisServer) -> u64 {
     stat(server, &ROUND_TRIP_COMMANDS, "calls=")
 }
 
 /// The sum of one field (`calls=`, `usec=`) of `INFO commandstats` over `commands`.
-fn stat(server: &redis_server::RedisServer, commands: &[&str], field: &str) -> u64 {
+fn stat(
+    server: &mcp_tasks_test_support::redis::RedisServer,
+    commands: &[&str],
+    field: &str,
+) -> u64 {
     let stats = server.command(&["INFO", "commandstats"]);
     stats
         .lines()

@@ -39,11 +39,11 @@ use std::time::{Duration, Instant};
 
 use counting::{Counting, live_bytes};
 use floor::Floor;
-#[cfg(feature = "redis")]
-use mcp_tasks::RedisTaskStore;
 use mcp_tasks::{
     JsonObject, Limits, Outcome, Owner, TaskRegistry, TaskRequest, TaskStatus, TaskStore, TtlPolicy,
 };
+#[cfg(feature = "redis")]
+use mcp_tasks_redis::RedisTaskStore;
 use serde_json::json;
 
 #[global_allocator]

@@ -26,10 +26,6 @@ mod counting;
 #[global_allocator]
 static ALLOCATOR: counting::Counting = counting::Counting;
 
-#[cfg(feature = "redis")]
-#[path = "../../tests/support/redis.rs"]
-mod redis_server;
-
 /// The bound of every await: far above any wakeup, only reached by a bug.
 const BOUND: Duration = Duration::from_secs(20);
 
@@ -112,19 +108,19 @@ impl Pair for Memory {
 
 #[cfg(feature = "redis")]
 struct Redis {
-    first: mcp_tasks::RedisTaskStore,
-    second: mcp_tasks::RedisTaskStore,
+    first: mcp_tasks_redis::RedisTaskStore,
+    second: mcp_tasks_redis::RedisTaskStore,
     // Dropped last: the stores go first.
-    _server: redis_server::RedisServer,
+    _server: mcp_tasks_test_support::redis::RedisServer,
 }
 
 #[cfg(feature = "redis")]
 impl Redis {
     fn start() -> Option<Redis> {
-        let server = redis_server::RedisServer::start()?;
+        let server = mcp_tasks_test_support::redis::RedisServer::start()?;
         let prefix = format!("async-{}", uuid::Uuid::new_v4().simple());
         let build = || {
-            mcp_tasks::RedisTaskStore::builder(&server.url())
+            mcp_tasks_redis::RedisTaskStore::builder(&server.url())
                 .prefix(prefix.clone())
                 .ttl_policy(TtlPolicy::new(Some(60_000)).with_min(1).with_max(600_000))
                 .outage_timeout(Duration::from_millis(500))
@@ -141,11 +137,11 @@ impl Redis {
 
 #[cfg(feature = "redis")]
 impl Pair for Redis {
-    type Store = mcp_tasks::RedisTaskStore;
-    fn first(&self) -> &mcp_tasks::RedisTaskStore {
+    type Store = mcp_tasks_redis::RedisTaskStore;
+    fn first(&self) -> &mcp_tasks_redis::RedisTaskStore {
         &self.first
     }
-    fn second(&self) -> &mcp_tasks::RedisTaskStore {
+    fn second(&self) -> &mcp_tasks_redis::RedisTaskStore {
         &self.second
     }
     fn pending(&self) -> usize {
@@ -523,11 +519,11 @@ fn blocking_and_async_waits_wake_together_on_the_registry() {
 #[cfg(feature = "redis")]
 #[test]
 fn a_redis_outage_resolves_a_future_with_a_store_error() {
-    let Some(server) = redis_server::RedisServer::start() else {
+    let Some(server) = mcp_tasks_test_support::redis::RedisServer::start() else {
         return;
     };
     let mut server = server;
-    let store = mcp_tasks::RedisTaskStore::builder(&server.url())
+    let store = mcp_tasks_redis::RedisTaskStore::builder(&server.url())
         .outage_timeout(Duration::from_millis(500))
         .io_timeout(Duration::from_secs(1))
         .build()

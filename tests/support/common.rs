@@ -3,21 +3,18 @@
 //! suite).
 //!
 //! Include it with `#[path = "support/common.rs"] mod common;` and import what the test
-//! binary uses.
+//! binary uses. (Stores' behaviour suites use `mcp_tasks_testkit::support`, whose helpers
+//! these are a few of: the core's own tests cannot depend on the kit, which depends on the
+//! core.)
 
 // Each test binary is a crate of its own and uses only some of these helpers; without this,
 // the others would be `dead_code` warnings (errors under `clippy -D warnings`) there.
 #![allow(dead_code)]
 
-use std::fmt::Debug;
-use std::sync::{Arc, Barrier, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use mcp_tasks::{
-    AnyTask, Error, InputRequest, JsonObject, Outcome, Owner, StatusChange, SubscriptionId,
-    TaskRequest, TaskStore,
-};
+use mcp_tasks::{AnyTask, Error, InputRequest, JsonObject, Outcome, Owner, TaskRequest, TaskStore};
 use serde_json::{Value, json};
 
 /// The timeout of every wait that is expected to end by an event: never reached when the
@@ -49,11 +46,6 @@ pub fn tool_outcome(text: &str) -> Outcome {
     Outcome::Result(tool_result(text))
 }
 
-/// A failing `CallToolResult` (`isError`) with one text block.
-pub fn error_result(text: &str) -> JsonObject {
-    obj(json!({"content": [{"type": "text", "text": text}], "isError": true}))
-}
-
 /// A form elicitation asking `message`, without fields.
 pub fn ask(message: &str) -> InputRequest {
     InputRequest::elicitation(obj(json!({"mode": "form", "message": message,
@@ -70,14 +62,6 @@ pub fn req(n: i64) -> TaskRequest {
     TaskRequest::new(n, "tools/call")
 }
 
-pub fn alice() -> Owner {
-    Owner::new("alice")
-}
-
-pub fn bob() -> Owner {
-    Owner::new("bob")
-}
-
 /// The ids of `tasks`, in order.
 pub fn ids(tasks: &[AnyTask]) -> Vec<String> {
     tasks.iter().map(|task| task.id().to_string()).collect()
@@ -88,21 +72,6 @@ pub fn input_keys(task: &AnyTask) -> Vec<String> {
     task.input_requests()
         .map(|requests| requests.iter().map(|(key, _)| key.to_owned()).collect())
         .unwrap_or_default()
-}
-
-/// `TaskNotFound` for `id`, with its code and the id it names.
-#[track_caller]
-pub fn assert_not_found<T: Debug>(result: Result<T, Error>, id: &str, what: &str) {
-    match result {
-        Err(err @ Error::TaskNotFound { .. }) => {
-            assert_eq!(err.code(), -32602, "{what}");
-            let Error::TaskNotFound { task_id } = err else {
-                unreachable!()
-            };
-            assert_eq!(task_id, id, "{what}: the error names the id asked for");
-        }
-        other => panic!("{what}: expected TaskNotFound for `{id}`, got {other:?}"),
-    }
 }
 
 /// Joins `handle`, failing the test if the thread is still running after `limit`; a panic
@@ -126,16 +95,6 @@ pub fn join_within<T>(handle: JoinHandle<T>, limit: Duration, what: &str) -> T {
     }
 }
 
-/// Waits (bounded by [`WAKE`]) until `done` holds; fails the test otherwise.
-#[track_caller]
-pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < WAKE, "{what}: not within {WAKE:?}");
-        thread::sleep(ms(2));
-    }
-}
-
 /// A waiter on `store` for the task `id` (timeout [`BOUND`]), in its own thread.
 pub fn spawn_wait<S: TaskStore + Clone + 'static>(
     store: &S,
@@ -144,29 +103,6 @@ pub fn spawn_wait<S: TaskStore + Clone + 'static>(
 ) -> JoinHandle<Result<AnyTask, Error>> {
     let (store, owner, id) = (store.clone(), owner.clone(), id.to_owned());
     thread::spawn(move || store.wait(&owner, &id, Some(BOUND)))
-}
-
-/// Runs `f` on its own thread once all parties of `barrier` are there (to start a race).
-pub fn spawn_at_barrier<T: Send + 'static>(
-    barrier: &Arc<Barrier>,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> JoinHandle<T> {
-    let barrier = Arc::clone(barrier);
-    thread::spawn(move || {
-        barrier.wait();
-        f()
-    })
-}
-
-/// What a subscriber recorded: every change it was told, in order.
-pub type Seen = Arc<Mutex<Vec<StatusChange>>>;
-
-/// Subscribes a recorder to `store`.
-pub fn recorder<S: TaskStore>(store: &S) -> (Seen, SubscriptionId) {
-    let seen: Seen = Arc::default();
-    let sink = Arc::clone(&seen);
-    let id = store.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
-    (seen, id)
 }
 
 /// Every task id of `owner` in `store`, walking all pages of `page_size`.
@@ -199,28 +135,4 @@ pub fn blocked_waiters<S: TaskStore + Clone + 'static>(
         "waiters return only once the task is terminal"
     );
     waiters
-}
-
-/// Runs `f` on its own thread, started now; the thread answers what `f` returned and how
-/// long it took.
-pub fn timed<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> JoinHandle<(T, Duration)> {
-    thread::spawn(move || {
-        let started = Instant::now();
-        (f(), started.elapsed())
-    })
-}
-
-/// Asserts the store-unavailable error (`Error::Store`, `-32603`, never a state) and
-/// returns it.
-#[track_caller]
-pub fn assert_unavailable<T: Debug>(result: Result<T, Error>, what: &str) -> Error {
-    match result {
-        Err(err @ Error::Store { .. }) => {
-            assert_eq!(err.code(), mcp_tasks::jsonrpc::INTERNAL_ERROR, "{what}");
-            err
-        }
-        other => panic!("{what}: expected the store-unavailable error, got {other:?}"),
-    }
 }

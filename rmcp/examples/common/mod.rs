@@ -66,7 +66,7 @@ pub fn store_from_args() -> Result<(Store, Vec<String>), String> {
 
 #[cfg(feature = "redis")]
 fn redis_store(url: &str) -> Result<Store, String> {
-    mcp_tasks::RedisTaskStore::open(url)
+    mcp_tasks_redis::RedisTaskStore::open(url)
         .map(|store| Arc::new(store) as Store)
         .map_err(|err| format!("cannot open redis at {url}: {err}"))
 }

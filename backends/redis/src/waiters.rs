@@ -12,8 +12,13 @@
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use crate::store::Events;
-use crate::store::wait::Listener as Wait;
+use mcp_tasks::backend::Events;
+use mcp_tasks::backend::Listener as Wait;
+
+use crate::Inner;
+use crate::copies::Raw;
+use crate::keys::owner_of_tag;
+use crate::writes::decode;
 
 /// The waits of one instance and the state of its subscription.
 #[derive(Default)]
@@ -180,6 +185,52 @@ fn subscribe<L: Listener>(
             }
             Err(err) => return Err(err),
         }
+    }
+}
+
+impl Listener for Inner {
+    fn on_message(&self, payload: &str) {
+        let mut parts = payload.splitn(8, '\n');
+        let (Some(tag), Some(id), Some(notify)) = (parts.next(), parts.next(), parts.next()) else {
+            return;
+        };
+        let key = format!("{}:{{{tag}}}:t:{id}", self.prefix);
+        let (Some(version), Some(status), Some(created), Some(updated), Some(body)) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            // A removal.
+            self.forget(&key);
+            self.waiters.bump(&key);
+            return;
+        };
+        if let Ok(version) = version.parse() {
+            let raw = Raw {
+                status: status.to_owned(),
+                created: created.to_owned(),
+                updated: updated.to_owned(),
+                body: body.to_owned(),
+            };
+            self.learn(key.clone(), version, status, raw);
+        }
+        self.waiters.bump(&key);
+        if notify != "1" || !self.notifier.has_subscribers() {
+            return;
+        }
+        if let (Some(owner), Ok(task)) = (
+            owner_of_tag(tag),
+            decode(id, status, created, updated, body),
+        ) {
+            self.notifier.queue(&owner, &task);
+            self.notifier.deliver();
+        }
+    }
+
+    fn waiters(&self) -> &Waiters {
+        &self.waiters
     }
 }
 

@@ -1,6 +1,6 @@
 //! Leases: a task whose instance died fails, instead of staying `working` until its TTL.
 //!
-//! A task created for a typed handle ([`TaskStore::create`](crate::TaskStore::create))
+//! A task created for a typed handle ([`TaskStore::create`](mcp_tasks::TaskStore::create))
 //! carries in its hash the deadline `l` of a lease, and a member in the store-wide lease
 //! index (a sorted set of task keys by deadline), both written by the creating script.
 //! Each instance runs one lease thread that, every renewal interval:
@@ -20,112 +20,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use crate::error::Error;
-use crate::store::{Lease, LeaseHolder, Step, Update};
+use mcp_tasks::backend::{LEASE_LAPSED, LeaseHolder};
+use mcp_tasks::{Error, Lease, LeasePolicy, Step, Update};
 
-use super::{DecidedOn, Inner, Keys, Written, owner_of_tag, unexpected};
-
-/// The message, and `-32603` error, of a task whose lease lapsed.
-pub(crate) const LAPSED: &str =
-    "the server instance running the task stopped: its lease lapsed before the task finished";
+use crate::Inner;
+use crate::keys::{Keys, owner_of_tag};
+use crate::writes::{DecidedOn, Written, unexpected};
 
 /// The most lapsed leases one reaper round fails (the rest wait for the next round).
 const REAP_BATCH: usize = 100;
 
 /// The most batches of lapsed leases one reaper round takes.
 const REAP_ROUNDS: usize = 10;
-
-/// What happens to a task whose handler's instance stops renewing its lease.
-///
-/// The default is [`LeasePolicy::fail_after`] 40 s, renewed every 5 s: a task whose
-/// instance died fails within 45 s, and a lease survives an instance losing Redis for
-/// up to 35 s, longer than the default
-/// [`outage_timeout`](super::RedisStoreBuilder::outage_timeout) its finishing writes are
-/// retried for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LeasePolicy {
-    /// The lease length and the renewal interval; `None`: no leases.
-    lease: Option<(Duration, Duration)>,
-}
-
-impl Default for LeasePolicy {
-    fn default() -> Self {
-        LeasePolicy::fail_after(Duration::from_secs(40))
-    }
-}
-
-impl LeasePolicy {
-    /// Leases of this length, renewed every eighth of it: a task fails with `-32603`
-    /// within `lease` plus one renewal interval of its instance's death. Choose it longer
-    /// than any Redis outage an instance should ride out with its tasks running (minus
-    /// one interval), and than any pause of the process (a long GC-free stop, a
-    /// suspended VM): a lease that lapses fails a task that was still running.
-    #[must_use]
-    pub const fn fail_after(lease: Duration) -> Self {
-        LeasePolicy {
-            lease: Some((lease, Duration::from_nanos(lease.as_nanos() as u64 / 8))),
-        }
-    }
-
-    /// The same leases, renewed at this interval (shorter: fewer missed renewals before a
-    /// lease lapses, one round trip per interval and instance).
-    #[must_use]
-    pub const fn renewed_every(self, interval: Duration) -> Self {
-        match self.lease {
-            Some((lease, _)) => LeasePolicy {
-                lease: Some((lease, interval)),
-            },
-            None => self,
-        }
-    }
-
-    /// No leases: a task whose instance died stays as it was until its TTL, and with an
-    /// unlimited TTL forever (requestors see it `working`). For stores whose handlers never
-    /// die without finishing, or a Redis Cluster (leases keep a store-wide index, which a
-    /// cluster cannot update with a task in one step).
-    #[must_use]
-    pub const fn leave_until_ttl() -> Self {
-        LeasePolicy { lease: None }
-    }
-
-    /// The lease length, if there are leases.
-    #[must_use]
-    pub const fn lease(&self) -> Option<Duration> {
-        match self.lease {
-            Some((lease, _)) => Some(lease),
-            None => None,
-        }
-    }
-
-    /// The renewal interval, if there are leases.
-    #[must_use]
-    pub const fn renewal_interval(&self) -> Option<Duration> {
-        match self.lease {
-            Some((_, interval)) => Some(interval),
-            None => None,
-        }
-    }
-
-    /// Refuses a lease under 100 ms or a renewal interval that is zero or not shorter
-    /// than the lease.
-    pub(crate) fn validate(&self) -> Result<(), Error> {
-        let Some((lease, interval)) = self.lease else {
-            return Ok(());
-        };
-        if lease < Duration::from_millis(100) {
-            return Err(Error::InvalidConfig(format!(
-                "a lease of {lease:?} is shorter than 100 ms: every renewal would race its lapse"
-            )));
-        }
-        if interval.is_zero() || interval >= lease {
-            return Err(Error::InvalidConfig(format!(
-                "the lease renewal interval {interval:?} must be above zero and shorter than \
-                 the lease ({lease:?})"
-            )));
-        }
-        Ok(())
-    }
-}
 
 /// An instance's leases: what it holds, and how long they last.
 pub(crate) struct Leases {
@@ -178,7 +84,7 @@ impl LeaseHolder for Holder {
 impl Leases {
     /// The leases of a store with `prefix`, per `policy`; `None` without leases.
     pub(crate) fn new(prefix: &str, policy: LeasePolicy) -> Option<Self> {
-        let (lease, _) = policy.lease?;
+        let lease = policy.lease()?;
         Some(Leases {
             index: format!("{prefix}:leases"),
             lease,
@@ -281,7 +187,7 @@ impl Inner {
         };
         let at = read.task.last_updated_at();
         let on = DecidedOn::new(read.version, &read.task);
-        let task = match Update::abandon(LAPSED).apply(read.task, at) {
+        let task = match Update::abandon(LEASE_LAPSED).apply(read.task, at) {
             Step::Changed(task) | Step::Quiet(task) => task,
             Step::Unchanged(_) | Step::Refused(..) => return Ok(false),
         };

@@ -1,13 +1,8 @@
-//! One behavioural suite of the [`TaskStore`] trait, written once over any store and run
-//! against every backend: the in-process [`TaskRegistry`] always, and the shared
-//! `RedisTaskStore` with the `redis` feature (each test on its own `redis-server`, started
-//! by `support/redis.rs`; without `redis-server` on `PATH` those tests say `SKIPPED` and
-//! pass).
+//! The behaviour suite: one generic function per behaviour, over any [`Backend`].
 //!
-//! Each test is a generic function over a [`Backend`] that builds stores with a given
-//! policy; the `suite!` macro instantiates every one of them per backend (`memory::…`,
-//! `redis::…`). Every blocking call is bounded (a wait timeout, or a join with a deadline)
-//! so that a bug fails a test instead of hanging the suite.
+//! Run them all with [`store_suite!`](crate::store_suite), or call one from a test of your
+//! own. Every blocking call is bounded (a wait timeout, or a join with a deadline), so a
+//! bug fails a test instead of hanging the suite.
 
 use std::collections::HashSet;
 use std::fmt::Debug;
@@ -19,155 +14,16 @@ use std::time::Instant;
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
     AnyTask, Error, InputRequests, LimitScope, Limits, Outcome, Owner, RequestId, StatusChange,
-    TaskOrigin, TaskRegistry, TaskRequest, TaskStatus, TaskStore, Timestamp, TtlPolicy,
+    TaskOrigin, TaskRequest, TaskStatus, TaskStore, Timestamp, TtlPolicy,
 };
 use serde_json::{Value, json};
 
-#[path = "support/common.rs"]
-mod common;
-use common::{
+use crate::support::{
     BOUND, Seen, WAKE, accept, alice, ask, assert_not_found, blocked_waiters, bob, error_result,
     eventually, ids, input_keys, join_within, list_all, ms, obj, recorder, req, spawn_at_barrier,
     spawn_wait, tool_outcome, tool_result,
 };
-
-#[cfg(feature = "redis")]
-#[path = "support/redis.rs"]
-mod redis_server;
-
-// ---------------------------------------------------------------------------------------
-// Backends
-// ---------------------------------------------------------------------------------------
-
-/// How a test wants its store.
-#[derive(Debug, Clone, Copy)]
-struct Config {
-    ttl: TtlPolicy,
-    limits: Limits,
-    poll_interval: Option<u64>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            ttl: TtlPolicy::new(Some(60_000)).with_max(600_000),
-            limits: Limits::none(),
-            poll_interval: None,
-        }
-    }
-}
-
-/// Builds stores of one backend. Each call is a new, empty store.
-trait Backend {
-    type Store: TaskStore + Clone + 'static;
-
-    fn store(&self, config: Config) -> Self::Store;
-
-    fn default_store(&self) -> Self::Store {
-        self.store(Config::default())
-    }
-}
-
-/// The in-process registry.
-struct Memory;
-
-impl Backend for Memory {
-    type Store = TaskRegistry;
-
-    fn store(&self, config: Config) -> TaskRegistry {
-        TaskRegistry::builder()
-            .ttl_policy(config.ttl)
-            .limits(config.limits)
-            .poll_interval(config.poll_interval)
-            .build()
-            .expect("a valid registry configuration")
-    }
-}
-
-/// `RedisTaskStore` on a private server; each store is a fresh key prefix on it.
-#[cfg(feature = "redis")]
-struct Redis {
-    server: redis_server::RedisServer,
-}
-
-#[cfg(feature = "redis")]
-impl Redis {
-    fn start() -> Option<Redis> {
-        redis_server::RedisServer::start().map(|server| Redis { server })
-    }
-}
-
-#[cfg(feature = "redis")]
-impl Backend for Redis {
-    type Store = mcp_tasks::RedisTaskStore;
-
-    fn store(&self, config: Config) -> mcp_tasks::RedisTaskStore {
-        mcp_tasks::RedisTaskStore::builder(&self.server.url())
-            .prefix(format!("suite-{}", uuid::Uuid::new_v4().simple()))
-            .ttl_policy(config.ttl)
-            .limits(config.limits)
-            .poll_interval(config.poll_interval)
-            .build()
-            .expect("a RedisTaskStore on the test server")
-    }
-}
-
-/// Instantiates every test of the suite for one backend, in a module of its own.
-macro_rules! suite {
-    ($module:ident, $backend:expr) => {
-        mod $module {
-            suite!(@tests $backend;
-                create_and_get_round_trip,
-                ttl_and_poll_interval_come_from_the_policy,
-                other_owners_see_the_error_of_an_unknown_id,
-                update_status_follows_the_transition_table,
-                the_first_terminal_state_wins,
-                a_cancelled_task_never_gains_a_result,
-                a_handler_gets_input_answered_from_another_thread,
-                a_dropped_unfinished_handle_fails_its_task,
-                a_handle_of_a_removed_task_changes_nothing,
-                handle_fail_finish_and_cancel_store_their_outcome,
-                a_handle_copes_with_another_writer,
-                request_cancel_wakes_the_handler_waiting_for_input,
-                wait_blocks_until_another_thread_finishes_the_task,
-                wait_ends_with_cancel_and_remove,
-                wait_times_out,
-                waiters_of_one_task_are_not_woken_by_another,
-                wait_on_an_expiring_task_returns_not_found,
-                set_ttl_is_bounded_by_the_policy_and_moves_the_expiry,
-                keyset_pagination_never_skips_or_repeats,
-                cursors_are_bound_to_owner_and_store,
-                the_per_owner_limit_refuses_and_creates_nothing,
-                subscribers_see_status_changes_in_order,
-                message_changes_are_told_and_refused_changes_are_not,
-                a_dropped_handle_is_told_once,
-                notifications_stay_in_order_per_task_across_threads,
-                a_handler_panic_with_a_panicking_subscriber_does_not_abort,
-                unsubscribed_and_panicking_subscribers,
-                origin_returns_the_request_id_and_method,
-                last_updated_at_moves_forward_from_created_at,
-                racing_cancel_and_result_have_one_winner,
-                a_shared_dyn_store_is_a_store,
-                cursors_reveal_nothing_of_other_owners,
-            );
-        }
-    };
-    (@tests $backend:expr; $($test:ident),+ $(,)?) => {
-        $(
-            #[test]
-            fn $test() {
-                if let Some(backend) = $backend {
-                    super::$test(&backend);
-                }
-            }
-        )+
-    };
-}
-
-suite!(memory, Some(super::Memory));
-
-#[cfg(feature = "redis")]
-suite!(redis, super::Redis::start());
+use crate::{Backend, Config};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -271,7 +127,8 @@ fn assert_already_terminal<T: Debug>(result: Result<T, Error>, stored: &AnyTask)
 // Creating and reading
 // ---------------------------------------------------------------------------------------
 
-fn create_and_get_round_trip<B: Backend>(backend: &B) {
+/// Checks: create and get round trip.
+pub fn create_and_get_round_trip<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let before = Timestamp::now().unix_millis();
@@ -351,7 +208,8 @@ fn create_and_get_round_trip<B: Backend>(backend: &B) {
     );
 }
 
-fn ttl_and_poll_interval_come_from_the_policy<B: Backend>(backend: &B) {
+/// Checks: ttl and poll interval come from the policy.
+pub fn ttl_and_poll_interval_come_from_the_policy<B: Backend>(backend: &B) {
     let store = backend.store(Config {
         ttl: TtlPolicy::new(Some(60_000)).with_max(600_000),
         poll_interval: Some(500),
@@ -415,7 +273,8 @@ fn ttl_and_poll_interval_come_from_the_policy<B: Backend>(backend: &B) {
     assert_eq!(serde_json::to_value(&stored).unwrap()["ttl"], Value::Null);
 }
 
-fn other_owners_see_the_error_of_an_unknown_id<B: Backend>(backend: &B) {
+/// Checks: other owners see the error of an unknown id.
+pub fn other_owners_see_the_error_of_an_unknown_id<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let (handle, created) = store.create(&owner, req(1)).unwrap();
@@ -526,7 +385,7 @@ fn other_owners_see_the_error_of_an_unknown_id<B: Backend>(backend: &B) {
 /// Every pair of statuses: `update_status` moves a live task to `working`,
 /// `input_required` or `cancelled` (the same status with a new message included) and
 /// refuses the rest with the error of its reason, changing nothing.
-fn update_status_follows_the_transition_table<B: Backend>(backend: &B) {
+pub fn update_status_follows_the_transition_table<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     for from in TaskStatus::ALL {
@@ -573,7 +432,8 @@ fn update_status_follows_the_transition_table<B: Backend>(backend: &B) {
     }
 }
 
-fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
+/// Checks: the first terminal state wins.
+pub fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
 
@@ -709,7 +569,8 @@ fn the_first_terminal_state_wins<B: Backend>(backend: &B) {
     assert_eq!(store.result(&owner, &id).unwrap(), done);
 }
 
-fn a_cancelled_task_never_gains_a_result<B: Backend>(backend: &B) {
+/// Checks: a cancelled task never gains a result.
+pub fn a_cancelled_task_never_gains_a_result<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let id = new_task(&store, &owner);
@@ -801,7 +662,8 @@ fn a_cancelled_task_never_gains_a_result<B: Backend>(backend: &B) {
 // Typed handles
 // ---------------------------------------------------------------------------------------
 
-fn a_handler_gets_input_answered_from_another_thread<B: Backend>(backend: &B) {
+/// Checks: a handler gets input answered from another thread.
+pub fn a_handler_gets_input_answered_from_another_thread<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let (handle, created) = store.create(&owner, req(3)).unwrap();
@@ -871,7 +733,8 @@ fn a_handler_gets_input_answered_from_another_thread<B: Backend>(backend: &B) {
     assert_eq!(finished, done.into_any());
 }
 
-fn a_dropped_unfinished_handle_fails_its_task<B: Backend>(backend: &B) {
+/// Checks: a dropped unfinished handle fails its task.
+pub fn a_dropped_unfinished_handle_fails_its_task<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let dropped_with = |id: &str| {
@@ -948,7 +811,8 @@ fn a_dropped_unfinished_handle_fails_its_task<B: Backend>(backend: &B) {
     );
 }
 
-fn a_handle_of_a_removed_task_changes_nothing<B: Backend>(backend: &B) {
+/// Checks: a handle of a removed task changes nothing.
+pub fn a_handle_of_a_removed_task_changes_nothing<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let (handle, task) = store.create(&owner, req(1)).unwrap();
@@ -971,7 +835,8 @@ fn a_handle_of_a_removed_task_changes_nothing<B: Backend>(backend: &B) {
     );
 }
 
-fn handle_fail_finish_and_cancel_store_their_outcome<B: Backend>(backend: &B) {
+/// Checks: handle fail finish and cancel store their outcome.
+pub fn handle_fail_finish_and_cancel_store_their_outcome<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let (handle, task) = store.create(&owner, req(1)).unwrap();
@@ -1028,7 +893,7 @@ fn handle_fail_finish_and_cancel_store_their_outcome<B: Backend>(backend: &B) {
 /// Another writer moved the task to `input_required` behind the handle's back: the handle
 /// can still finish it, and a refused non-finishing move fails the task rather than
 /// leaving it without a writer.
-fn a_handle_copes_with_another_writer<B: Backend>(backend: &B) {
+pub fn a_handle_copes_with_another_writer<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let (handle, task) = store.create(&owner, req(1)).unwrap();
@@ -1059,7 +924,8 @@ fn a_handle_copes_with_another_writer<B: Backend>(backend: &B) {
     }
 }
 
-fn request_cancel_wakes_the_handler_waiting_for_input<B: Backend>(backend: &B) {
+/// Checks: request cancel wakes the handler waiting for input.
+pub fn request_cancel_wakes_the_handler_waiting_for_input<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let (handle, task) = store.create(&owner, req(1)).unwrap();
@@ -1115,7 +981,8 @@ fn request_cancel_wakes_the_handler_waiting_for_input<B: Backend>(backend: &B) {
 // Blocking waits
 // ---------------------------------------------------------------------------------------
 
-fn wait_blocks_until_another_thread_finishes_the_task<B: Backend>(backend: &B) {
+/// Checks: wait blocks until another thread finishes the task.
+pub fn wait_blocks_until_another_thread_finishes_the_task<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let id = new_task(&store, &owner);
@@ -1168,7 +1035,8 @@ fn wait_blocks_until_another_thread_finishes_the_task<B: Backend>(backend: &B) {
     }
 }
 
-fn wait_ends_with_cancel_and_remove<B: Backend>(backend: &B) {
+/// Checks: wait ends with cancel and remove.
+pub fn wait_ends_with_cancel_and_remove<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let first = new_task(&store, &owner);
@@ -1203,7 +1071,8 @@ fn wait_ends_with_cancel_and_remove<B: Backend>(backend: &B) {
     );
 }
 
-fn wait_times_out<B: Backend>(backend: &B) {
+/// Checks: wait times out.
+pub fn wait_times_out<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let id = new_task(&store, &owner);
@@ -1262,7 +1131,8 @@ fn wait_times_out<B: Backend>(backend: &B) {
     drop(waiting.cancel().unwrap());
 }
 
-fn waiters_of_one_task_are_not_woken_by_another<B: Backend>(backend: &B) {
+/// Checks: waiters of one task are not woken by another.
+pub fn waiters_of_one_task_are_not_woken_by_another<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let (first, task) = store.create(&owner, req(1)).unwrap();
@@ -1295,7 +1165,8 @@ fn waiters_of_one_task_are_not_woken_by_another<B: Backend>(backend: &B) {
     }
 }
 
-fn wait_on_an_expiring_task_returns_not_found<B: Backend>(backend: &B) {
+/// Checks: wait on an expiring task returns not found.
+pub fn wait_on_an_expiring_task_returns_not_found<B: Backend>(backend: &B) {
     let store = backend.store(Config {
         ttl: TtlPolicy::new(Some(300)).with_min(50).with_max(600_000),
         ..Config::default()
@@ -1336,7 +1207,8 @@ fn wait_on_an_expiring_task_returns_not_found<B: Backend>(backend: &B) {
     );
 }
 
-fn set_ttl_is_bounded_by_the_policy_and_moves_the_expiry<B: Backend>(backend: &B) {
+/// Checks: set ttl is bounded by the policy and moves the expiry.
+pub fn set_ttl_is_bounded_by_the_policy_and_moves_the_expiry<B: Backend>(backend: &B) {
     let policy = TtlPolicy::new(Some(60_000)).with_min(100).with_max(600_000);
     let store = backend.store(Config {
         ttl: policy,
@@ -1400,7 +1272,8 @@ fn set_ttl_is_bounded_by_the_policy_and_moves_the_expiry<B: Backend>(backend: &B
 // Listing
 // ---------------------------------------------------------------------------------------
 
-fn keyset_pagination_never_skips_or_repeats<B: Backend>(backend: &B) {
+/// Checks: keyset pagination never skips or repeats.
+pub fn keyset_pagination_never_skips_or_repeats<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let mut created = Vec::new();
@@ -1460,7 +1333,8 @@ fn keyset_pagination_never_skips_or_repeats<B: Backend>(backend: &B) {
     assert_eq!(empty.next_cursor, None);
 }
 
-fn cursors_are_bound_to_owner_and_store<B: Backend>(backend: &B) {
+/// Checks: cursors are bound to owner and store.
+pub fn cursors_are_bound_to_owner_and_store<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     for n in 0..3 {
@@ -1536,7 +1410,8 @@ fn cursors_are_bound_to_owner_and_store<B: Backend>(backend: &B) {
 // Limits
 // ---------------------------------------------------------------------------------------
 
-fn the_per_owner_limit_refuses_and_creates_nothing<B: Backend>(backend: &B) {
+/// Checks: the per owner limit refuses and creates nothing.
+pub fn the_per_owner_limit_refuses_and_creates_nothing<B: Backend>(backend: &B) {
     let store = backend.store(Config {
         limits: Limits {
             per_owner: Some(3),
@@ -1600,7 +1475,8 @@ fn changes_of(seen: &Seen, id: &str) -> Vec<StatusChange> {
         .collect()
 }
 
-fn subscribers_see_status_changes_in_order<B: Backend>(backend: &B) {
+/// Checks: subscribers see status changes in order.
+pub fn subscribers_see_status_changes_in_order<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let (seen, _) = recorder(&store);
     let owner = alice();
@@ -1690,7 +1566,8 @@ fn settle<S: TaskStore>(store: &S, seen: &Seen) {
     });
 }
 
-fn message_changes_are_told_and_refused_changes_are_not<B: Backend>(backend: &B) {
+/// Checks: message changes are told and refused changes are not.
+pub fn message_changes_are_told_and_refused_changes_are_not<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let (seen, _) = recorder(&store);
     let owner = alice();
@@ -1756,7 +1633,8 @@ fn message_changes_are_told_and_refused_changes_are_not<B: Backend>(backend: &B)
     assert_eq!(changes_of(&seen, &other)[2].task, cancelled.into_any());
 }
 
-fn a_dropped_handle_is_told_once<B: Backend>(backend: &B) {
+/// Checks: a dropped handle is told once.
+pub fn a_dropped_handle_is_told_once<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let (seen, _) = recorder(&store);
     let owner = alice();
@@ -1786,7 +1664,8 @@ fn a_dropped_handle_is_told_once<B: Backend>(backend: &B) {
     );
 }
 
-fn notifications_stay_in_order_per_task_across_threads<B: Backend>(backend: &B) {
+/// Checks: notifications stay in order per task across threads.
+pub fn notifications_stay_in_order_per_task_across_threads<B: Backend>(backend: &B) {
     const THREADS: usize = 8;
     const STEPS: usize = 200;
     let store = backend.default_store();
@@ -1849,7 +1728,7 @@ fn notifications_stay_in_order_per_task_across_threads<B: Backend>(backend: &B) 
 
 /// The dropped handle tells its failure while its thread unwinds; a subscriber that panics
 /// then must not turn that into an abort.
-fn a_handler_panic_with_a_panicking_subscriber_does_not_abort<B: Backend>(backend: &B) {
+pub fn a_handler_panic_with_a_panicking_subscriber_does_not_abort<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let panicky = store.subscribe(|_| panic!("a subscriber bug (expected by the test)"));
@@ -1868,7 +1747,8 @@ fn a_handler_panic_with_a_panicking_subscriber_does_not_abort<B: Backend>(backen
     assert!(store.unsubscribe(panicky));
 }
 
-fn unsubscribed_and_panicking_subscribers<B: Backend>(backend: &B) {
+/// Checks: unsubscribed and panicking subscribers.
+pub fn unsubscribed_and_panicking_subscribers<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let calls = Arc::new(AtomicUsize::new(0));
     let panicky = {
@@ -1916,7 +1796,8 @@ fn unsubscribed_and_panicking_subscribers<B: Backend>(backend: &B) {
 // Origin and timestamps
 // ---------------------------------------------------------------------------------------
 
-fn origin_returns_the_request_id_and_method<B: Backend>(backend: &B) {
+/// Checks: origin returns the request id and method.
+pub fn origin_returns_the_request_id_and_method<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let numbered = store
@@ -1957,7 +1838,8 @@ fn origin_returns_the_request_id_and_method<B: Backend>(backend: &B) {
     assert_not_found(store.origin(&owner, &id), &id, "a removed task's origin");
 }
 
-fn last_updated_at_moves_forward_from_created_at<B: Backend>(backend: &B) {
+/// Checks: last updated at moves forward from created at.
+pub fn last_updated_at_moves_forward_from_created_at<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let task = store.insert(&owner, req(1)).unwrap();
@@ -2026,7 +1908,8 @@ fn last_updated_at_moves_forward_from_created_at<B: Backend>(backend: &B) {
 // Concurrency
 // ---------------------------------------------------------------------------------------
 
-fn racing_cancel_and_result_have_one_winner<B: Backend>(backend: &B) {
+/// Checks: racing cancel and result have one winner.
+pub fn racing_cancel_and_result_have_one_winner<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = alice();
     let (mut cancels, mut results) = (0, 0);
@@ -2064,7 +1947,8 @@ fn racing_cancel_and_result_have_one_winner<B: Backend>(backend: &B) {
     assert_eq!(cancels + results, 60);
 }
 
-fn a_shared_dyn_store_is_a_store<B: Backend>(backend: &B) {
+/// Checks: a shared dyn store is a store.
+pub fn a_shared_dyn_store_is_a_store<B: Backend>(backend: &B) {
     let store: Arc<dyn TaskStore> = Arc::new(backend.default_store());
     let owner = alice();
     let (handle, task) = store.create(&owner, req(1)).unwrap();
@@ -2082,7 +1966,7 @@ fn a_shared_dyn_store_is_a_store<B: Backend>(backend: &B) {
 /// The observation: an owner's consecutive cursors must not show that other owners
 /// (some of them in the same registry shard) created tasks between its own, nor change when
 /// they create tasks while it pages.
-fn cursors_reveal_nothing_of_other_owners<B: Backend>(backend: &B) {
+pub fn cursors_reveal_nothing_of_other_owners<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let owner = Owner::new("tenant-a");
     // 256 owners: with the registry's shards, many of them share tenant-a's.

@@ -1,5 +1,11 @@
-//! The lossless stored form of a task: what a Redis hash keeps besides the fields its
-//! scripts read (status and timestamps, which only the server writes).
+//! The lossless stored form of a task, for backends that keep tasks outside the process.
+//!
+//! A task is stored as its status, its two timestamps (as Unix milliseconds, so that a
+//! backend can write them from its own clock and compare them in queries) and a *body*:
+//! a short JSON text holding everything else, including what never goes on the wire (the
+//! input keys a task issued, answers not yet taken, the cancel-requested flag). [`encode`]
+//! writes the body; [`decode`] rebuilds the exact task from the parts, checked: parts this
+//! crate did not write are [`Error::Store`], never a made-up task.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
@@ -20,7 +26,7 @@ use crate::task::Task;
 
 /// Everything of a task but its id, status and timestamps, in short keys.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub(crate) struct Record {
+struct Record {
     #[serde(rename = "m", default, skip_serializing_if = "Option::is_none")]
     message: Option<String>,
     #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
@@ -53,8 +59,9 @@ fn is_false(flag: &bool) -> bool {
     !flag
 }
 
-/// The record of `task`, as JSON text.
-pub(crate) fn encode(task: &AnyTask) -> String {
+/// The body of `task`: everything but its id, status and timestamps, as JSON text.
+#[must_use]
+pub fn encode(task: &AnyTask) -> String {
     let mut record = Record {
         message: task.status_message().map(str::to_owned),
         ttl: task.ttl(),
@@ -93,11 +100,13 @@ fn set_outcome(record: &mut Record, outcome: Option<&Outcome>) {
     }
 }
 
-/// The task `id` from its stored parts.
+/// The task `id` from its stored parts: its status (as on the wire), its creation and last
+/// update times (Unix milliseconds; a last update before the creation reads as the
+/// creation) and the body [`encode`] wrote.
 ///
 /// # Errors
 /// [`Error::Store`] if the parts are not a task this crate wrote.
-pub(crate) fn decode(
+pub fn decode(
     id: &str,
     status: &str,
     created: i64,

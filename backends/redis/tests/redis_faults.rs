@@ -2,16 +2,9 @@
 //! and without persistence) under running instances, Redis stopped under a wait, a
 //! write whose reply is lost on the way back, and a restarted Redis still loading its AOF.
 //!
-//! Each test starts its own `redis-server` (`support/redis.rs`); without one on `PATH` the
+//! Each test starts its own `redis-server` (`mcp_tasks_test_support::redis`); without one on `PATH` the
 //! tests say `SKIPPED` and pass. Every blocking call and every loop is bounded, and every
 //! server (and the test's proxy) is stopped when its test ends, also when it fails.
-#![cfg(feature = "redis")]
-
-#[path = "support/redis.rs"]
-mod redis_server;
-
-#[path = "support/common.rs"]
-mod common;
 
 use std::io::{Read, Write};
 use std::net::Shutdown;
@@ -22,14 +15,13 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{
+use mcp_tasks::{AnyTask, Error, Owner, TaskStatus, TaskStore, TtlPolicy};
+use mcp_tasks_redis::{RedisStoreBuilder, RedisTaskStore};
+use mcp_tasks_test_support::redis::RedisServer;
+use mcp_tasks_testkit::support::{
     BOUND, WAKE, alice, assert_unavailable, eventually, ids, join_within, ms, recorder, req, timed,
     tool_outcome, tool_result,
 };
-use mcp_tasks::{
-    AnyTask, Error, Owner, RedisStoreBuilder, RedisTaskStore, TaskStatus, TaskStore, TtlPolicy,
-};
-use redis_server::RedisServer;
 
 /// A generous upper bound for "answers within about its timeout": far above the timeouts
 /// used here, far below a hang.

@@ -4,16 +4,9 @@
 //! as long as it runs; a stale holder cannot overwrite the verdict; a detached handle
 //! gives its lease up; what the renewals cost.
 //!
-//! Each test starts its own `redis-server` (`support/redis.rs`); without one on `PATH` the
+//! Each test starts its own `redis-server` (`mcp_tasks_test_support::redis`); without one on `PATH` the
 //! tests say `SKIPPED` and pass. Every wait and loop is bounded, and every process a test
 //! starts is killed when it ends, also when it fails.
-#![cfg(feature = "redis")]
-
-#[path = "support/redis.rs"]
-mod redis_server;
-
-#[path = "support/common.rs"]
-mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -21,13 +14,14 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{BOUND, alice, ask, eventually, ms, req, tool_result};
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
-    AnyTask, Error, InputRequests, LeasePolicy, Outcome, Owner, RedisStoreBuilder, RedisTaskStore,
-    TaskHandle, TaskStatus, TaskStore, TtlPolicy, Working,
+    AnyTask, Error, InputRequests, LeasePolicy, Outcome, Owner, TaskHandle, TaskStatus, TaskStore,
+    TtlPolicy, Working,
 };
-use redis_server::RedisServer;
+use mcp_tasks_redis::{RedisStoreBuilder, RedisTaskStore};
+use mcp_tasks_test_support::redis::RedisServer;
+use mcp_tasks_testkit::support::{BOUND, alice, ask, eventually, ms, req, tool_result};
 
 /// The lease of these tests, and its renewal interval.
 const LEASE: Duration = Duration::from_millis(1_000);
@@ -231,7 +225,11 @@ fn a_killed_instance_fails_its_tasks_within_lease_and_interval() {
 
     let mut slowest = Duration::ZERO;
     for waiter in waiters {
-        let (task, woke) = common::join_within(waiter, BOUND, "a waiter of a dead instance's task");
+        let (task, woke) = mcp_tasks_testkit::support::join_within(
+            waiter,
+            BOUND,
+            "a waiter of a dead instance's task",
+        );
         let task = task.expect("the waiter gets the task");
         assert!(
             failed_by_lapse(&task),
@@ -265,7 +263,9 @@ fn a_live_holder_keeps_its_task_through_many_leases_and_input() {
         .respond(
             &alice(),
             &id,
-            common::obj(serde_json::json!({"go": common::accept("yes")})),
+            mcp_tasks_testkit::support::obj(
+                serde_json::json!({"go": mcp_tasks_testkit::support::accept("yes")}),
+            ),
         )
         .unwrap();
     let answers = waiting.wait_for_input(Some(BOUND)).unwrap();
@@ -333,7 +333,7 @@ fn a_detached_handle_gives_its_lease_up() {
             &alice(),
             &id,
             TaskStatus::Completed,
-            common::tool_outcome("by id"),
+            mcp_tasks_testkit::support::tool_outcome("by id"),
         )
         .unwrap();
 }

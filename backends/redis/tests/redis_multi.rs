@@ -2,12 +2,8 @@
 //! one `redis-server` with the same key prefix (as two processes behind a load balancer
 //! would be), share the tasks, their waits, their races, their cursors and one clock.
 //!
-//! Each test starts its own `redis-server` (`support/redis.rs`); without one on `PATH` the
+//! Each test starts its own `redis-server` (`mcp_tasks_test_support::redis`); without one on `PATH` the
 //! tests say `SKIPPED` and pass. Every blocking call is bounded.
-#![cfg(feature = "redis")]
-
-#[path = "support/redis.rs"]
-mod redis_server;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
@@ -17,14 +13,13 @@ use std::time::{Duration, Instant};
 use mcp_tasks::jsonrpc::INTERNAL_ERROR;
 use mcp_tasks::{
     Error, InputRequest, InputRequests, LeasePolicy, LimitScope, Limits, Outcome, Owner,
-    RedisTaskStore, TaskRequest, TaskStatus, TaskStore, TtlPolicy,
+    TaskRequest, TaskStatus, TaskStore, TtlPolicy,
 };
-use redis_server::RedisServer;
+use mcp_tasks_redis::RedisTaskStore;
+use mcp_tasks_test_support::redis::RedisServer;
 use serde_json::json;
 
-#[path = "support/common.rs"]
-mod common;
-use common::{
+use mcp_tasks_testkit::support::{
     BOUND, WAKE, alice, assert_not_found, bob, eventually, ids, join_within, ms, obj, recorder,
     req, spawn_at_barrier, spawn_wait, tool_outcome, tool_result,
 };

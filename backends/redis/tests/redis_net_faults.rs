@@ -1,22 +1,12 @@
 //! `RedisTaskStore` under network faults, through a loopback TCP proxy
-//! (`support/proxy.rs`) between one instance and a real `redis-server`: the link paused
+//! (`mcp_tasks_test_support::proxy`) between one instance and a real `redis-server`: the link paused
 //! (bytes held both ways), every connection dropped, every connection reset (RST), and a
 //! write whose connection is reset after Redis applied it but before its reply arrived.
 //! A second instance talks to Redis directly and sees what the first one did.
 //!
-//! Each test starts its own `redis-server` (`support/redis.rs`); without one on `PATH` the
+//! Each test starts its own `redis-server` (`mcp_tasks_test_support::redis`); without one on `PATH` the
 //! tests say `SKIPPED` and pass. Every blocking call and every loop is bounded, and every
 //! server and proxy is stopped when its test ends, also when it fails.
-#![cfg(feature = "redis")]
-
-#[path = "support/redis.rs"]
-mod redis_server;
-
-#[path = "support/proxy.rs"]
-mod proxy;
-
-#[path = "support/common.rs"]
-mod common;
 
 use std::error::Error as _;
 use std::io::{ErrorKind, Read};
@@ -24,12 +14,13 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{BOUND, alice, eventually, join_within, ms, recorder, req, tool_outcome};
-use mcp_tasks::{
-    AnyTask, Error, Owner, RedisStoreBuilder, RedisTaskStore, TaskStatus, TaskStore, TtlPolicy,
+use mcp_tasks::{AnyTask, Error, Owner, TaskStatus, TaskStore, TtlPolicy};
+use mcp_tasks_redis::{RedisStoreBuilder, RedisTaskStore};
+use mcp_tasks_test_support::proxy::TcpProxy;
+use mcp_tasks_test_support::redis::RedisServer;
+use mcp_tasks_testkit::support::{
+    BOUND, alice, eventually, join_within, ms, recorder, req, tool_outcome,
 };
-use proxy::TcpProxy;
-use redis_server::RedisServer;
 
 /// The I/O timeout of the instance behind the proxy.
 const IO: Duration = Duration::from_millis(300);
@@ -76,7 +67,7 @@ fn direct(server: &RedisServer, prefix: &str) -> RedisTaskStore {
 /// the outage timeout) keeps the Redis client's error as its source.
 #[track_caller]
 fn assert_unavailable<T: std::fmt::Debug>(result: Result<T, Error>, what: &str) {
-    let err = common::assert_unavailable(result, what);
+    let err = mcp_tasks_testkit::support::assert_unavailable(result, what);
     assert!(
         what.contains("wait") || err.source().is_some(),
         "{what}: the Redis error is its source: {err:?}"
@@ -194,7 +185,7 @@ fn a_paused_link_answers_store_unavailable_then_nothing_fails() {
     // stops.
     let blocked = {
         let (a, owner, id) = (a.clone(), owner.clone(), theirs.clone());
-        common::timed(move || a.wait(&owner, &id, Some(ms(10_000))))
+        mcp_tasks_testkit::support::timed(move || a.wait(&owner, &id, Some(ms(10_000))))
     };
     thread::sleep(ms(100));
     assert!(

@@ -6,12 +6,10 @@
 //! [reset](TcpProxy::reset_all) them (`SO_LINGER` 0, then closed: the instance gets a TCP
 //! RST, `ECONNRESET`).
 //!
-//! Include it with `#[path = "support/proxy.rs"] mod proxy;`. Every thread it starts reads
+//! Every thread it starts reads
 //! and writes with short timeouts and checks its connection's state between them, so each
 //! ends within tens of milliseconds of a drop, a reset or the proxy's own drop, which joins
 //! them all (also while a failing test unwinds).
-
-#![allow(dead_code)]
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -81,10 +79,6 @@ struct Shared {
 }
 
 impl Shared {
-    fn flow(&self) -> Flow {
-        *self.flow.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn set_flow(&self, flow: Flow) {
         *self.flow.lock().unwrap_or_else(PoisonError::into_inner) = flow;
         self.changed.notify_all();

@@ -2,7 +2,7 @@
 //! directory, without persistence, and killed (and reaped, and its directory removed) when
 //! the [`RedisServer`] is dropped.
 //!
-//! Include it with `#[path = "support/redis.rs"] mod redis_server;`. Without `redis-server`
+//! Without `redis-server`
 //! on `PATH` (or at `$REDIS_SERVER`), [`RedisServer::start`] prints one `SKIPPED` line per
 //! test binary, straight to the terminal (past the test harness's output capture), and
 //! returns `None`, so the Redis tests pass vacuously but visibly.
@@ -10,8 +10,6 @@
 //! No orphan survives the test process: each server is killed on drop (also while a failing
 //! test unwinds), and on Linux it also gets `SIGKILL` when the thread that started it ends
 //! (`PR_SET_PDEATHSIG`), which covers a test binary that is killed outright.
-
-#![allow(dead_code)]
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;

@@ -1,0 +1,112 @@
+//! Connections to Redis: a pool of request connections, each bounded by the I/O timeout,
+//! and the one retry of a request whose connection broke (see the crate docs, "Faults").
+
+use std::sync::atomic::Ordering;
+use std::sync::{MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use mcp_tasks::Error;
+use redis::{Client, Connection};
+
+use crate::Inner;
+use crate::builder::CONNECT_TIMEOUT;
+
+/// A connection whose every request is answered within `io_timeout` or fails.
+pub(crate) fn connect(client: &Client, io_timeout: Duration) -> redis::RedisResult<Connection> {
+    let connection = client.get_connection_with_timeout(io_timeout.min(CONNECT_TIMEOUT))?;
+    connection.set_read_timeout(Some(io_timeout))?;
+    connection.set_write_timeout(Some(io_timeout))?;
+    Ok(connection)
+}
+
+/// A Redis client's error as the store-unavailable error, keeping it as the source.
+pub(crate) fn store_error(err: redis::RedisError) -> Error {
+    let message = if err.is_timeout() {
+        "Redis did not answer in time"
+    } else if is_broken(&err) {
+        "the connection to Redis failed"
+    } else {
+        "Redis refused the request"
+    };
+    Error::store_caused(message, err)
+}
+
+/// Whether a failed request leaves its connection unusable (and the others of the pool
+/// suspect): an I/O error or a dropped connection.
+pub(crate) fn is_broken(err: &redis::RedisError) -> bool {
+    err.is_io_error() || err.is_connection_dropped() || err.is_unrecoverable_error()
+}
+
+impl Inner {
+    /// Runs `f` on a pooled connection. If the connection breaks (Redis restarted, or the
+    /// connection was cut), every pooled connection is dropped, since they are all as old
+    /// as the broken one, and `f` runs once more on a fresh connection. Replaying a write
+    /// is safe: every script recognizes its own write id and answers as the first attempt
+    /// did (see [`scripts`]).
+    pub(crate) fn with<T>(
+        &self,
+        mut f: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, Error> {
+        let pooled = self.pool().pop();
+        let mut connection = match pooled {
+            Some(connection) => connection,
+            None => self.connect()?,
+        };
+        let mut result = self.when_ready(&mut connection, &mut f);
+        if let Err(err) = &result
+            && is_broken(err)
+        {
+            self.broke();
+            connection = self.connect()?;
+            result = self.when_ready(&mut connection, &mut f);
+        }
+        match &result {
+            Err(err) if is_broken(err) => self.broke(),
+            _ => self.pool().push(connection),
+        }
+        result.map_err(store_error)
+    }
+
+    /// Runs `f` on `connection`, again (with backoff, for up to the I/O timeout) while
+    /// Redis answers that it cannot serve yet and the request was not run: `LOADING` (a
+    /// restarted Redis reading its AOF), `MASTERDOWN`, `TRYAGAIN`.
+    pub(crate) fn when_ready<T>(
+        &self,
+        connection: &mut Connection,
+        f: &mut impl FnMut(&mut Connection) -> redis::RedisResult<T>,
+    ) -> redis::RedisResult<T> {
+        let deadline = Instant::now() + self.io_timeout;
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            match f(connection) {
+                Err(err)
+                    if matches!(err.retry_method(), redis::RetryMethod::WaitAndRetry)
+                        && Instant::now() + backoff < deadline =>
+                {
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_millis(200));
+                }
+                result => return result,
+            }
+        }
+    }
+
+    pub(crate) fn pool(&self) -> MutexGuard<'_, Vec<Connection>> {
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A connection broke: forget the pooled ones.
+    pub(crate) fn broke(&self) {
+        self.broken.fetch_add(1, Ordering::Relaxed);
+        self.pool().clear();
+    }
+
+    /// The disconnections this instance has seen (pool and subscription).
+    pub(crate) fn disconnections(&self) -> u64 {
+        self.broken.load(Ordering::Relaxed) + self.waiters.epoch()
+    }
+
+    pub(crate) fn connect(&self) -> Result<Connection, Error> {
+        connect(&self.client, self.io_timeout).map_err(store_error)
+    }
+}

@@ -1,0 +1,363 @@
+//! The [`TaskStore`] implementation: creates, reads, changes decided by the core and
+//! written in one round trip, removals and waits.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_tasks::backend::{self, shorten};
+use mcp_tasks::{
+    AnyTask, Error, InputResponses, Lease, LimitScope, MAX_PAGE_SIZE, Owner, RequestId, Step,
+    StoreFuture, Subscriber, SubscriptionId, Task, TaskId, TaskOrigin, TaskPage, TaskRequest,
+    TaskStore, Timestamp, TtlPolicy, Update, Working,
+};
+
+use crate::RedisTaskStore;
+use crate::keys::{canonical, not_found};
+use crate::lease::Leases;
+use crate::scripts;
+use crate::waits::{Check, until_terminal};
+use crate::writes::{DecidedOn, Written, decode, stamp, unexpected, write_id};
+
+/// How often a change is decided again when other writers keep changing the task first.
+pub(crate) const MAX_ATTEMPTS: usize = 64;
+
+impl RedisTaskStore {
+    /// One decision and conditional write of `update` (see [`TaskStore::update`]); each
+    /// decision takes its own copy of it, since a lost race decides again.
+    pub(crate) fn update_once(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        update: &Update,
+    ) -> Result<AnyTask, Error> {
+        let inner = &*self.inner;
+        let id = canonical(task_id)?;
+        let keys = inner.keys(owner);
+        // Decided first on the copy this instance keeps, if any (the latest version it
+        // wrote or heard of); a refusal is decided again on a fresh read, and a write that
+        // finds another version on the task as the script answers it.
+        let mut known = inner
+            .recall(&keys.task(id), id)
+            .map(|(version, task)| (version, task, false));
+        for _ in 0..MAX_ATTEMPTS {
+            let (version, task, fresh) = match known.take() {
+                Some(known) => known,
+                None => match inner.read(&keys, id)? {
+                    Some(read) => (read.version, read.task, true),
+                    None => return Err(not_found(task_id)),
+                },
+            };
+            let at = task.last_updated_at();
+            let on = DecidedOn::new(version, &task);
+            let (task, notify) = match update.clone().apply(task, at) {
+                Step::Changed(task) => (task, true),
+                Step::Quiet(task) => (task, false),
+                Step::Unchanged(task) if fresh => return Ok(task),
+                Step::Refused(_, error) if fresh => return Err(error),
+                Step::Unchanged(_) | Step::Refused(..) => continue,
+            };
+            match inner.commit(&keys, id, on, &task, notify)? {
+                Written::Ok(stored) => return Ok(stored),
+                Written::Stale(current) => {
+                    known = current.map(|(version, task)| (version, task, true));
+                }
+            }
+        }
+        Err(Error::store(format!(
+            "task `{}` kept changing under {MAX_ATTEMPTS} attempts to update it: try again",
+            shorten(task_id)
+        )))
+    }
+
+    /// Creates a task, with a lease held by this instance if `leased` and the policy has
+    /// leases.
+    pub(crate) fn create_task(
+        &self,
+        owner: &Owner,
+        request: TaskRequest,
+        leased: bool,
+    ) -> Result<(Task<Working>, Lease), Error> {
+        let inner = &*self.inner;
+        let leases = inner.leases.as_ref().filter(|_| leased);
+        let id = TaskId::random();
+        let text = id.to_string();
+        let keys = inner.keys(owner);
+        let ttl = inner.ttl.effective(request.ttl());
+        let poll_interval = request.poll_interval().or(inner.poll_interval);
+        let fresh = |at| {
+            Task::new(id.clone(), at)
+                .with_ttl(ttl)
+                .with_poll_interval(poll_interval)
+        };
+        let body = backend::encode(&fresh(Timestamp::from_unix_millis(0)).into_any());
+        let request_id = serde_json::to_string(request.request_id())
+            .map_err(|err| Error::Internal(err.to_string()))?;
+        // Chosen before the call, so that a replay recognizes its own write.
+        let write = write_id();
+        let reply: Vec<String> = inner.with(|connection| {
+            let mut invocation = inner.create.key(keys.task(&text));
+            invocation.key(&keys.index).key(&keys.counter);
+            if let Some(leases) = leases {
+                invocation.key(&leases.index);
+            }
+            invocation
+                .arg(&text)
+                .arg(&body)
+                .arg(ttl.map(|ttl| ttl.to_string()).unwrap_or_default())
+                .arg(inner.per_owner.map(|n| n.to_string()).unwrap_or_default())
+                .arg(&request_id)
+                .arg(request.method())
+                .arg(&write)
+                .arg(leases.map(Leases::lease_ms).unwrap_or_default())
+                .arg(&inner.channel)
+                .arg(&keys.tag)
+                .invoke(connection)
+        })?;
+        match reply.first().map(String::as_str) {
+            Some("ok") => {
+                let task = fresh(stamp(&reply)?);
+                inner.remember(keys.task(&text), 1, &task.clone().into_any());
+                let lease = leases.map_or_else(Lease::none, |leases| leases.hold(keys.task(&text)));
+                Ok((task, lease))
+            }
+            Some("limit") => Err(Error::LimitExceeded {
+                limit: inner.per_owner.unwrap_or(usize::MAX),
+                scope: LimitScope::PerOwner,
+            }),
+            _ => Err(unexpected(&reply)),
+        }
+    }
+}
+
+impl TaskStore for RedisTaskStore {
+    fn ttl_policy(&self) -> TtlPolicy {
+        self.inner.ttl
+    }
+
+    fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error> {
+        self.create_task(owner, request, false)
+            .map(|(task, _)| task)
+    }
+
+    /// Creates the task with a lease held by this instance (unless the policy is to leave
+    /// tasks until their TTL): see the [crate docs](crate#dead-instances).
+    fn insert_leased(
+        &self,
+        owner: &Owner,
+        request: TaskRequest,
+    ) -> Result<(Task<Working>, Lease), Error> {
+        self.create_task(owner, request, true)
+    }
+
+    fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        let id = canonical(task_id)?;
+        let keys = self.inner.keys(owner);
+        match self.inner.read(&keys, id)? {
+            Some(read) => Ok(read.task),
+            None => Err(not_found(task_id)),
+        }
+    }
+
+    fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
+        let id = canonical(task_id)?;
+        let keys = self.inner.keys(owner);
+        let key = keys.task(id);
+        let (request_id, method): (Option<String>, Option<String>) =
+            self.inner.with(|connection| {
+                redis::cmd("HMGET")
+                    .arg(&key)
+                    .arg(&["r", "m"])
+                    .query(connection)
+            })?;
+        let (Some(request_id), Some(method)) = (request_id, method) else {
+            return Err(not_found(task_id));
+        };
+        let request_id: RequestId = serde_json::from_str(&request_id)
+            .map_err(|err| Error::store(format!("task `{id}` has a bad request id: {err}")))?;
+        Ok(TaskOrigin {
+            request_id,
+            method: Arc::from(method),
+        })
+    }
+
+    fn list(
+        &self,
+        owner: &Owner,
+        cursor: Option<&str>,
+        page_size: usize,
+    ) -> Result<TaskPage, Error> {
+        let inner = &*self.inner;
+        let after = cursor
+            .map(|cursor| inner.decode_cursor(owner, cursor))
+            .transpose()?;
+        let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
+        let keys = inner.keys(owner);
+        let flat: Vec<String> = inner.with(|connection| {
+            inner
+                .list
+                .key(&keys.index)
+                .arg(&keys.tasks)
+                .arg(after.map(|seq| seq.to_string()).unwrap_or_default())
+                .arg(page_size + 1)
+                .invoke(connection)
+        })?;
+        let mut tasks = Vec::with_capacity(page_size.min(flat.len() / 6));
+        let mut last = None;
+        let mut more = false;
+        for row in flat.chunks(6) {
+            let [id, seq, status, body, created, updated] = row else {
+                return Err(unexpected(row));
+            };
+            if tasks.len() == page_size {
+                more = true;
+                break;
+            }
+            tasks.push(decode(id, status, created, updated, body)?);
+            last = Some(seq.parse::<u64>().map_err(|_| unexpected(row))?);
+        }
+        let next_cursor = match (more, last) {
+            (true, Some(seq)) => {
+                // After a disconnection, Redis may have restarted and lost the shared secret.
+                inner.recheck_secret(false)?;
+                Some(inner.cursors.encode(owner, seq))
+            }
+            _ => None,
+        };
+        Ok(TaskPage { tasks, next_cursor })
+    }
+
+    fn update(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
+        let Some(target) = update.finishing_target() else {
+            return self.update_once(owner, task_id, &update);
+        };
+        // A handle's finishing write carries work already done: through an outage it is
+        // tried again, with backoff, until it lands, the task is found gone or moved on, or
+        // the outage timeout passes.
+        let deadline = Instant::now() + self.inner.outage_timeout;
+        let mut backoff = Duration::from_millis(10);
+        let mut attempts = 1;
+        loop {
+            match self.update_once(owner, task_id, &update) {
+                Err(Error::Store { .. }) if Instant::now() + backoff < deadline => {
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    attempts += 1;
+                }
+                Err(Error::Store { message, cause }) if attempts > 1 => {
+                    return Err(Error::Store {
+                        message: format!(
+                            "{message} (the task's finishing write was tried {attempts} times \
+                             over {:?}, then given up)",
+                            self.inner.outage_timeout
+                        ),
+                        cause,
+                    });
+                }
+                // An earlier attempt landed although its answer was lost in the outage:
+                // the task already has the status this write gives it.
+                Err(Error::IllegalTransition { from, .. }) if attempts > 1 && from == target => {
+                    return self.get(owner, task_id);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        let inner = &*self.inner;
+        let id = canonical(task_id)?;
+        let keys = inner.keys(owner);
+        inner.forget(&keys.task(id));
+        let write = write_id();
+        let fields: Vec<Option<String>> = inner.with(|connection| {
+            inner
+                .remove
+                .key(keys.task(id))
+                .key(&keys.index)
+                .key(keys.tombstone(id))
+                .arg(id)
+                .arg(&inner.channel)
+                .arg(&keys.tag)
+                .arg(&write)
+                .arg(scripts::REPLAY_WINDOW_MS)
+                .invoke(connection)
+        })?;
+        match <[Option<String>; 4]>::try_from(fields) {
+            Ok([Some(status), Some(body), Some(created), Some(updated)]) => {
+                decode(id, &status, &created, &updated, &body)
+            }
+            _ => Err(not_found(task_id)),
+        }
+    }
+
+    fn wait(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<AnyTask, Error> {
+        self.inner
+            .wait_until(owner, task_id, timeout, until_terminal)
+    }
+
+    fn wait_for_input(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<InputResponses, Error> {
+        let inner = &*self.inner;
+        inner.wait_until(owner, task_id, timeout, |keys, read| {
+            inner.take_input(keys, task_id, read)
+        })
+    }
+
+    fn wait_async<'a>(&'a self, owner: &'a Owner, task_id: &'a str) -> StoreFuture<'a, AnyTask> {
+        self.inner.wait_until_async(owner, task_id, until_terminal)
+    }
+
+    fn wait_for_input_async<'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, InputResponses> {
+        let inner = &*self.inner;
+        inner.wait_until_async(owner, task_id, move |keys, read| {
+            inner.take_input(keys, task_id, read)
+        })
+    }
+
+    fn wait_for_cancel_async<'a>(
+        &'a self,
+        owner: &'a Owner,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        self.inner.wait_until_async(owner, task_id, move |_, read| {
+            Ok(match backend::cancel_seen(&read.task, task_id) {
+                Some(Ok(())) => Check::Done(()),
+                Some(Err(error)) => return Err(error),
+                None => Check::Wait,
+            })
+        })
+    }
+
+    fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
+        self.inner.notifier.subscribe(subscriber)
+    }
+
+    fn unsubscribe(&self, id: SubscriptionId) -> bool {
+        self.inner.notifier.unsubscribe(id)
+    }
+}
+
+impl fmt::Debug for RedisTaskStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisTaskStore")
+            .field("prefix", &self.inner.prefix)
+            .field("ttl", &self.inner.ttl)
+            .field("per_owner", &self.inner.per_owner)
+            .field("leases_held", &self.inner.leases.as_ref().map(Leases::held))
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,204 @@
+//! Reads and conditional writes of one task: a read answers the task with its version; a
+//! write lands only at the version its change was decided on (else it answers the task as
+//! it now is), carrying a write id so that a replay recognizes itself.
+
+use std::time::Duration;
+
+use mcp_tasks::backend::{self, shorten};
+use mcp_tasks::{AnyTask, Error, TaskStatus, Timestamp};
+
+use crate::Inner;
+use crate::keys::{Keys, not_found};
+
+/// A random write id (see [`scripts`]).
+pub(crate) fn write_id() -> String {
+    format!("{:016x}", uuid::Uuid::new_v4().as_u128() as u64)
+}
+
+/// A task as read, with its version.
+pub(crate) struct Read {
+    pub(crate) version: u64,
+    pub(crate) task: AnyTask,
+    /// Time left before the task expires, if it has a TTL.
+    pub(crate) expires_in: Option<Duration>,
+}
+
+/// The version of a task a change was decided on, and the task's ttl at that version.
+#[derive(Clone, Copy)]
+pub(crate) struct DecidedOn {
+    pub(crate) version: u64,
+    pub(crate) ttl: Option<u64>,
+}
+
+impl DecidedOn {
+    pub(crate) fn new(version: u64, task: &AnyTask) -> Self {
+        DecidedOn {
+            version,
+            ttl: task.ttl(),
+        }
+    }
+}
+
+/// What a conditional write came to.
+pub(crate) enum Written {
+    /// Written: the task as stored, with the server's time of the write.
+    Ok(AnyTask),
+    /// Not written: another writer came first. With the task as it now is (and its
+    /// version) when the script answered it.
+    Stale(Option<(u64, AnyTask)>),
+}
+
+pub(crate) fn decode(
+    id: &str,
+    status: &str,
+    created: &str,
+    updated: &str,
+    body: &str,
+) -> Result<AnyTask, Error> {
+    let millis = |text: &str| {
+        text.parse::<i64>()
+            .map_err(|_| Error::store(format!("task `{id}` has a bad timestamp `{text}`")))
+    };
+    backend::decode(id, status, millis(created)?, millis(updated)?, body)
+}
+
+/// The server time an `{'ok', millis}` reply of a script carries.
+pub(crate) fn stamp(reply: &[String]) -> Result<Timestamp, Error> {
+    reply
+        .get(1)
+        .and_then(|millis| millis.parse().ok())
+        .map(Timestamp::from_unix_millis)
+        .ok_or_else(|| unexpected(reply))
+}
+
+pub(crate) fn unexpected(reply: &[String]) -> Error {
+    Error::store(format!(
+        "unexpected reply from a script: {reply:?} (do all instances run the same version?)"
+    ))
+}
+
+impl Inner {
+    /// Reads the task `id` of `keys` with its version and remaining lifetime.
+    pub(crate) fn read(&self, keys: &Keys, id: &str) -> Result<Option<Read>, Error> {
+        let key = keys.task(id);
+        let (fields, pttl): (Vec<Option<String>>, i64) = self.with(|connection| {
+            redis::pipe()
+                .cmd("HMGET")
+                .arg(&key)
+                .arg(&["v", "s", "b", "c", "u"])
+                .cmd("PTTL")
+                .arg(&key)
+                .query(connection)
+        })?;
+        // `-2`: the key expired between the two commands, so the task is gone (taking it
+        // for a task without expiry would let a waiter sleep past its end).
+        if pttl == -2 {
+            return Ok(None);
+        }
+        let [
+            Some(version),
+            Some(status),
+            Some(body),
+            Some(created),
+            Some(updated),
+        ] = <[Option<String>; 5]>::try_from(fields).unwrap_or_default()
+        else {
+            return Ok(None);
+        };
+        let task = decode(id, &status, &created, &updated, &body)?;
+        let version = version
+            .parse()
+            .map_err(|_| Error::store(format!("task `{id}` has a bad version `{version}`")))?;
+        let expires_in = u64::try_from(pttl).ok().map(Duration::from_millis);
+        Ok(Some(Read {
+            version,
+            task,
+            expires_in,
+        }))
+    }
+
+    /// Writes `task`, decided `on` a version of the task: [`Written::Stale`] if another
+    /// writer came first.
+    pub(crate) fn commit(
+        &self,
+        keys: &Keys,
+        id: &str,
+        on: DecidedOn,
+        task: &AnyTask,
+        notify: bool,
+    ) -> Result<Written, Error> {
+        self.write(keys, id, on, task, notify, "")
+    }
+
+    /// The conditional write of [`commit`](Self::commit), with the script's lease
+    /// condition: `""` for none, `"lapsed"` to write only while the task's lease is lapsed
+    /// ([`Written::Stale`] without the task then also when it was renewed meanwhile).
+    pub(crate) fn write(
+        &self,
+        keys: &Keys,
+        id: &str,
+        on: DecidedOn,
+        task: &AnyTask,
+        notify: bool,
+        lease_condition: &str,
+    ) -> Result<Written, Error> {
+        let DecidedOn { version, ttl } = on;
+        let body = backend::encode(task);
+        let status = task.status();
+        let write = write_id();
+        let reply: Vec<String> = self.with(|connection| {
+            self.commit
+                .key(keys.task(id))
+                .key(&keys.index)
+                .key(&keys.counter)
+                .arg(version.to_string())
+                .arg(status.as_str())
+                .arg(&body)
+                .arg(task.ttl().map(|ttl| ttl.to_string()).unwrap_or_default())
+                .arg(if notify { "1" } else { "0" })
+                .arg(&self.channel)
+                .arg(&keys.tag)
+                .arg(id)
+                .arg(&write)
+                .arg(lease_condition)
+                .arg(if task.ttl() == ttl { "" } else { "1" })
+                .arg((version + 1).to_string())
+                .invoke(connection)
+        })?;
+        match reply.first().map(String::as_str) {
+            Some("ok") => {
+                // What was written, with the server's time of the write.
+                let mut stored = task.clone();
+                backend::set_last_updated_at(&mut stored, stamp(&reply)?);
+                self.remember(keys.task(id), version + 1, &stored);
+                Ok(Written::Ok(stored))
+            }
+            Some("stale") => match &reply[1..] {
+                [version, status, body, created, updated] => {
+                    let version = version.parse().map_err(|_| unexpected(&reply))?;
+                    let task = decode(id, status, created, updated, body)?;
+                    Ok(Written::Stale(Some((version, task))))
+                }
+                _ => Ok(Written::Stale(None)),
+            },
+            Some("renewed") => Ok(Written::Stale(None)),
+            Some("gone") => Err(not_found(id)),
+            Some("illegal") => {
+                let from = reply
+                    .get(1)
+                    .and_then(|status| status.parse().ok())
+                    .unwrap_or(TaskStatus::Completed);
+                Err(Error::IllegalTransition {
+                    task_id: id.to_owned(),
+                    from,
+                    to: status,
+                    message: format!(
+                        "task `{}` is `{from}` in the shared store; `{status}` cannot follow it",
+                        shorten(id)
+                    ),
+                })
+            }
+            _ => Err(unexpected(&reply)),
+        }
+    }
+}

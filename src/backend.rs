@@ -1,0 +1,85 @@
+//! For store authors: what a [`TaskStore`](crate::TaskStore) backend is built from.
+//!
+//! The in-process [`TaskRegistry`](crate::TaskRegistry) and the backend crates of this
+//! project (`mcp-tasks-redis`, `mcp-tasks-postgres`) are written against this module and
+//! the crate's public API only, so a backend of your own (a database, a cloud service, an
+//! SDK's store) has every tool they have. Prove it with the store test kit,
+//! `mcp-tasks-testkit`: a backend that passes it behaves like the registry.
+//!
+//! # The contract
+//! A backend implements the required methods of [`TaskStore`](crate::TaskStore); the rest
+//! (cancel, status updates, results, answers, TTL changes) are provided on top of
+//! [`update`](crate::TaskStore::update). What it must guarantee:
+//!
+//! - **Owners.** Every operation names the caller's [`Owner`](crate::Owner); a task is
+//!   visible to the exact owner it was created for and to nobody else, who gets the error
+//!   of an unknown id ([`Error::TaskNotFound`]). Ids are fresh
+//!   [`TaskId::random`](crate::TaskId::random)s; only ids a store could have issued name
+//!   anything ([`is_task_id`]).
+//! - **One state machine, atomic steps.** A change is decided by the core:
+//!   [`Update::apply`] on the task *as stored*, at the store's current time. The answer
+//!   ([`Step`]) is written only if nobody changed the task meanwhile (a lock, a
+//!   compare-and-set on a version, a conditional `UPDATE`); if someone did, decide again
+//!   on what is stored now. So the first terminal status stays and a cancelled task never
+//!   gains a result, on every backend.
+//! - **The stored form.** [`encode`] and [`decode`] turn a task into its status, two
+//!   timestamps and a JSON body and back, losslessly (input keys, answers not yet taken,
+//!   the cancel-requested flag included). A backend that keeps its own clock stamps a
+//!   write with [`set_last_updated_at`].
+//! - **Cursors.** `tasks/list` pages are keyset pages over a per-owner creation sequence;
+//!   [`CursorKey`] turns a position into an opaque cursor bound to its owner and back.
+//!   Instances sharing tasks share the secret.
+//! - **Waits.** Keep one [`Events`] table, [notify](Events::notify) a task's key after each
+//!   of its changes (from any instance, if the store is shared), and write each wait once
+//!   as a probe ([`Probe`]): [`block`] runs it as the blocking wait, [`future`] as the
+//!   runtime-free future. The decisions are shared: [`take_answers`] for
+//!   [`wait_for_input`](crate::TaskStore::wait_for_input), [`cancel_seen`] for
+//!   [`wait_for_cancel_async`](crate::TaskStore::wait_for_cancel_async), a terminal task
+//!   for [`wait`](crate::TaskStore::wait).
+//! - **Subscribers.** A [`Notifier`] keeps them: [queue](Notifier::queue) a change where it
+//!   is decided, [deliver](Notifier::deliver) outside your locks.
+//! - **Leases** (stores whose tasks outlive a process). A task created by
+//!   [`insert_leased`](crate::TaskStore::insert_leased) comes with a [`Lease`] the store
+//!   renews while the handler's [`TaskHandle`](crate::TaskHandle) lives
+//!   ([`Lease::held`] with your [`LeaseHolder`]); when it lapses the task is failed with
+//!   [`LEASE_LAPSED`] by any instance, fenced so that the old holder's late writes are
+//!   refused. [`LeasePolicy`] is the operator's knob. A handle's finishing writes
+//!   ([`Update::finishing_target`]) carry work already done: retry them through a
+//!   transient fault rather than lose them.
+//! - **Faults are errors.** A store that cannot answer says [`Error::store`] or
+//!   [`Error::store_caused`] (`-32603`), never a state: not "cancelled", not "gone", not
+//!   "still working".
+
+pub use crate::error::shorten;
+pub use crate::store::cursor::CursorKey;
+pub use crate::store::notify::Notifier;
+pub use crate::store::record::{decode, encode};
+pub use crate::store::wait::{Events, Listener, Mark, Probe, block, cancel_seen, future};
+pub use crate::store::{LeaseHolder, handle_conflict, take_answers};
+
+use crate::any::AnyTask;
+use crate::clock::Timestamp;
+use crate::id::TaskId;
+
+#[doc(no_inline)]
+pub use crate::{Error, Lease, LeasePolicy, Step, Update};
+
+/// The message (and `-32603` error) of a task whose lease lapsed: its instance stopped
+/// renewing it before the task finished.
+pub const LEASE_LAPSED: &str =
+    "the server instance running the task stopped: its lease lapsed before the task finished";
+
+/// Whether `text` is a task id a store could have issued: the canonical lowercase,
+/// hyphenated form of a UUID. Anything else names no task (answer
+/// [`Error::TaskNotFound`] without asking the storage).
+#[must_use]
+pub fn is_task_id(text: &str) -> bool {
+    TaskId::parse_canonical_uuid(text).is_some()
+}
+
+/// Sets when `task` last changed, as a store that keeps time itself recorded the write
+/// (never earlier than the time the task already shows: `lastUpdatedAt` does not move
+/// backwards).
+pub fn set_last_updated_at(task: &mut AnyTask, at: Timestamp) {
+    task.set_last_updated_at(at);
+}

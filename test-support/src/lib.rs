@@ -1,0 +1,8 @@
+//! Real servers for the tests of mcp-tasks, started by the tests themselves and torn down
+//! with them: a private `redis-server` ([`redis::RedisServer`]) and a loopback TCP proxy
+//! that pauses, drops and resets connections ([`proxy::Proxy`]).
+//!
+//! Not published: the crates of this workspace use it as a dev-dependency.
+
+pub mod proxy;
+pub mod redis;

@@ -1,0 +1,148 @@
+//! The behaviour suite of [`TaskStore`] backends, for store authors: a backend that passes
+//! it behaves like the in-process [`TaskRegistry`](mcp_tasks::TaskRegistry), which is
+//! held to it too.
+//!
+//! Implement [`Backend`] (how to build an empty store of yours with a given policy) and
+//! instantiate the suite in an integration test of your crate:
+//!
+//! ```no_run
+//! use mcp_tasks::TaskRegistry;
+//! use mcp_tasks_testkit::{Backend, Config};
+//!
+//! /// Each call builds a new, empty store (a fresh database schema, key prefix, …).
+//! struct MyBackend;
+//!
+//! impl Backend for MyBackend {
+//!     type Store = TaskRegistry; // your store type
+//!
+//!     fn store(&self, config: Config) -> TaskRegistry {
+//!         TaskRegistry::builder()
+//!             .ttl_policy(config.ttl)
+//!             .limits(config.limits)
+//!             .poll_interval(config.poll_interval)
+//!             .build()
+//!             .expect("a valid configuration")
+//!     }
+//! }
+//!
+//! // One `#[test]` per behaviour, in the module `my_backend`. The expression is evaluated
+//! // per test and may be `None` (a server that is not installed: the tests pass, skipped).
+//! mcp_tasks_testkit::store_suite!(my_backend, Some(MyBackend));
+//! # fn main() {}
+//! ```
+//!
+//! What it holds a store to: owners (another owner's task is an unknown id, cursors bound
+//! to their owner and revealing nothing), TTLs and expiry, keyset pagination, the per-owner
+//! limit, the spec's transition table through every entry point (by id, typed handles,
+//! racing writers: one terminal status wins, a cancelled task never gains a result), input
+//! requests and answers, blocking waits (woken, timed out, ended by cancel, removal and
+//! expiry, never by another task), subscribers (in order per task, panics contained),
+//! origins, timestamps, and `Arc<dyn TaskStore>`. [`suite`] lists every test;
+//! [`support`] has the helpers they use, for your own tests.
+//!
+//! The tests spawn threads and sleep briefly; every blocking call is bounded, so a bug
+//! fails a test instead of hanging the suite.
+
+#![deny(missing_docs)]
+
+use mcp_tasks::{Limits, TaskStore, TtlPolicy};
+
+pub mod suite;
+pub mod support;
+
+/// How a test wants its store: the policies a backend's builder takes.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Config {
+    /// The retention policy.
+    pub ttl: TtlPolicy,
+    /// The limits on stored tasks.
+    pub limits: Limits,
+    /// The suggested poll interval for tasks whose request names none.
+    pub poll_interval: Option<u64>,
+}
+
+impl Default for Config {
+    /// A default TTL of 60 s, at most 10 minutes; no limits; no suggested poll interval.
+    fn default() -> Self {
+        Config {
+            ttl: TtlPolicy::new(Some(60_000)).with_max(600_000),
+            limits: Limits::none(),
+            poll_interval: None,
+        }
+    }
+}
+
+/// Builds stores of one backend for the suite.
+pub trait Backend {
+    /// The store. `Clone` must share the store (as the registry's clones do), since the
+    /// tests hand clones to other threads.
+    type Store: TaskStore + Clone + 'static;
+
+    /// A new, empty store with `config`'s policies. Stores from two calls share nothing
+    /// (tasks, cursors): a cursor of one is refused by the other.
+    fn store(&self, config: Config) -> Self::Store;
+
+    /// A new, empty store with the default [`Config`].
+    fn default_store(&self) -> Self::Store {
+        self.store(Config::default())
+    }
+}
+
+/// Instantiates every test of the [`suite`] for one backend, each a `#[test]` in a module
+/// of its own named `$module`. `$backend` is an expression of type `Option<B>` where
+/// `B: Backend`, evaluated once per test; `None` skips the test (it passes), for a backend
+/// whose server is not installed.
+#[macro_export]
+macro_rules! store_suite {
+    ($module:ident, $backend:expr) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::store_suite!(@tests $backend;
+            create_and_get_round_trip,
+            ttl_and_poll_interval_come_from_the_policy,
+            other_owners_see_the_error_of_an_unknown_id,
+            update_status_follows_the_transition_table,
+            the_first_terminal_state_wins,
+            a_cancelled_task_never_gains_a_result,
+            a_handler_gets_input_answered_from_another_thread,
+            a_dropped_unfinished_handle_fails_its_task,
+            a_handle_of_a_removed_task_changes_nothing,
+            handle_fail_finish_and_cancel_store_their_outcome,
+            a_handle_copes_with_another_writer,
+            request_cancel_wakes_the_handler_waiting_for_input,
+            wait_blocks_until_another_thread_finishes_the_task,
+            wait_ends_with_cancel_and_remove,
+            wait_times_out,
+            waiters_of_one_task_are_not_woken_by_another,
+            wait_on_an_expiring_task_returns_not_found,
+            set_ttl_is_bounded_by_the_policy_and_moves_the_expiry,
+            keyset_pagination_never_skips_or_repeats,
+            cursors_are_bound_to_owner_and_store,
+            the_per_owner_limit_refuses_and_creates_nothing,
+            subscribers_see_status_changes_in_order,
+            message_changes_are_told_and_refused_changes_are_not,
+            a_dropped_handle_is_told_once,
+            notifications_stay_in_order_per_task_across_threads,
+            a_handler_panic_with_a_panicking_subscriber_does_not_abort,
+            unsubscribed_and_panicking_subscribers,
+            origin_returns_the_request_id_and_method,
+            last_updated_at_moves_forward_from_created_at,
+            racing_cancel_and_result_have_one_winner,
+            a_shared_dyn_store_is_a_store,
+            cursors_reveal_nothing_of_other_owners,
+            );
+        }
+    };
+    (@tests $backend:expr; $($test:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                if let Some(backend) = $backend {
+                    $crate::suite::$test(&backend);
+                }
+            }
+        )+
+    };
+}
