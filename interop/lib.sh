@@ -7,9 +7,6 @@ INTEROP="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$INTEROP/.." && pwd)"
 # Where cargo puts what it builds (CARGO_TARGET_DIR is honoured, as cargo does).
 TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
-# The HTTP server (http/, its own cargo workspace) builds into http/target unless
-# CARGO_TARGET_DIR says otherwise.
-HTTP_TARGET="${CARGO_TARGET_DIR:-$REPO/http/target}"
 PYTHON="${PYTHON:-python3}"
 VENV="$INTEROP/.venv"
 CLIENT_TIMEOUT="${INTEROP_CLIENT_TIMEOUT:-300}"
@@ -20,18 +17,16 @@ status=0
 
 log() { printf '\n== %s\n' "$*"; }
 
-# build ARGS...: cargo build ARGS in the repository.
-build() {
-  log "building the example servers (cargo build $*)"
-  (cd "$REPO" && cargo build "$@")
-}
-
-# build_http ARGS...: builds mcp_http, the Streamable HTTP server of http/ (its own
-# workspace), with cargo build --manifest-path http/Cargo.toml ARGS (e.g. --features redis);
-# the binary is $HTTP_TARGET/debug/mcp_http.
-build_http() {
-  log "building the HTTP server (cargo build --manifest-path http/Cargo.toml $*)"
-  (cd "$REPO" && cargo build --manifest-path http/Cargo.toml "$@")
+# The one build every runner and CI step shares: the whole workspace, every feature, every
+# target. Cargo unifies features over what one invocation selects, so any other selection
+# (`-p mcp-tasks-http`, a feature less) would compile tokio, hyper and rmcp again; this one
+# is a no-op after CI's build. The binaries: $TARGET/debug/{stdio_server,mcp_http,
+# mcp-tasks-rmcp-example,mcp-tasks-rmcp-client} and $TARGET/debug/examples/{rmcp_stdio,
+# rmcp_http}, each with the `redis` feature (a store in Redis only when given a URL).
+BUILD_ARGS=(--locked --workspace --all-features --all-targets)
+build_workspace() {
+  log "building the workspace (cargo build ${BUILD_ARGS[*]})"
+  (cd "$REPO" && cargo build "${BUILD_ARGS[@]}")
 }
 
 # need_binary PATH...: exits unless each PATH is an executable.

@@ -16,7 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SERVER="${INTEROP_SERVER:-$TARGET/debug/stdio_server}"
 
 if [[ -z "${INTEROP_SERVER:-}" ]]; then
-  build -p mcp-tasks-servers --bin stdio_server
+  build_workspace
 fi
 need_binary "$SERVER"
 install_sdks ts py

@@ -14,10 +14,9 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=interop/lib.sh
 source "$HERE/../interop/lib.sh"
-SERVER="${CARGO_TARGET_DIR:-$HERE/target}/debug/mcp-tasks-rmcp-example"
+SERVER="$TARGET/debug/mcp-tasks-rmcp-example"
 
-log "building the rmcp example (cargo build --manifest-path rmcp-example/Cargo.toml)"
-cargo build --manifest-path "$HERE/Cargo.toml"
+build_workspace
 
 install_sdks ts
 [[ "${RMCP_EXAMPLE_SKIP_PYTHON:-0}" == 1 ]] || install_sdks py

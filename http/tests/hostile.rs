@@ -11,7 +11,7 @@
 //!
 //! Requests are written by hand on `TcpStream`s (`support`), so malformed and stalled
 //! ones can be sent. The cases run one at a time (`support::serial`). Run with
-//! `cargo test --manifest-path http/Cargo.toml --test hostile -- --nocapture` to see what
+//! `cargo test -p mcp-tasks-http --test hostile -- --nocapture` to see what
 //! each case measured.
 
 mod support;

@@ -28,8 +28,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 
-# The HTTP front: http/ is its own cargo workspace, so its default target dir is http/target.
-SERVER="${CONFORMANCE_SERVER:-${CARGO_TARGET_DIR:-$REPO/http/target}/debug/mcp_http}"
+SERVER="${CONFORMANCE_SERVER:-${CARGO_TARGET_DIR:-$REPO/target}/debug/mcp_http}"
 # The transport and lifecycle scenarios (2025-11-25 sessions and SSE, 2026-07-28 stateless
 # rules, SEP-2243 headers, SEP-2549 caching); the tasks-* ones are read from the suite.
 TRANSPORT=(
@@ -87,8 +86,9 @@ fi
 [[ -f "$SUITE" ]] || { echo "the conformance suite is not installed at $SUITE" >&2; exit 1; }
 
 if [[ -z "${CONFORMANCE_SERVER:-}" ]]; then
-  log "building the HTTP front (cargo build --manifest-path http/Cargo.toml)"
-  (cd "$REPO" && cargo build --manifest-path http/Cargo.toml)
+  # shellcheck source=../lib.sh
+  source "$REPO/interop/lib.sh"
+  build_workspace
 fi
 [[ -x "$SERVER" ]] || { echo "server binary not found at $SERVER" >&2; exit 1; }
 
@@ -123,9 +123,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "starting $SERVER (MCP_TASKS_ANONYMOUS=1, loopback, free port)"
+# MCP_TASKS_CONFORMANCE=1: the suite's fixture tools are served beside the examples.
+log "starting $SERVER (MCP_TASKS_ANONYMOUS=1, MCP_TASKS_CONFORMANCE=1, loopback, free port)"
 env -u MCP_TASKS_TOKENS -u MCP_TASKS_TOKENS_FILE -u MCP_TASKS_REDIS_URL \
-  MCP_TASKS_ANONYMOUS=1 MCP_TASKS_HTTP_ADDR=127.0.0.1:0 RUST_BACKTRACE=1 \
+  MCP_TASKS_ANONYMOUS=1 MCP_TASKS_CONFORMANCE=1 MCP_TASKS_HTTP_ADDR=127.0.0.1:0 RUST_BACKTRACE=1 \
   "$SERVER" > "$OUT/server.out" 2> "$OUT/server.err" &
 SERVER_PID=$!
 for _ in $(seq 1 200); do

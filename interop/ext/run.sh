@@ -30,8 +30,9 @@ CLIENT_TIMEOUT="${INTEROP_CLIENT_TIMEOUT:-300}"
 log() { printf '\n== %s\n' "$*"; }
 
 if [[ -z "${INTEROP_SERVER:-}" ]]; then
-  log "ext: building the stdio server (cargo build -p mcp-tasks-servers --bin stdio_server)"
-  (cd "$REPO" && cargo build -p mcp-tasks-servers --bin stdio_server)
+  # shellcheck source=../lib.sh
+  source "$INTEROP/lib.sh"
+  build_workspace
 fi
 [[ -x "$SERVER" ]] || { echo "server binary not found at $SERVER" >&2; exit 1; }
 

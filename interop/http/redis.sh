@@ -24,7 +24,7 @@ set -euo pipefail
 # shellcheck source=interop/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$INTEROP/http"
-SERVER="${INTEROP_HTTP_SERVER:-$HTTP_TARGET/debug/mcp_http}"
+SERVER="${INTEROP_HTTP_SERVER:-$TARGET/debug/mcp_http}"
 STDIO_SERVER="${INTEROP_SERVER:-$TARGET/debug/stdio_server}"
 REDIS_SERVER="${REDIS_SERVER:-redis-server}"
 
@@ -40,11 +40,8 @@ if ! command -v "$REDIS_SERVER" >/dev/null 2>&1; then
   give_up
 fi
 
-if [[ -z "${INTEROP_SERVER:-}" ]]; then
-  build -p mcp-tasks-servers --features redis --bin stdio_server
-fi
-if [[ -z "${INTEROP_HTTP_SERVER:-}" ]]; then
-  build_http --features redis
+if [[ -z "${INTEROP_SERVER:-}" || -z "${INTEROP_HTTP_SERVER:-}" ]]; then
+  build_workspace
 fi
 need_binary "$SERVER" "$STDIO_SERVER"
 install_sdks py

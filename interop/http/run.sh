@@ -16,10 +16,10 @@ set -euo pipefail
 # shellcheck source=interop/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$INTEROP/http"
-SERVER="${INTEROP_HTTP_SERVER:-$HTTP_TARGET/debug/mcp_http}"
+SERVER="${INTEROP_HTTP_SERVER:-$TARGET/debug/mcp_http}"
 
 if [[ -z "${INTEROP_HTTP_SERVER:-}" ]]; then
-  build_http
+  build_workspace
 fi
 need_binary "$SERVER"
 install_sdks ts py

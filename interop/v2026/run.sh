@@ -27,17 +27,11 @@ source "$V2026/../lib.sh"
 # This suite's own venv: interop/.venv pins mcp 1.30 for the 2025-11-25 clients.
 VENV="$V2026/.venv"
 SERVER="${INTEROP_SERVER:-$TARGET/debug/stdio_server}"
-RMCP_MANIFEST="$V2026/rmcp-client/Cargo.toml"
-RMCP_CLIENT="${CARGO_TARGET_DIR:-$V2026/rmcp-client/target}/debug/mcp-tasks-rmcp-client"
+RMCP_CLIENT="$TARGET/debug/mcp-tasks-rmcp-client"
 
-if [[ -z "${INTEROP_SERVER:-}" ]]; then
-  build -p mcp-tasks-servers --bin stdio_server
-fi
-need_binary "$SERVER"
-
-log "building the rmcp client (cargo build --manifest-path interop/v2026/rmcp-client/Cargo.toml)"
-cargo build --locked --manifest-path "$RMCP_MANIFEST"
-[[ -x "$RMCP_CLIENT" ]] || { echo "rmcp client not found at $RMCP_CLIENT" >&2; exit 1; }
+# The stdio server and the rmcp client (a workspace member) in the shared build.
+build_workspace
+need_binary "$SERVER" "$RMCP_CLIENT"
 
 if [[ "${INTEROP_SKIP_INSTALL:-0}" != 1 || ! -x "$VENV/bin/python" ]]; then
   if [[ ! -x "$VENV/bin/python" ]]; then

@@ -3,7 +3,7 @@
 //! worker threads. Not a test: it prints times and ratios.
 //!
 //! ```text
-//! cargo bench --manifest-path rmcp/Cargo.toml --bench vs_rmcp [-- N]
+//! cargo bench -p mcp-tasks-rmcp --bench vs_rmcp [-- N]
 //! ```
 //!
 //! Phases, each over N tasks (default 1000):

@@ -13,10 +13,12 @@ URL="http://$ADDR/mcp"
 if [[ -n "${HTTP_SERVER:-}" ]]; then
   BIN="$HTTP_SERVER"
 else
-  # `cargo run --manifest-path http/Cargo.toml`, built first so the start-up wait below
-  # does not include the build.
-  cargo build --quiet --manifest-path http/Cargo.toml
-  BIN="${CARGO_TARGET_DIR:-http/target}/debug/mcp_http"
+  # `cargo run -p mcp-tasks-http`, built first (the shared build of interop/lib.sh) so the
+  # start-up wait below does not include the build.
+  # shellcheck source=../../interop/lib.sh
+  source interop/lib.sh
+  build_workspace >&2
+  BIN="$TARGET/debug/mcp_http"
 fi
 
 MCP_TASKS_TOKENS='alice=token-a,bob=token-b' MCP_TASKS_HTTP_ADDR="$ADDR" "$BIN" 2>/dev/null &

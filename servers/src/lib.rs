@@ -11,9 +11,9 @@
 //! - [`server`]: the request routing over any transport, for both generations.
 //! - [`headers`]: the `Mcp-Method` / `Mcp-Name` request headers checked against the body.
 //! - `src/bin/stdio_server.rs` (`cargo run --bin stdio_server`): the stdio transport.
-//!   The Streamable HTTP transport is `mcp_http`, in the repository's `http/` crate (its
-//!   own cargo workspace, on hyper 1.x and tokio, so this crate stays synchronous):
-//!   `cargo run --manifest-path http/Cargo.toml`.
+//!   The Streamable HTTP transport is `mcp_http`, in the repository's `http/` crate (built
+//!   on hyper 1.x and tokio, so this crate stays synchronous):
+//!   `cargo run -p mcp-tasks-http`.
 
 #![deny(missing_docs)]
 

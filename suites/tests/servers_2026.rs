@@ -538,9 +538,9 @@ fn the_http_server_sends_schema_valid_2026_07_28_messages() {
     run(&mut HttpServer::start(), "mcp_http");
 }
 
-/// The `mcp_http` binary, built once per test process from `http/` (its own cargo
-/// workspace) without features, under a name of its own (`mcp_http.suites`).
+/// The `mcp_http` binary, found or built once per test process, under a name of its own
+/// (`mcp_http.suites`).
 fn mcp_http() -> &'static Path {
     static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BINARY.get_or_init(|| mcp_http_build::build(false, "suites"))
+    BINARY.get_or_init(|| mcp_http_build::build("suites"))
 }

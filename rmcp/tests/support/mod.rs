@@ -36,7 +36,7 @@ pub fn example(name: &str) -> PathBuf {
     let path = dir.join("examples").join(name);
     assert!(
         path.exists(),
-        "{} is missing: build it with `cargo build --manifest-path rmcp/Cargo.toml --examples` \
+        "{} is missing: build it with `cargo build -p mcp-tasks-rmcp --examples` \
          (plain `cargo test` does)",
         path.display()
     );
@@ -73,10 +73,21 @@ pub fn discover() -> ClientLifecycleMode {
     }
 }
 
-/// Spawns the stdio example and connects `config` to it with `lifecycle`.
+/// Spawns the stdio example (with `--conformance`: the tests call the fixtures too) and
+/// connects `config` to it with `lifecycle`.
 pub async fn spawn_stdio(config: ClientConfig, lifecycle: ClientLifecycleMode) -> Client {
-    let transport = TokioChildProcess::new(Command::new(example("rmcp_stdio")))
-        .expect("the stdio example starts");
+    spawn_stdio_with(&["--conformance"], config, lifecycle).await
+}
+
+/// Spawns the stdio example with `args` and connects `config` to it with `lifecycle`.
+pub async fn spawn_stdio_with(
+    args: &[&str],
+    config: ClientConfig,
+    lifecycle: ClientLifecycleMode,
+) -> Client {
+    let mut command = Command::new(example("rmcp_stdio"));
+    command.args(args).env_remove("MCP_TASKS_CONFORMANCE");
+    let transport = TokioChildProcess::new(command).expect("the stdio example starts");
     tokio::time::timeout(LIMIT, config.serve_with_lifecycle(transport, lifecycle))
         .await
         .expect("the lifecycle answers in time")

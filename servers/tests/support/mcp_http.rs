@@ -1,5 +1,5 @@
-//! Driving `mcp_http` (the HTTP front in `http/`, its own cargo workspace) from the tests
-//! of the workspace: building it, and the routing headers its 2026-07-28 wire requires.
+//! Driving `mcp_http` (the HTTP front, package `mcp-tasks-http`) from the tests of other
+//! packages: finding or building it, and the routing headers its 2026-07-28 wire requires.
 //! Shared by `servers/tests` and `suites/tests/servers_2026.rs` (through `#[path]`).
 
 use std::path::{Path, PathBuf};
@@ -7,37 +7,46 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-/// Builds `mcp_http` (with the `redis` feature if `redis`) and returns a hard link to it
-/// named `mcp_http.<name>` (`name` says whose it is, e.g. `tests-redis`), so that a build
-/// with other features, which replaces `mcp_http`, does not change the binary the caller
-/// runs. `CARGO_TARGET_DIR` is honoured: the nested cargo inherits it and runs from the
-/// repository root, so a relative one means the same directory as for the outer build.
+/// The environment variable naming a prebuilt `mcp_http` (built with the `redis` feature)
+/// for the tests to run instead of building one: CI builds the whole workspace once and
+/// sets it, so no test builds the HTTP stack a second time with other features.
+pub const BIN_ENV: &str = "MCP_TASKS_HTTP_BIN";
+
+/// The `mcp_http` to run: the one [`BIN_ENV`] names, or one built now with
+/// `cargo build -p mcp-tasks-http --features redis` (the one build serves the tests with and
+/// without Redis: without a Redis URL it keeps tasks in process), hard-linked to
+/// `mcp_http.<name>` (`name` says whose it is) so that a later build with other features,
+/// which replaces `mcp_http`, does not change the binary the caller runs.
+/// `CARGO_TARGET_DIR` is honoured: the nested cargo inherits it and runs from the
+/// repository root.
 ///
 /// # Panics
-/// If cargo cannot run or the build fails (the test cannot go on).
-pub fn build(redis: bool, name: &str) -> PathBuf {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let manifest = repo.join("http/Cargo.toml");
-    let mut command = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-    command
-        .current_dir(&repo)
-        .arg("build")
-        .arg("--quiet")
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .args([
-            "--bin",
-            "mcp_http",
-            "--message-format=json-render-diagnostics",
-        ]);
-    if redis {
-        command.args(["--features", "redis"]);
+/// If cargo cannot run or the build fails, or [`BIN_ENV`] names no file (the test cannot
+/// go on).
+pub fn build(name: &str) -> PathBuf {
+    if let Some(prebuilt) = std::env::var_os(BIN_ENV) {
+        let prebuilt = PathBuf::from(prebuilt);
+        assert!(
+            prebuilt.is_file(),
+            "{BIN_ENV}={} names no file",
+            prebuilt.display()
+        );
+        return prebuilt;
     }
-    let shown = format!(
-        "cargo build --manifest-path {}{}",
-        manifest.display(),
-        if redis { " --features redis" } else { "" }
-    );
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut command = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+    command.current_dir(&repo).args([
+        "build",
+        "--quiet",
+        "-p",
+        "mcp-tasks-http",
+        "--features",
+        "redis",
+        "--bin",
+        "mcp_http",
+        "--message-format=json-render-diagnostics",
+    ]);
+    let shown = "cargo build -p mcp-tasks-http --features redis";
     let output = command
         .stderr(Stdio::inherit())
         .output()

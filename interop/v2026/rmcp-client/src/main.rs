@@ -1,7 +1,7 @@
 //! The official Rust SDK's 2026-07-28 client (rmcp 3.11.0) against the stdio example.
 //!
 //! ```text
-//! cargo build --manifest-path interop/v2026/rmcp-client/Cargo.toml
+//! cargo build -p mcp-tasks-rmcp-client
 //! interop/v2026/rmcp-client/target/debug/mcp-tasks-rmcp-client target/debug/stdio_server
 //! ```
 //!
