@@ -2,7 +2,7 @@
 //! both generations of MCP tasks on one endpoint, `/mcp`.
 //!
 //! ```text
-//! MCP_TASKS_TOKENS='alice=token-a,bob=token-b' cargo run --manifest-path http/Cargo.toml
+//! MCP_TASKS_TOKENS='alice=token-a,bob=token-b' cargo run -p mcp-tasks-http
 //! ```
 //!
 //! Same tools, routing and handlers as `stdio_server` (`servers/src`): `sleep` {ms},
@@ -59,7 +59,8 @@
 //! # Other settings
 //! `MCP_TASKS_HTTP_ADDR` (default `127.0.0.1:8808`, port 0 picks one; the first stdout line
 //! is `listening on http://ADDR/mcp`), `MCP_TASKS_PAGE_SIZE`, `MCP_TASKS_TRACE_DIR`,
-//! `MCP_TASKS_REDIS_URL` or `--redis URL` (cargo feature `redis`), `MCP_TASKS_LEASE_MS`.
+//! `MCP_TASKS_REDIS_URL` or `--redis URL` (cargo feature `redis`), `MCP_TASKS_LEASE_MS`,
+//! `MCP_TASKS_CONFORMANCE=1` or `--conformance` (the conformance suite's fixture tools too).
 //! `RUST_LOG` filters the log on stderr (default `info`); `RUST_LOG=mcp_http=debug` adds
 //! one line per request: HTTP method, JSON-RPC method, principal, status, latency.
 

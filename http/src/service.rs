@@ -15,6 +15,7 @@ use mcp_tasks::{AnyTask, JsonRpcError, Owner, TaskId, TaskStore, jsonrpc};
 use mcp_tasks_servers::access::origin_allowed;
 use mcp_tasks_servers::framing::{self, Id, Incoming as Message};
 use mcp_tasks_servers::server::{Elicitation, Reply};
+use mcp_tasks_servers::tools::Catalog;
 use mcp_tasks_servers::{headers, outbound};
 use serde_json::Value;
 
@@ -281,7 +282,7 @@ async fn stateless_message(
         return accepted();
     };
     if let Err(error) = stateless::check(version, params.as_ref())
-        .and_then(|()| routing_headers(headers, &method, params.as_ref()))
+        .and_then(|()| routing_headers(app.server.catalog(), headers, &method, params.as_ref()))
     {
         let answer = framing::response(Some(&id), &Err(error));
         app.trace.write(&trace_name, "out", &answer);
@@ -408,6 +409,7 @@ async fn session_message(
 /// The routing headers the stateless wire requires: `Mcp-Method`, `Mcp-Name` when the body
 /// names something, and the `Mcp-Param-*` of a tool's annotated arguments.
 fn routing_headers(
+    catalog: Catalog,
     headers: &HeaderMap,
     method: &str,
     params: Option<&Value>,
@@ -428,7 +430,7 @@ fn routing_headers(
         && let Some(schema) = params
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
-            .and_then(mcp_tasks_servers::server::tool_input_schema)
+            .and_then(|name| catalog.input_schema(name))
     {
         headers::check_params(&schema, params.and_then(|p| p.get("arguments")), |name| {
             header_str(headers, name)

@@ -3,7 +3,7 @@
 //! tools are the very handlers of the crate's own examples (`servers/src/tools.rs`).
 //!
 //! ```text
-//! cargo run --manifest-path rmcp-example/Cargo.toml      # MCP over stdio
+//! cargo run -p mcp-tasks-rmcp-example   # MCP over stdio [-- --conformance]
 //! ```
 //!
 //! What goes where:
@@ -37,7 +37,7 @@
 //! `MCP_TASKS_RESULT_DEADLINE_MS`, `MCP_TASKS_TRACE=<file>` (appends every message read
 //! and written, `{"dir": "in" | "out", "msg": ...}`, as the stdio example does).
 
-use mcp_tasks_servers::tools;
+use mcp_tasks_servers::tools::{self, Catalog};
 
 mod trace;
 
@@ -107,10 +107,13 @@ struct TasksServer {
     /// Over stdio there is one requestor: the process that started this server.
     owner: Owner,
     result_deadline: Duration,
+    /// The tools served: the examples, and with `--conformance` (or
+    /// `MCP_TASKS_CONFORMANCE=1`) the conformance suite's fixtures too.
+    catalog: Catalog,
 }
 
 impl TasksServer {
-    fn from_env(registry: TaskRegistry) -> Self {
+    fn from_env(registry: TaskRegistry, catalog: Catalog) -> Self {
         let page_size = env_number("MCP_TASKS_PAGE_SIZE")
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(protocol::DEFAULT_PAGE_SIZE);
@@ -125,6 +128,7 @@ impl TasksServer {
             capabilities: ServerTasksCapability::all(),
             owner: Owner::new("rmcp-stdio"),
             result_deadline,
+            catalog,
         }
     }
 
@@ -138,14 +142,17 @@ impl TasksServer {
 
     /// Reads a `tools/call` and decides how to run it (the spec's `taskSupport` rules).
     fn plan(&self, request: &CallToolRequestParams) -> Result<(Call, Augmentation), ErrorData> {
-        let Some(support) = tools::task_support(&request.name) else {
+        let Some(support) = self.catalog.task_support(&request.name) else {
             return Err(rpc_error(JsonRpcError::new(
                 jsonrpc::INVALID_PARAMS,
                 format!("invalid params: unknown tool `{}`", request.name),
             )));
         };
         let arguments = request.arguments.clone().unwrap_or_default();
-        let call = Call::parse(&request.name, &arguments).map_err(rpc_error)?;
+        let call = self
+            .catalog
+            .parse(&request.name, &arguments)
+            .map_err(rpc_error)?;
         let Value::Object(params) = to_json(request)? else {
             return Err(internal("tools/call params are not an object"));
         };
@@ -168,7 +175,7 @@ impl ServerHandler for TasksServer {
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {"tools": {}, "tasks": self.capabilities},
             "serverInfo": {"name": "mcp-tasks-rmcp-example", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": "Tools: sleep, fail, confirm (task only), echo (never a task)."
+            "instructions": self.catalog.instructions()
         });
         serde_json::from_value(info).unwrap_or_default()
     }
@@ -191,7 +198,7 @@ impl ServerHandler for TasksServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        convert(json!({"tools": tools::list()}))
+        convert(json!({"tools": self.catalog.list()}))
     }
 
     async fn call_tool(
@@ -460,7 +467,17 @@ async fn serve() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     });
 
     let transport = trace::stdio(std::env::var_os("MCP_TASKS_TRACE"))?;
-    let server = TasksServer::from_env(registry.clone());
+    let mut conformance = false;
+    for arg in std::env::args().skip(1) {
+        if arg == tools::CONFORMANCE_FLAG {
+            conformance = true;
+        } else {
+            return Err(
+                format!("unknown argument `{arg}`; usage: rmcp-example [--conformance]").into(),
+            );
+        }
+    }
+    let server = TasksServer::from_env(registry.clone(), Catalog::chosen(conformance));
     eprintln!("rmcp-example: ready (MCP {PROTOCOL_VERSION} over stdio, rmcp 2.2.0)");
     let running = server.serve(transport).await?;
 

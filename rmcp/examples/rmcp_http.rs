@@ -2,9 +2,9 @@
 //! bearer tokens mapped to owners.
 //!
 //! ```text
-//! cargo run --manifest-path rmcp/Cargo.toml --example rmcp_http -- \
-//!     --token s3cret=alice --token other=bob [--listen 127.0.0.1:8808] [--redis URL]
-//! cargo run --manifest-path rmcp/Cargo.toml --example rmcp_http -- --anonymous
+//! cargo run -p mcp-tasks-rmcp --example rmcp_http -- \
+//!     --token s3cret=alice --token other=bob [--listen 127.0.0.1:8808] [--redis URL] [--conformance]
+//! cargo run -p mcp-tasks-rmcp --example rmcp_http -- --anonymous
 //! ```
 //!
 //! The endpoint is `/mcp`. Every request needs `Authorization: Bearer <token>` for one
@@ -19,8 +19,8 @@
 //! conformance runner drives it unchanged:
 //!
 //! ```text
-//! cargo build --manifest-path rmcp/Cargo.toml --example rmcp_http
-//! CONFORMANCE_SET=tasks CONFORMANCE_SERVER=$PWD/rmcp/target/debug/examples/rmcp_http bash interop/conformance/run.sh
+//! cargo build -p mcp-tasks-rmcp --example rmcp_http
+//! CONFORMANCE_SET=tasks CONFORMANCE_SERVER=$PWD/target/debug/examples/rmcp_http bash interop/conformance/run.sh
 //! ```
 
 mod common;
@@ -51,7 +51,7 @@ enum Access {
 }
 
 const USAGE: &str = "usage: rmcp_http (--token TOKEN=OWNER ... | --anonymous) \
-                     [--listen ADDR] [--redis URL]";
+                     [--listen ADDR] [--redis URL] [--conformance]";
 
 fn parse(args: Vec<String>) -> Result<(SocketAddr, Access), String> {
     let mut listen: SocketAddr = match std::env::var("MCP_TASKS_HTTP_ADDR") {
@@ -131,8 +131,9 @@ fn unauthorized() -> Response<Body> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let parsed = common::store_from_args().and_then(|(store, rest)| Ok((store, parse(rest)?)));
-    let (store, (listen, access)) = match parsed {
+    let parsed =
+        common::from_args().and_then(|(store, catalog, rest)| Ok((store, catalog, parse(rest)?)));
+    let (store, catalog, (listen, access)) = match parsed {
         Ok(parsed) => parsed,
         Err(why) => {
             eprintln!("rmcp_http: {why}");
@@ -149,7 +150,7 @@ async fn main() -> ExitCode {
     let local = listener.local_addr().unwrap_or(listen);
     println!("listening on http://{local}/mcp");
 
-    let server = common::ExampleServer::new(store);
+    let server = common::ExampleServer::new(store, catalog);
     let service = Arc::new(StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),

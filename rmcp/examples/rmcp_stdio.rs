@@ -1,11 +1,11 @@
 //! An rmcp 3.x server over stdio whose tasks live in an mcp-tasks store.
 //!
 //! ```text
-//! cargo run --manifest-path rmcp/Cargo.toml --example rmcp_stdio [-- --redis URL]
+//! cargo run -p mcp-tasks-rmcp --example rmcp_stdio [-- --redis URL] [--conformance]
 //! ```
 //!
 //! Tools: `sleep {ms}`, `fail`, `crash`, `confirm {question}` (asks for input), `echo
-//! {text}` (never a task). A client that declares `io.modelcontextprotocol/tasks` gets a
+//! {text}` (never a task); with `--conformance`, the conformance suite's fixtures too. A client that declares `io.modelcontextprotocol/tasks` gets a
 //! task for every call but `echo`; any other client gets the result inline. The owner of
 //! every task is this connection.
 
@@ -15,7 +15,7 @@ use rmcp::ServiceExt;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let (store, rest) = match common::store_from_args() {
+    let (store, catalog, rest) = match common::from_args() {
         Ok(found) => found,
         Err(why) => {
             eprintln!("rmcp_stdio: {why}");
@@ -23,10 +23,12 @@ async fn main() -> std::process::ExitCode {
         }
     };
     if let Some(unknown) = rest.first() {
-        eprintln!("rmcp_stdio: unknown argument {unknown}; usage: rmcp_stdio [--redis URL]");
+        eprintln!(
+            "rmcp_stdio: unknown argument {unknown}; usage: rmcp_stdio [--redis URL] [--conformance]"
+        );
         return std::process::ExitCode::from(2);
     }
-    let server = common::ExampleServer::new(store);
+    let server = common::ExampleServer::new(store, catalog);
     let running = match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => running,
         Err(err) => {

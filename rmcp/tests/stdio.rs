@@ -165,7 +165,21 @@ async fn an_answer_that_does_not_fit_the_form_is_refused_and_the_task_keeps_wait
 }
 
 #[tokio::test]
-async fn tools_list_names_the_example_tools_and_the_conformance_fixtures() {
+async fn tools_list_names_the_example_tools_alone_by_default() {
+    let client = spawn_stdio_with(&[], tasks_client(), discover()).await;
+    let tools = client.list_all_tools().await.expect("tools/list answers");
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    assert_eq!(names, ["sleep", "fail", "crash", "confirm", "echo"]);
+    let refused = client
+        .call_tool(call("greet", json!({"name": "x"})))
+        .await
+        .expect_err("no fixture without --conformance");
+    assert!(refused.to_string().contains("unknown tool"), "{refused}");
+    client.cancel().await.expect("the client closes");
+}
+
+#[tokio::test]
+async fn tools_list_names_the_conformance_fixtures_with_the_flag() {
     let client = spawn_stdio(tasks_client(), discover()).await;
     let tools = client.list_all_tools().await.expect("tools/list answers");
     let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();

@@ -782,7 +782,7 @@ fn test_tool_with_task<T: TaskStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools;
+    use crate::tools::Catalog;
 
     fn meta(capabilities: Value) -> Value {
         json!({"_meta": {
@@ -832,7 +832,7 @@ mod tests {
 
     #[test]
     fn test_simple_text_leads_tools_list_and_needs_no_arguments() {
-        let tools = tools::list();
+        let tools = Catalog::WithConformance.list();
         assert_eq!(tools[0]["name"], "test_simple_text", "{tools}");
         let result = parse("test_simple_text", json!({}))
             .and_then(Fixture::run)
@@ -930,11 +930,15 @@ mod tests {
             assert_eq!(error.code, jsonrpc::INVALID_PARAMS);
         }
         assert_eq!(
-            tools::header_params("test_custom_header"),
+            Catalog::WithConformance.header_params("test_custom_header"),
             vec![("region".to_owned(), "Region".to_owned())]
         );
-        assert!(tools::header_params("greet").is_empty());
-        assert!(tools::header_params("no_such_tool").is_empty());
+        assert!(Catalog::WithConformance.header_params("greet").is_empty());
+        assert!(
+            Catalog::WithConformance
+                .header_params("no_such_tool")
+                .is_empty()
+        );
     }
 
     #[test]

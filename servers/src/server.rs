@@ -29,7 +29,7 @@ use mcp_tasks::{
 use mcp_tasks_redis::RedisTaskStore;
 use serde_json::{Value, json};
 
-use crate::tools::{self, Call};
+use crate::tools::{self, Call, Catalog};
 
 /// A request's answer: now, or from work the transport runs on a thread that may block.
 pub enum Reply {
@@ -144,35 +144,61 @@ fn server_info() -> Value {
     json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")})
 }
 
-/// The example's command line: nothing, or `--redis URL` (also `--redis=URL`). Returns the
-/// Redis URL, from the command line first, else from `MCP_TASKS_REDIS_URL` (unset or empty:
-/// none).
-///
-/// # Errors
-/// A message for an unknown argument or a `--redis` without a URL.
-pub fn redis_url() -> Result<Option<String>, String> {
-    let mut args = std::env::args().skip(1);
-    let mut url = None;
-    while let Some(arg) = args.next() {
-        if arg == "--redis" {
-            match args.next() {
-                Some(value) if !value.is_empty() => url = Some(value),
-                _ => return Err(format!("`--redis` needs a URL; {}", usage())),
-            }
-        } else if let Some(value) = arg.strip_prefix("--redis=") {
-            if value.is_empty() {
-                return Err(format!("`--redis` needs a URL; {}", usage()));
-            }
-            url = Some(value.to_owned());
-        } else {
-            return Err(format!("unknown argument `{arg}`; {}", usage()));
-        }
+/// What the example's command line and environment ask for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The shared Redis store's URL: `--redis URL` (also `--redis=URL`), else
+    /// `MCP_TASKS_REDIS_URL` (unset or empty: none, the tasks live in process).
+    pub redis: Option<String>,
+    /// The tools: the examples, and with `--conformance` (or `MCP_TASKS_CONFORMANCE=1`) the
+    /// conformance suite's fixtures too.
+    pub catalog: Catalog,
+}
+
+impl Options {
+    /// Reads the process's command line and environment.
+    ///
+    /// # Errors
+    /// A message for an unknown argument or a `--redis` without a URL.
+    pub fn from_env() -> Result<Self, String> {
+        Self::parse(std::env::args().skip(1))
     }
-    Ok(url.or_else(|| {
-        std::env::var(REDIS_URL_ENV)
-            .ok()
-            .filter(|url| !url.is_empty())
-    }))
+
+    /// Reads `args` (the command line without the program) and the environment.
+    ///
+    /// # Errors
+    /// As for [`from_env`](Self::from_env).
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut args = args.into_iter();
+        let mut url = None;
+        let mut conformance = false;
+        while let Some(arg) = args.next() {
+            if arg == tools::CONFORMANCE_FLAG {
+                conformance = true;
+            } else if arg == "--redis" {
+                match args.next() {
+                    Some(value) if !value.is_empty() => url = Some(value),
+                    _ => return Err(format!("`--redis` needs a URL; {}", usage())),
+                }
+            } else if let Some(value) = arg.strip_prefix("--redis=") {
+                if value.is_empty() {
+                    return Err(format!("`--redis` needs a URL; {}", usage()));
+                }
+                url = Some(value.to_owned());
+            } else {
+                return Err(format!("unknown argument `{arg}`; {}", usage()));
+            }
+        }
+        let redis = url.or_else(|| {
+            std::env::var(REDIS_URL_ENV)
+                .ok()
+                .filter(|url| !url.is_empty())
+        });
+        Ok(Options {
+            redis,
+            catalog: Catalog::chosen(conformance),
+        })
+    }
 }
 
 /// The running example's name (its binary's file stem).
@@ -188,9 +214,13 @@ fn example_name() -> String {
 
 fn usage() -> String {
     format!(
-        "usage: {} [--redis URL] (or {REDIS_URL_ENV}=URL), URL e.g. \
-         redis://127.0.0.1:6379 or redis+unix:///path/to/redis.sock",
-        example_name()
+        "usage: {} [--redis URL] [{}] (or {REDIS_URL_ENV}=URL, {}=1), URL e.g. \
+         redis://127.0.0.1:6379 or redis+unix:///path/to/redis.sock; {} serves the \
+         conformance suite's fixture tools too",
+        example_name(),
+        tools::CONFORMANCE_FLAG,
+        tools::CONFORMANCE_ENV,
+        tools::CONFORMANCE_FLAG
     )
 }
 
@@ -275,6 +305,8 @@ pub struct Server {
     v1: Dispatcher<Store>,
     ext: ExtDispatcher<Store>,
     capabilities: ServerTasksCapability,
+    /// The tools served.
+    catalog: Catalog,
     /// Tasks created through 2025-11-25, whose input requests the transport forwards as
     /// server-to-client requests.
     v1_tasks: Mutex<HashSet<TaskId>>,
@@ -284,7 +316,8 @@ impl Server {
     /// A server whose `tasks/list` pages hold `MCP_TASKS_PAGE_SIZE` tasks (default 50);
     /// tasks live 60 s by default and at most an hour, and suggest polling every 100 ms.
     /// They live in process, or in the shared Redis store named by `--redis URL` or
-    /// `MCP_TASKS_REDIS_URL` ([`redis_url`]).
+    /// `MCP_TASKS_REDIS_URL`; `--conformance` serves the conformance suite's fixtures too
+    /// ([`Options`]).
     ///
     /// # Errors
     /// A message for a bad command line, a store that cannot be opened, or a Redis URL
@@ -294,14 +327,20 @@ impl Server {
             .ok()
             .and_then(|size| size.parse().ok())
             .unwrap_or(protocol::DEFAULT_PAGE_SIZE);
-        let store =
-            open_store(redis_url().map_err(StartupError)?.as_deref()).map_err(StartupError)?;
+        let options = Options::from_env().map_err(StartupError)?;
+        let store = open_store(options.redis.as_deref()).map_err(StartupError)?;
         Ok(Self {
             v1: Dispatcher::new(store.clone()).with_page_size(page_size),
             ext: ExtDispatcher::new(store),
             capabilities: ServerTasksCapability::all(),
+            catalog: options.catalog,
             v1_tasks: Mutex::new(HashSet::new()),
         })
+    }
+
+    /// The tools this server serves.
+    pub fn catalog(&self) -> Catalog {
+        self.catalog
     }
 
     /// The store behind the server (to subscribe to status changes).
@@ -359,12 +398,12 @@ impl Server {
                 "protocolVersion": PROTOCOL_VERSION,
                 "capabilities": {"tools": {}, "tasks": self.capabilities},
                 "serverInfo": server_info(),
-                "instructions": tools::INSTRUCTIONS
+                "instructions": self.catalog.instructions()
             }))),
             "ping" => Reply::Now(Ok(json!({}))),
-            "tools/list" => Reply::Now(Ok(json!({"tools": tools::list()}))),
+            "tools/list" => Reply::Now(Ok(json!({"tools": self.catalog.list()}))),
             "tools/call" => {
-                let call = match parse_call(params.as_ref()) {
+                let call = match parse_call(self.catalog, params.as_ref()) {
                     Ok(call) => call,
                     Err(error) => return Reply::Now(Err(error)),
                 };
@@ -447,7 +486,7 @@ impl Server {
                     "resources": {},
                     "extensions": {ext::EXTENSION_ID: TasksExtensionCapability}
                 },
-                "instructions": tools::INSTRUCTIONS,
+                "instructions": self.catalog.instructions(),
                 "ttlMs": CACHE_TTL_MS,
                 "cacheScope": CACHE_SCOPE,
                 "_meta": {META_SERVER_INFO: server_info()}
@@ -455,7 +494,7 @@ impl Server {
             // 2026-07-28 has no `ping` (nor `initialize`): both are unknown methods there.
             "tools/list" => {
                 // The 2026-07-28 Tool has no `execution`: running as a task is server policy.
-                let mut tools = tools::list();
+                let mut tools = self.catalog.list();
                 if let Some(tools) = tools.as_array_mut() {
                     for tool in tools {
                         if let Some(tool) = tool.as_object_mut() {
@@ -498,7 +537,7 @@ impl Server {
         params: Option<Value>,
         declared: bool,
     ) -> Reply {
-        let (mut call, support) = match parse_call(params.as_ref()) {
+        let (mut call, support) = match parse_call(self.catalog, params.as_ref()) {
             Ok(call) => call,
             Err(error) => return Reply::Now(Err(error)),
         };
@@ -590,18 +629,6 @@ fn cacheable(mut result: Value) -> Value {
     result
 }
 
-/// The input schema of tool `name`, if the server has that tool (for the `Mcp-Param-*`
-/// headers its annotated arguments need).
-pub fn tool_input_schema(name: &str) -> Option<Value> {
-    let tools = tools::list();
-    tools
-        .as_array()?
-        .iter()
-        .find(|tool| tool.get("name").and_then(Value::as_str) == Some(name))?
-        .get("inputSchema")
-        .cloned()
-}
-
 /// A 2026-07-28 result: `resultType: "complete"` unless it already names its type.
 fn complete(mut result: Value) -> Value {
     if let Some(object) = result.as_object_mut() {
@@ -613,7 +640,10 @@ fn complete(mut result: Value) -> Value {
 }
 
 /// The tool call and its task support, checked before any work starts.
-fn parse_call(params: Option<&Value>) -> Result<(Call, TaskSupport), JsonRpcError> {
+fn parse_call(
+    catalog: Catalog,
+    params: Option<&Value>,
+) -> Result<(Call, TaskSupport), JsonRpcError> {
     let params = params
         .and_then(Value::as_object)
         .ok_or_else(|| invalid("tools/call needs an object `params`"))?;
@@ -621,13 +651,15 @@ fn parse_call(params: Option<&Value>) -> Result<(Call, TaskSupport), JsonRpcErro
         .get("name")
         .and_then(Value::as_str)
         .ok_or_else(|| invalid("missing string `name`"))?;
-    let support = tools::task_support(name).ok_or_else(|| tools::unknown_tool(name))?;
+    let support = catalog
+        .task_support(name)
+        .ok_or_else(|| tools::unknown_tool(name))?;
     let arguments = match params.get("arguments") {
         Some(Value::Object(arguments)) => arguments.clone(),
         None | Some(Value::Null) => JsonObject::new(),
         Some(_) => return Err(invalid("`arguments` must be an object")),
     };
-    Ok((Call::parse(name, &arguments)?, support))
+    Ok((catalog.parse(name, &arguments)?, support))
 }
 
 fn invalid(message: &str) -> JsonRpcError {

@@ -18,52 +18,150 @@ use mcp_tasks::{
     TaskStore, Working, jsonrpc,
 };
 
-/// What the example tells a client it is about (`initialize` and `server/discover`).
-pub const INSTRUCTIONS: &str = "Tools: sleep, fail, crash (task optional), confirm (task only; \
-     asks the user for input), echo (never a task). Conformance-suite fixtures: greet (never a \
-     task), slow_compute, protocol_error_job (task optional), failing_job, confirm_delete, \
-     multi_input, test_tool_with_task (task only); test_simple_text, test_reconnection, \
-     test_missing_capability, test_streaming_elicitation, test_logging_tool, \
-     test_custom_header (never a task).";
 use serde_json::{Value, json};
 
 use crate::fixtures::{self, Fixture};
 
+/// What the example tells a client it is about (`initialize` and `server/discover`).
+const INSTRUCTIONS: &str = "An example of MCP tasks. Tools: sleep {ms} (task optional: \
+     sleeps, then answers), fail (task optional: ends with a tool error), crash (task \
+     optional: ends with a JSON-RPC error), confirm {question} (task only: asks the user and \
+     reports the answer), echo {text} (never a task).";
+
+/// The same, when the conformance suite's fixtures are served too.
+const CONFORMANCE_INSTRUCTIONS: &str = "An example of MCP tasks, serving the conformance \
+     suite's fixture tools too. Tools: sleep, fail, crash (task optional), confirm (task \
+     only; asks the user for input), echo (never a task). Fixtures: greet (never a task), \
+     slow_compute, protocol_error_job (task optional), failing_job, confirm_delete, \
+     multi_input, test_tool_with_task (task only); test_simple_text, test_reconnection, \
+     test_missing_capability, test_streaming_elicitation, test_logging_tool, \
+     test_custom_header (never a task).";
+
 /// How long a handler waits for the requestor's answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The tools, as `tools/list` shows them: the conformance fixtures ([`fixtures`]), then
-/// the examples. A fixture that takes no arguments comes first (`test_simple_text`): the
-/// suite's `http-header-validation` calls the first listed tool with `{}` and expects a
-/// result.
-pub fn list() -> Value {
-    let mut tools = Value::Array(fixtures::list());
-    if let (Value::Array(tools), Value::Array(examples)) = (&mut tools, examples()) {
-        tools.extend(examples);
-    }
-    tools
+/// The command-line flag that serves the conformance suite's fixtures too.
+pub const CONFORMANCE_FLAG: &str = "--conformance";
+
+/// The environment variable that does the same (`1`).
+pub const CONFORMANCE_ENV: &str = "MCP_TASKS_CONFORMANCE";
+
+/// The tools a server lists and runs: the five example tools, and with the conformance
+/// flag the official conformance suite's fixture tools too ([`fixtures`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Catalog {
+    /// `sleep`, `fail`, `crash`, `confirm`, `echo`: what a user came to see.
+    #[default]
+    Examples,
+    /// The fixtures first, then the examples (for the conformance suite).
+    WithConformance,
 }
 
-/// The arguments of `tool` that a 2026-07-28 client mirrors into `Mcp-Param-{Name}`
-/// headers (SEP-2243), read from the `x-mcp-header` annotations of its `inputSchema`:
-/// `(argument, Name)` pairs, in schema order. Empty for a tool without any, or unknown.
-pub fn header_params(tool: &str) -> Vec<(String, String)> {
-    let tools = list();
-    let Some(schema) = tools
-        .as_array()
-        .and_then(|tools| tools.iter().find(|listed| listed["name"] == tool))
-        .and_then(|listed| listed["inputSchema"]["properties"].as_object())
-    else {
-        return Vec::new();
-    };
-    schema
-        .iter()
-        .filter_map(|(argument, property)| {
-            property["x-mcp-header"]
-                .as_str()
-                .map(|name| (argument.clone(), name.to_owned()))
-        })
-        .collect()
+impl Catalog {
+    /// The catalog a process was started for: [`Catalog::WithConformance`] if `flag` (the
+    /// command line's [`CONFORMANCE_FLAG`]) or [`CONFORMANCE_ENV`] is `1`.
+    #[must_use]
+    pub fn chosen(flag: bool) -> Self {
+        let env = std::env::var(CONFORMANCE_ENV).is_ok_and(|value| value.trim() == "1");
+        if flag || env {
+            Catalog::WithConformance
+        } else {
+            Catalog::Examples
+        }
+    }
+
+    /// Whether the conformance fixtures are served.
+    #[must_use]
+    pub fn conformance(self) -> bool {
+        self == Catalog::WithConformance
+    }
+
+    /// What the server tells a client it is about.
+    #[must_use]
+    pub fn instructions(self) -> &'static str {
+        match self {
+            Catalog::Examples => INSTRUCTIONS,
+            Catalog::WithConformance => CONFORMANCE_INSTRUCTIONS,
+        }
+    }
+
+    /// The tools, as `tools/list` shows them: the examples; with the fixtures, the
+    /// fixtures first. A fixture that takes no arguments comes first then
+    /// (`test_simple_text`): the suite's `http-header-validation` calls the first listed
+    /// tool with `{}` and expects a result.
+    #[must_use]
+    pub fn list(self) -> Value {
+        match self {
+            Catalog::Examples => examples(),
+            Catalog::WithConformance => {
+                let mut tools = fixtures::list();
+                if let Value::Array(examples) = examples() {
+                    tools.extend(examples);
+                }
+                Value::Array(tools)
+            }
+        }
+    }
+
+    /// The task support of a tool of this catalog (`None`: no such tool).
+    #[must_use]
+    pub fn task_support(self, name: &str) -> Option<TaskSupport> {
+        match name {
+            "sleep" | "fail" | "crash" => Some(TaskSupport::Optional),
+            "confirm" => Some(TaskSupport::Required),
+            "echo" => Some(TaskSupport::Forbidden),
+            other if self.conformance() => fixtures::task_support(other),
+            _ => None,
+        }
+    }
+
+    /// Reads a call of `name` with `arguments`.
+    ///
+    /// # Errors
+    /// `-32602` for a tool this catalog does not have, or missing or mistyped arguments.
+    pub fn parse(self, name: &str, arguments: &JsonObject) -> Result<Call, JsonRpcError> {
+        match name {
+            "sleep" | "fail" | "crash" | "confirm" | "echo" => Call::parse_example(name, arguments),
+            other if self.conformance() => Fixture::parse(other, arguments)
+                .map(|fixture| fixture.map(Call::Fixture))
+                .unwrap_or_else(|| Err(unknown_tool(other))),
+            other => Err(unknown_tool(other)),
+        }
+    }
+
+    /// The input schema of tool `name`, if this catalog has it (for the `Mcp-Param-*`
+    /// headers its annotated arguments need).
+    #[must_use]
+    pub fn input_schema(self, name: &str) -> Option<Value> {
+        let tools = self.list();
+        tools
+            .as_array()?
+            .iter()
+            .find(|tool| tool.get("name").and_then(Value::as_str) == Some(name))?
+            .get("inputSchema")
+            .cloned()
+    }
+
+    /// The arguments of `tool` that a 2026-07-28 client mirrors into `Mcp-Param-{Name}`
+    /// headers (SEP-2243), read from the `x-mcp-header` annotations of its `inputSchema`:
+    /// `(argument, Name)` pairs, in schema order. Empty for a tool without any, or unknown.
+    #[must_use]
+    pub fn header_params(self, tool: &str) -> Vec<(String, String)> {
+        let Some(schema) = self.input_schema(tool) else {
+            return Vec::new();
+        };
+        let Some(properties) = schema["properties"].as_object() else {
+            return Vec::new();
+        };
+        properties
+            .iter()
+            .filter_map(|(argument, property)| {
+                property["x-mcp-header"]
+                    .as_str()
+                    .map(|name| (argument.clone(), name.to_owned()))
+            })
+            .collect()
+    }
 }
 
 fn examples() -> Value {
@@ -98,16 +196,6 @@ fn examples() -> Value {
             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
         }
     ])
-}
-
-/// The task support of a known tool.
-pub fn task_support(name: &str) -> Option<TaskSupport> {
-    match name {
-        "sleep" | "fail" | "crash" => Some(TaskSupport::Optional),
-        "confirm" => Some(TaskSupport::Required),
-        "echo" => Some(TaskSupport::Forbidden),
-        other => fixtures::task_support(other),
-    }
 }
 
 /// A `CallToolResult` with one text block.
@@ -155,11 +243,8 @@ pub enum Call {
 }
 
 impl Call {
-    /// Reads a call of `name` with `arguments`.
-    ///
-    /// # Errors
-    /// `-32602` for an unknown tool or missing or mistyped arguments.
-    pub fn parse(name: &str, arguments: &JsonObject) -> Result<Call, JsonRpcError> {
+    /// Reads a call of the example tool `name` with `arguments`.
+    fn parse_example(name: &str, arguments: &JsonObject) -> Result<Call, JsonRpcError> {
         match name {
             "sleep" => arguments
                 .get("ms")
@@ -178,9 +263,7 @@ impl Call {
                 .and_then(Value::as_str)
                 .map(|t| Call::Echo(t.to_owned()))
                 .ok_or_else(|| invalid("`echo` needs a string `text`")),
-            other => Fixture::parse(other, arguments)
-                .map(|fixture| fixture.map(Call::Fixture))
-                .unwrap_or_else(|| Err(unknown_tool(other))),
+            other => Err(unknown_tool(other)),
         }
     }
 
@@ -434,4 +517,64 @@ fn confirm_task<T: TaskStore>(handle: TaskHandle<Working, T>, question: &str) ->
     };
     let _done = working.complete(text_result(text, false))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(catalog: Catalog) -> Vec<String> {
+        catalog
+            .list()
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|tool| tool["name"].as_str().expect("a name").to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_examples_alone_by_default_and_the_fixtures_only_with_the_flag() {
+        let examples = ["sleep", "fail", "crash", "confirm", "echo"];
+        assert_eq!(names(Catalog::Examples), examples);
+        assert!(!Catalog::Examples.instructions().contains("greet"));
+        let all = names(Catalog::WithConformance);
+        assert_eq!(all.len(), examples.len() + fixtures::NAMES.len());
+        assert_eq!(
+            all[0], "test_simple_text",
+            "the first listed tool takes no arguments"
+        );
+        assert!(all.ends_with(&examples.map(str::to_owned)));
+        for fixture in fixtures::NAMES {
+            assert!(all.iter().any(|name| name == fixture), "{fixture} listed");
+            assert_eq!(Catalog::Examples.task_support(fixture), None, "{fixture}");
+            let error = Catalog::Examples
+                .parse(fixture, &JsonObject::new())
+                .err()
+                .expect("not a tool of the examples");
+            assert_eq!(error.code, jsonrpc::INVALID_PARAMS, "{fixture}");
+            assert!(error.message.contains("unknown tool"), "{}", error.message);
+            assert!(
+                Catalog::WithConformance.task_support(fixture).is_some(),
+                "{fixture}"
+            );
+        }
+        for example in examples {
+            assert_eq!(
+                Catalog::Examples.task_support(example),
+                Catalog::WithConformance.task_support(example)
+            );
+        }
+        assert!(
+            Catalog::Examples
+                .header_params("test_custom_header")
+                .is_empty()
+        );
+        assert!(
+            Catalog::Examples
+                .input_schema("test_custom_header")
+                .is_none()
+        );
+        assert!(Catalog::Examples.input_schema("sleep").is_some());
+    }
 }

@@ -91,8 +91,33 @@ fn update(server: &mut Stdio, task_id: &str, responses: Value) -> Value {
 }
 
 #[test]
-fn every_fixture_is_listed_with_its_task_support() {
+fn without_the_flag_the_server_shows_the_five_example_tools_only() {
     let mut server = Stdio::start();
+    let initialized = server.initialize(json!({}));
+    let instructions = result(&initialized)["instructions"].as_str().unwrap_or("");
+    assert!(!instructions.contains("greet"), "{instructions}");
+    let listed = server.request("tools/list", json!({}));
+    let names: Vec<&str> = result(&listed)["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["sleep", "fail", "crash", "confirm", "echo"],
+        "{listed}"
+    );
+    let refused = server.request(
+        "tools/call",
+        json!({"name": "test_simple_text", "arguments": {}}),
+    );
+    assert_eq!(error_code(&refused), -32602, "{refused}");
+}
+
+#[test]
+fn every_fixture_is_listed_with_its_task_support() {
+    let mut server = Stdio::start_conformance();
     server.initialize(json!({}));
     let listed = server.request("tools/list", json!({}));
     let tools = result(&listed)["tools"].as_array().expect("tools").clone();
@@ -134,7 +159,7 @@ fn every_fixture_is_listed_with_its_task_support() {
 
 #[test]
 fn greet_answers_at_once_and_never_becomes_a_task() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     // Declared, and with a legacy `task` hint: still a plain result.
     let answer = server.request(
         "tools/call",
@@ -148,7 +173,7 @@ fn greet_answers_at_once_and_never_becomes_a_task() {
 
 #[test]
 fn slow_compute_completes_runs_inline_for_undeclared_clients_and_stops_on_cancel() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     let quick = start_task(
         &mut server,
         "slow_compute",
@@ -179,7 +204,7 @@ fn slow_compute_completes_runs_inline_for_undeclared_clients_and_stops_on_cancel
 
 #[test]
 fn failing_job_reports_a_tool_error_and_protocol_error_job_a_json_rpc_error() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     server.initialize(json!({}));
     let failing = start_task(&mut server, "failing_job", json!({}));
     let failed = terminal(&mut server, &failing);
@@ -199,7 +224,7 @@ fn failing_job_reports_a_tool_error_and_protocol_error_job_a_json_rpc_error() {
 
 #[test]
 fn a_task_only_fixture_needs_the_extension() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     let refused = server.request(
         "tools/call",
         undeclared(json!({"name": "failing_job", "arguments": {}})),
@@ -215,7 +240,7 @@ fn a_task_only_fixture_needs_the_extension() {
 
 #[test]
 fn confirm_delete_asks_once_and_reports_the_answer() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     let task = start_task(&mut server, "confirm_delete", json!({"filename": "a.txt"}));
     let waiting = input_required(&mut server, &task);
     let asked = &waiting["inputRequests"]["confirm"];
@@ -259,7 +284,7 @@ fn confirm_delete_asks_once_and_reports_the_answer() {
 
 #[test]
 fn multi_input_waits_for_both_answers_one_at_a_time() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     let task = start_task(&mut server, "multi_input", json!({}));
     let waiting = input_required(&mut server, &task);
     let mut keys: Vec<&String> = waiting["inputRequests"]
@@ -290,7 +315,7 @@ fn multi_input_waits_for_both_answers_one_at_a_time() {
 
 #[test]
 fn test_tool_with_task_asks_before_the_task_exists() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     let call = |extra: Value| {
         let mut params = json!({"name": "test_tool_with_task", "arguments": {}});
         for (key, value) in extra.as_object().expect("object") {
@@ -336,7 +361,7 @@ fn test_tool_with_task_asks_before_the_task_exists() {
 
 #[test]
 fn the_diagnostic_fixtures_answer_at_once_in_both_generations() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     // 2026-07-28, not declaring the extension: never a task.
     for (name, arguments, expected) in [
         ("test_simple_text", json!({}), fixtures::SIMPLE_TEXT),
@@ -368,7 +393,7 @@ fn the_diagnostic_fixtures_answer_at_once_in_both_generations() {
     );
     assert_eq!(result(&answer)["resultType"], "complete", "{answer}");
     // 2025-11-25.
-    let mut legacy = Stdio::start();
+    let mut legacy = Stdio::start_conformance();
     legacy.initialize(json!({}));
     let answer = legacy.request(
         "tools/call",
@@ -379,7 +404,7 @@ fn the_diagnostic_fixtures_answer_at_once_in_both_generations() {
 
 #[test]
 fn test_missing_capability_names_sampling_in_its_minus_32021() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     let refused = server.request(
         "tools/call",
         undeclared(json!({"name": "test_missing_capability", "arguments": {}})),
@@ -401,7 +426,7 @@ fn test_missing_capability_names_sampling_in_its_minus_32021() {
 
 #[test]
 fn test_streaming_elicitation_asks_in_the_result_then_greets() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     let call = |extra: Value| {
         let mut params = json!({"name": "test_streaming_elicitation", "arguments": {}});
         for (key, value) in extra.as_object().expect("object") {
@@ -448,7 +473,7 @@ fn test_streaming_elicitation_asks_in_the_result_then_greets() {
 
 #[test]
 fn under_2025_11_25_the_input_fixtures_ask_through_elicitation() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     server.initialize(json!({"elicitation": {"form": {}}}));
     let created = server.request(
         "tools/call",
@@ -469,7 +494,7 @@ fn under_2025_11_25_the_input_fixtures_ask_through_elicitation() {
 
 #[test]
 fn bad_fixture_arguments_are_invalid_params() {
-    let mut server = Stdio::start();
+    let mut server = Stdio::start_conformance();
     for (name, arguments) in [
         ("greet", json!({})),
         ("greet", json!({"name": 7})),
@@ -622,8 +647,11 @@ fn post_from(addr: &str, origin: Option<&str>, method: &str, params: Value) -> (
 #[test]
 fn the_anonymous_mode_serves_one_owner_on_loopback() {
     for addr in ["127.0.0.1:0", "[::1]:0"] {
-        let (mut child, started) =
-            http_server(&[("MCP_TASKS_ANONYMOUS", "1"), ("MCP_TASKS_HTTP_ADDR", addr)]);
+        let (mut child, started) = http_server(&[
+            ("MCP_TASKS_ANONYMOUS", "1"),
+            ("MCP_TASKS_CONFORMANCE", "1"),
+            ("MCP_TASKS_HTTP_ADDR", addr),
+        ]);
         let _stop = Stop(&mut child);
         let listening = match started {
             Ok(listening) => listening,

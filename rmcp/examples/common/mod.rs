@@ -13,7 +13,7 @@ use mcp_tasks::{TaskRegistry, TaskStore};
 use mcp_tasks_rmcp::{
     TaskContext, TaskExit, TaskManager, TaskOptions, declares_tasks, text_result,
 };
-use mcp_tasks_servers::tools::{self, Call};
+use mcp_tasks_servers::tools::{self, CONFORMANCE_FLAG, Call, Catalog};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InputRequest,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -32,35 +32,44 @@ const POLL_INTERVAL_MS: u64 = 100;
 #[derive(Clone)]
 pub struct ExampleServer {
     pub tasks: TaskManager<Store>,
+    /// The tools served.
+    pub catalog: Catalog,
 }
 
 impl ExampleServer {
-    /// A server keeping its tasks in `store`.
-    pub fn new(store: Store) -> Self {
+    /// A server keeping its tasks in `store`, serving `catalog`'s tools.
+    pub fn new(store: Store, catalog: Catalog) -> Self {
         Self {
             // A `tasks/update` answer that does not fit its form is refused (-32602) and
             // the task keeps waiting.
             tasks: TaskManager::new(store).with_answer_check(tools::check_answer),
+            catalog,
         }
     }
 }
 
-/// The store named on the command line: `--redis URL` for `RedisTaskStore` (feature
-/// `redis`), else a fresh in-process registry. Other arguments are returned.
-pub fn store_from_args() -> Result<(Store, Vec<String>), String> {
+/// What the command line asks of every example: the store (`--redis URL` for
+/// `RedisTaskStore`, feature `redis`; else a fresh in-process registry) and the tools (the
+/// examples; with `--conformance` or `MCP_TASKS_CONFORMANCE=1` the conformance suite's
+/// fixtures too). Other arguments are returned.
+pub fn from_args() -> Result<(Store, Catalog, Vec<String>), String> {
     let mut rest = Vec::new();
     let mut redis = None;
+    let mut conformance = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         if arg == "--redis" {
             redis = Some(args.next().ok_or("--redis needs a url")?);
+        } else if arg == CONFORMANCE_FLAG {
+            conformance = true;
         } else {
             rest.push(arg);
         }
     }
+    let catalog = Catalog::chosen(conformance);
     match redis {
-        None => Ok((Arc::new(TaskRegistry::new()), rest)),
-        Some(url) => redis_store(&url).map(|store| (store, rest)),
+        None => Ok((Arc::new(TaskRegistry::new()), catalog, rest)),
+        Some(url) => redis_store(&url).map(|store| (store, catalog, rest)),
     }
 }
 
@@ -88,7 +97,7 @@ impl ServerHandler for ExampleServer {
             "mcp-tasks-rmcp-example",
             env!("CARGO_PKG_VERSION"),
         ))
-        .with_instructions(tools::INSTRUCTIONS)
+        .with_instructions(self.catalog.instructions())
     }
 
     async fn list_tools(
@@ -96,7 +105,7 @@ impl ServerHandler for ExampleServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = serde_json::from_value(tools::list())
+        let tools = serde_json::from_value(self.catalog.list())
             .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -107,8 +116,11 @@ impl ServerHandler for ExampleServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.clone().unwrap_or_default();
-        let mut call = Call::parse(&request.name, &arguments).map_err(error)?;
-        let support = tools::task_support(call.name());
+        let mut call = self
+            .catalog
+            .parse(&request.name, &arguments)
+            .map_err(error)?;
+        let support = self.catalog.task_support(call.name());
         // The tools that only run as tasks need the extension.
         if support == Some(TaskSupport::Required) && !declares_tasks(&context) {
             return Err(ErrorData::missing_required_client_capability(

@@ -6,7 +6,8 @@
 //!
 //! Tools: `sleep` {ms}, `fail` {} (a tool error) and `crash` {} (a JSON-RPC error), task
 //! optional; `confirm` {question} (task required; asks the user for input); `echo` {text}
-//! (never a task).
+//! (never a task). With `--conformance` (or `MCP_TASKS_CONFORMANCE=1`), the official
+//! conformance suite's fixture tools too.
 //!
 //! It speaks both generations of MCP tasks from one registry and one set of handlers:
 //! - 2025-11-25 after `initialize`: `ping`, `tools/list`, `tools/call` (with `task`),

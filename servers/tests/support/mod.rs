@@ -52,9 +52,21 @@ pub struct Stdio {
 }
 
 impl Stdio {
+    /// The stdio server with the example tools.
     pub fn start() -> Self {
+        Self::start_args(&[])
+    }
+
+    /// The stdio server with the conformance suite's fixtures too (`--conformance`).
+    pub fn start_conformance() -> Self {
+        Self::start_args(&["--conformance"])
+    }
+
+    fn start_args(args: &[&str]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stdio_server"));
+        command.args(args).env_remove("MCP_TASKS_CONFORMANCE");
         Stdio {
-            child: LineChild::spawn(env!("CARGO_BIN_EXE_stdio_server")),
+            child: LineChild::spawn_command(command),
             next_id: 0,
             seen: Vec::new(),
         }
@@ -141,19 +153,12 @@ impl Stdio {
     }
 }
 
-/// The `mcp_http` binary, built once per test process from `http/` (its own cargo
-/// workspace, so `cargo test` here does not build it) with the `redis` feature when these
-/// tests have it. `CARGO_TARGET_DIR` is honoured (the nested cargo inherits it).
-///
-/// The binary is hard-linked to a name of its own per feature set (`mcp_http.tests` or
-/// `mcp_http.tests-redis`), so a build with the other feature set, which replaces
-/// `mcp_http`, does not change the binary these tests run.
+/// The `mcp_http` binary, found or built once per test process ([`mcp_http::build`]: the
+/// `mcp-tasks-http` package is not a dependency of these tests, so `cargo test` here does
+/// not build it unless they run).
 pub fn mcp_http() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let redis = cfg!(feature = "redis");
-        mcp_http::build(redis, if redis { "tests-redis" } else { "tests" })
-    })
+    BINARY.get_or_init(|| mcp_http::build("tests"))
 }
 
 /// The HTTP server, running on a free port, with principal `alice` (token `token-a`).
@@ -179,6 +184,7 @@ impl Http {
         let mut command = Command::new(mcp_http());
         command
             .env_remove("MCP_TASKS_REDIS_URL")
+            .env_remove("MCP_TASKS_CONFORMANCE")
             .env("MCP_TASKS_TOKENS", "alice=token-a")
             .env_remove("MCP_TASKS_TOKENS_FILE")
             .env("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0");
