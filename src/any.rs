@@ -164,6 +164,18 @@ impl AnyTask {
         }
     }
 
+    /// The attempts of a redeliverable task ([`Task::attempts`]).
+    #[must_use]
+    pub fn attempts(&self) -> Option<crate::store::Attempts> {
+        each!(self, task => task.attempts())
+    }
+
+    /// The last checkpoint of its handler ([`Task::checkpoint`]).
+    #[must_use]
+    pub fn checkpoint(&self) -> Option<&serde_json::Value> {
+        each!(self, task => task.checkpoint())
+    }
+
     /// Whether the requestor asked to cancel this task ([`Task::cancel_requested`]).
     #[must_use]
     pub fn cancel_requested(&self) -> bool {

@@ -55,14 +55,16 @@ pub use crate::store::cursor::CursorKey;
 pub use crate::store::notify::Notifier;
 pub use crate::store::record::{decode, encode};
 pub use crate::store::wait::{Events, Listener, Mark, Probe, block, cancel_seen, future};
-pub use crate::store::{LeaseHolder, handle_conflict, take_answers};
+pub use crate::store::{LeaseHolder, attempts_exhausted, handle_conflict, take_answers};
 
 use crate::any::AnyTask;
 use crate::clock::Timestamp;
 use crate::id::TaskId;
 
 #[doc(no_inline)]
-pub use crate::{Error, Lease, LeasePolicy, Step, Update};
+pub use crate::{
+    Attempts, Claim, ClaimBackoff, Error, Lease, LeasePolicy, Redelivery, Step, Update,
+};
 
 /// The message (and `-32603` error) of a task whose lease lapsed: its instance stopped
 /// renewing it before the task finished.

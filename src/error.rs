@@ -182,6 +182,24 @@ pub enum Error {
         task_id: String,
     },
 
+    /// A handler's write to a redeliverable task that another instance has claimed since
+    /// (its lease lapsed, or it was handed over): the attempt this handler runs is no longer
+    /// the task's, so nothing it writes is stored. `-32603`.
+    ///
+    /// The handler should stop: the task runs again elsewhere.
+    #[error(
+        "task `{}` runs as attempt {current} now: attempt {attempt} no longer owns it",
+        shorten(task_id)
+    )]
+    Superseded {
+        /// The task id.
+        task_id: String,
+        /// The attempt the writer runs.
+        attempt: u32,
+        /// The task's attempt now.
+        current: u32,
+    },
+
     /// A wait for a result ended before the task finished. `-32603`.
     #[error("task `{}` did not finish within {waited:?}", shorten(task_id))]
     Timeout {
@@ -288,6 +306,7 @@ impl Error {
             Error::LimitExceeded { .. }
             | Error::CancelRequested { .. }
             | Error::NothingToWaitFor { .. }
+            | Error::Superseded { .. }
             | Error::Timeout { .. }
             | Error::InvalidConfig(_)
             | Error::Store { .. }

@@ -114,11 +114,15 @@ pub type InputRequests = Keyed<InputRequest>;
 pub type InputResponses = Keyed<JsonObject>;
 
 /// What a task keeps across `working` and `input_required`: the wire keys it ever issued
-/// (so none is reused) and whether the requestor asked for cancellation.
+/// (so none is reused), whether the requestor asked for cancellation, and for a task that
+/// may run again ([`Redelivery`](crate::Redelivery)) its attempts and its handler's last
+/// checkpoint. None of it is shown on the wire.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Progress {
     pub(crate) issued: BTreeSet<String>,
     pub(crate) cancel_requested: bool,
+    pub(crate) attempts: Option<crate::store::Attempts>,
+    pub(crate) checkpoint: Option<Arc<serde_json::Value>>,
 }
 
 /// The data of a `working` task: nothing until it has asked for input or been asked to

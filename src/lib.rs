@@ -138,8 +138,9 @@ pub use status::{
     HasResult, InputRequired, NonTerminal, TaskState, TaskStatus, UnknownStatus, Working,
 };
 pub use store::{
-    Lease, LeasePolicy, Limits, MAX_PAGE_SIZE, Owner, StatusChange, Step, StoreFuture, Subscriber,
-    SubscriptionId, TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
+    Attempts, Claim, ClaimBackoff, Lease, LeasePolicy, Limits, MAX_ATTEMPTS, MAX_CHECKPOINT_BYTES,
+    MAX_PAGE_SIZE, Owner, Redelivery, StatusChange, Step, StoreFuture, Subscriber, SubscriptionId,
+    TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
 };
 pub use task::{Change, Finished, Task};
 

@@ -105,6 +105,17 @@ impl Task<Working> {
             state: PhantomData,
         }
     }
+
+    /// The same new task, declared redeliverable: its first attempt of at most
+    /// `max_attempts` (clamped to `1..=`[`MAX_ATTEMPTS`](crate::MAX_ATTEMPTS)). A store
+    /// does this for a request [`with_redelivery`](crate::TaskRequest::with_redelivery).
+    pub fn with_attempts(mut self, max_attempts: u32) -> Self {
+        self.data.progress_mut().attempts = Some(crate::store::Attempts {
+            attempt: 1,
+            max: max_attempts.clamp(1, crate::store::MAX_ATTEMPTS),
+        });
+        self
+    }
 }
 
 impl<S: TaskState> Task<S> {
@@ -321,6 +332,48 @@ impl<S: TaskState> Task<S> {
     pub fn cancel_requested(&self) -> bool {
         self.progress()
             .is_some_and(|progress| progress.cancel_requested)
+    }
+
+    /// The attempts of a redeliverable task (see [`Redelivery`](crate::Redelivery));
+    /// `None` for a task that runs once. Never shown on the wire.
+    #[must_use]
+    pub fn attempts(&self) -> Option<crate::store::Attempts> {
+        self.progress().and_then(|progress| progress.attempts)
+    }
+
+    /// The last checkpoint its handler saved
+    /// ([`TaskHandle::checkpoint`](crate::TaskHandle::checkpoint)). Never shown on the
+    /// wire.
+    #[must_use]
+    pub fn checkpoint(&self) -> Option<&serde_json::Value> {
+        self.progress()
+            .and_then(|progress| progress.checkpoint.as_deref())
+    }
+
+    /// Saves a handler's checkpoint in the task, without changing its status.
+    pub(crate) fn set_checkpoint(&mut self, checkpoint: serde_json::Value, at: Timestamp)
+    where
+        S: NonTerminal,
+    {
+        if let Some(progress) = crate::status::StateData::progress_mut(&mut self.data) {
+            progress.checkpoint = Some(Arc::new(checkpoint));
+        }
+        self.last_updated_at = self.last_updated_at.max(at);
+    }
+
+    /// Moves a redeliverable task on to its next attempt (a claim), without changing its
+    /// status. Answers the new attempts, or `None` if none is left (nothing changes then).
+    pub(crate) fn next_attempt(&mut self) -> Option<crate::store::Attempts>
+    where
+        S: NonTerminal,
+    {
+        let progress = crate::status::StateData::progress_mut(&mut self.data)?;
+        let attempts = progress.attempts.as_mut()?;
+        if !attempts.left() {
+            return None;
+        }
+        attempts.attempt += 1;
+        Some(*attempts)
     }
 
     /// Records that the requestor asked to cancel this task, without changing its status.

@@ -30,7 +30,7 @@ use crate::id::TaskId;
 use crate::input::InputResponses;
 use crate::status::Working;
 use crate::store::{
-    CursorKey, Events, Limits, MAX_PAGE_SIZE, Notifier, Owner, Probe, Step, StoreFuture,
+    CursorKey, Events, Lease, Limits, MAX_PAGE_SIZE, Notifier, Owner, Probe, Step, StoreFuture,
     Subscriber, SubscriptionId, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
     wait,
 };
@@ -243,9 +243,14 @@ impl TaskRegistry {
         let ttl = self.shared.ttl.effective(request.ttl);
         let poll_interval = request.poll_interval.or(self.shared.poll_interval);
         let now = self.now();
-        let task = Task::new(TaskId::from_uuid(uuid), now)
+        let mut task = Task::new(TaskId::from_uuid(uuid), now)
             .with_ttl(ttl)
             .with_poll_interval(poll_interval);
+        // Redelivery is a no-op here (no other instance): the task keeps its attempts and
+        // checkpoints, and nothing ever claims it.
+        if let Some(redelivery) = request.redelivery() {
+            task = task.with_attempts(redelivery.max_attempts());
+        }
         let limits = self.shared.limits;
         let mut request = Some(request);
         // Expired tasks of other owners still count towards the total until their shards
@@ -617,6 +622,21 @@ impl TaskStore for TaskRegistry {
 
     fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error> {
         self.store_new(owner, request).map(|(_, task)| task)
+    }
+
+    /// No lease (a task cannot outlive this process); a redeliverable task's handle runs
+    /// its first and only attempt.
+    fn insert_leased(
+        &self,
+        owner: &Owner,
+        request: TaskRequest,
+    ) -> Result<(Task<Working>, Lease), Error> {
+        let (_, task) = self.store_new(owner, request)?;
+        let lease = match task.attempts() {
+            Some(attempts) => Lease::none().for_attempt(attempts.attempt()),
+            None => Lease::none(),
+        };
+        Ok((task, lease))
     }
 
     fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {

@@ -52,6 +52,14 @@ struct Held<T: TaskStore> {
 }
 
 impl<T: TaskStore> TaskHandle<Working, T> {
+    /// The handle of a task this instance claimed for its next attempt
+    /// ([`TaskStore::claim`]): the claim's lease moves into it, so its writes are fenced by
+    /// the attempt, and dropping it unfinished fails the task as for any handle (unless
+    /// another instance claims it meanwhile).
+    pub fn claimed(store: T, claim: crate::store::Claim) -> Self {
+        Self::new(store, claim.task.id().clone(), claim.owner, claim.lease)
+    }
+
     pub(crate) fn new(store: T, id: TaskId, owner: Owner, lease: Lease) -> Self {
         TaskHandle {
             held: Held {
@@ -169,7 +177,7 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
         let TaskHandle {
             mut held, message, ..
         } = self;
-        let update = Update::step(S::STATUS, transition, message);
+        let update = Update::step(S::STATUS, transition, message).fenced(held.lease.attempt());
         match held.store.update(&held.owner, &held.key, update) {
             Ok(_) => Ok(TaskHandle {
                 held,
@@ -188,9 +196,36 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     /// Applies a finishing move (legal from either unfinished status); the handle is spent.
     fn end(mut self, transition: Transition) -> Result<AnyTask, Error> {
         self.held.armed = false;
-        let update = Update::end(transition, self.message.take());
+        let update = Update::end(transition, self.message.take()).fenced(self.held.lease.attempt());
         let held = &self.held;
         held.store.update(&held.owner, &held.key, update)
+    }
+
+    /// The attempt this handle runs, for a redeliverable task (from 1); `None` for a task
+    /// that runs once.
+    #[must_use]
+    pub fn attempt(&self) -> Option<u32> {
+        self.held.lease.attempt()
+    }
+
+    /// Saves a checkpoint in the task: a small progress value (at most
+    /// [`MAX_CHECKPOINT_BYTES`](crate::MAX_CHECKPOINT_BYTES) as JSON: a step, a cursor, the
+    /// answers already consumed) that a later attempt of a redeliverable task reads back
+    /// ([`Claim::checkpoint`](crate::Claim)), to resume from there instead of from zero.
+    /// One write, never shown to clients, never told to subscribers; each replaces the
+    /// last.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParams`] for a checkpoint over the limit (nothing is written);
+    /// [`Error::Superseded`] if another instance runs the task now; as for the transitions
+    /// if the task was cancelled, expired or removed meanwhile.
+    pub fn checkpoint(&self, checkpoint: serde_json::Value) -> Result<(), Error>
+    where
+        S: NonTerminal,
+    {
+        let held = &self.held;
+        let update = Update::checkpoint(checkpoint)?.fenced(held.lease.attempt());
+        held.store.update(&held.owner, &held.key, update).map(drop)
     }
 
     /// Replaces the status message now (a progress note), without a transition.
@@ -203,7 +238,11 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
     {
         let held = &self.held;
         held.store
-            .update(&held.owner, &held.key, Update::message(S::STATUS, message))
+            .update(
+                &held.owner,
+                &held.key,
+                Update::message(S::STATUS, message).fenced(held.lease.attempt()),
+            )
             .map(drop)
     }
 
@@ -346,9 +385,11 @@ fn broken_contract(answered: TaskStatus, expected: &str) -> Error {
 impl<T: TaskStore> Drop for Held<T> {
     fn drop(&mut self) {
         if self.armed {
-            let _ = self
-                .store
-                .update(&self.owner, &self.key, Update::abandon(DROPPED));
+            let _ = self.store.update(
+                &self.owner,
+                &self.key,
+                Update::abandon(DROPPED).fenced(self.lease.attempt()),
+            );
         }
     }
 }

@@ -29,29 +29,53 @@ pub trait LeaseHolder: Send + Sync {
 /// Backends without leases (the in-process registry, and any store by default) hand out
 /// [`Lease::none`]. Dropping a lease stops its renewal.
 #[must_use = "dropping a lease stops its renewal"]
-pub struct Lease(Option<Box<dyn LeaseHolder>>);
+pub struct Lease {
+    holder: Option<Box<dyn LeaseHolder>>,
+    /// The attempt of a redeliverable task this lease runs.
+    attempt: Option<u32>,
+}
 
 impl Lease {
     /// No lease: the task is not watched for its handler's death.
     pub fn none() -> Self {
-        Lease(None)
+        Lease {
+            holder: None,
+            attempt: None,
+        }
     }
 
     /// A lease a backend renews until the holder ends or releases it.
     pub fn held(holder: Box<dyn LeaseHolder>) -> Self {
-        Lease(Some(holder))
+        Lease {
+            holder: Some(holder),
+            attempt: None,
+        }
+    }
+
+    /// The same lease, for attempt `attempt` of a redeliverable task: every write of the
+    /// handle holding it is fenced by the attempt ([`Error::Superseded`] once the task
+    /// runs another).
+    pub fn for_attempt(mut self, attempt: u32) -> Self {
+        self.attempt = Some(attempt);
+        self
     }
 
     /// Whether the store renews this lease (false for [`Lease::none`]).
     #[must_use]
     pub fn is_held(&self) -> bool {
-        self.0.is_some()
+        self.holder.is_some()
+    }
+
+    /// The attempt this lease runs, for a redeliverable task.
+    #[must_use]
+    pub fn attempt(&self) -> Option<u32> {
+        self.attempt
     }
 
     /// Gives the lease up in the store: the task is driven by id from now on and never
     /// lapses.
     pub(crate) fn release(mut self) {
-        if let Some(holder) = self.0.take() {
+        if let Some(holder) = self.holder.take() {
             holder.release();
         }
     }
@@ -59,7 +83,7 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if let Some(holder) = self.0.take() {
+        if let Some(holder) = self.holder.take() {
             holder.end();
         }
     }
@@ -69,6 +93,7 @@ impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lease")
             .field("held", &self.is_held())
+            .field("attempt", &self.attempt)
             .finish()
     }
 }

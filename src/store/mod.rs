@@ -18,6 +18,7 @@ pub(crate) mod notify;
 mod owner;
 mod policy;
 pub(crate) mod record;
+mod redelivery;
 mod update;
 pub(crate) mod wait;
 
@@ -39,6 +40,10 @@ pub(crate) use notify::Notifier;
 pub use notify::{StatusChange, SubscriptionId};
 pub use owner::Owner;
 pub use policy::{Limits, TtlPolicy};
+pub use redelivery::{
+    Attempts, Claim, ClaimBackoff, MAX_ATTEMPTS, MAX_CHECKPOINT_BYTES, Redelivery,
+    attempts_exhausted,
+};
 pub use update::{Step, Update};
 pub use update::{handle_conflict, take_answers};
 pub use wait::StoreFuture;
@@ -61,6 +66,7 @@ pub struct TaskRequest {
     pub(crate) method: String,
     pub(crate) ttl: Option<u64>,
     pub(crate) poll_interval: Option<u64>,
+    pub(crate) redelivery: Option<Redelivery>,
 }
 
 impl TaskRequest {
@@ -72,6 +78,7 @@ impl TaskRequest {
             method: method.into(),
             ttl: None,
             poll_interval: None,
+            redelivery: None,
         }
     }
 
@@ -88,6 +95,22 @@ impl TaskRequest {
     pub fn with_poll_interval(mut self, poll_interval: Option<u64>) -> Self {
         self.poll_interval = poll_interval;
         self
+    }
+
+    /// The same request, for a task whose work may run again from the start on another
+    /// instance when the one running it stops ([`Redelivery`]; see the
+    /// [`TaskStore::claim`] docs). A store without other instances keeps the attempts and
+    /// ignores the rest.
+    #[must_use]
+    pub fn with_redelivery(mut self, redelivery: Redelivery) -> Self {
+        self.redelivery = Some(redelivery);
+        self
+    }
+
+    /// The redelivery the request asks for, if any.
+    #[must_use]
+    pub fn redelivery(&self) -> Option<&Redelivery> {
+        self.redelivery.as_ref()
     }
 
     /// The JSON-RPC id of the originating request.
@@ -311,6 +334,61 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug {
     /// task, called outside the store's locks, in the order of each task's changes. A
     /// panicking subscriber is contained and keeps its registration.
     fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId;
+
+    /// Claims one claimable task for its next attempt, if any: a task created with
+    /// [`TaskRequest::with_redelivery`] whose instance stopped (its lease lapsed, and the
+    /// [`ClaimBackoff`] passed) or handed it over ([`hand_over`](Self::hand_over)), with
+    /// attempts left. Atomic: of the instances claiming at once, one gets it, with a new
+    /// lease and the next attempt; the old holder's late writes are refused from then on
+    /// ([`Error::Superseded`]).
+    ///
+    /// The default, for stores whose tasks cannot outlive their process (the registry):
+    /// nothing is ever claimable.
+    ///
+    /// # Errors
+    /// A backend's own failure as [`Error::Store`].
+    fn claim(&self) -> Result<Option<Claim>, Error> {
+        Ok(None)
+    }
+
+    /// Blocks until a task may have become claimable (a lease lapsed, a task was handed
+    /// over, a back-off passed), or `timeout` passes: a claim loop's sleep between
+    /// [`claim`](Self::claim)s, woken by the store's notifications rather than by polling.
+    /// It may return early; claim to find out.
+    ///
+    /// The default sleeps `timeout` (an hour without one): nothing is ever claimable.
+    ///
+    /// # Errors
+    /// A backend's own failure as [`Error::Store`].
+    fn wait_for_claimable(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        std::thread::sleep(timeout.unwrap_or(Duration::from_secs(3_600)));
+        Ok(())
+    }
+
+    /// Gives up this instance's lease on the redeliverable task `task_id` so that another
+    /// instance claims it at once (a graceful shutdown's hand-over): answers `true` if it
+    /// was handed over, `false` if the task is not redeliverable, not leased by this
+    /// instance, or has no attempts left (then fail it as before). The handler still
+    /// running here is superseded once another instance claims the task.
+    ///
+    /// The default hands nothing over.
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get); a backend's own failure as
+    /// [`Error::Store`].
+    fn hand_over(&self, owner: &Owner, task_id: &str) -> Result<bool, Error> {
+        let _ = (owner, task_id);
+        Ok(false)
+    }
+
+    /// The job stored with the redeliverable task `task_id` ([`Redelivery::job`]), if it
+    /// has one (a store without redelivery answers `None`).
+    ///
+    /// # Errors
+    /// [`Error::TaskNotFound`] as for [`get`](Self::get).
+    fn job(&self, owner: &Owner, task_id: &str) -> Result<Option<JsonObject>, Error> {
+        self.get(owner, task_id).map(|_| None)
+    }
 
     /// Removes a subscriber; returns whether it was registered.
     fn unsubscribe(&self, id: SubscriptionId) -> bool;
@@ -547,6 +625,22 @@ impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
 
     fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
         (**self).add_subscriber(subscriber)
+    }
+
+    fn claim(&self) -> Result<Option<Claim>, Error> {
+        (**self).claim()
+    }
+
+    fn wait_for_claimable(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        (**self).wait_for_claimable(timeout)
+    }
+
+    fn hand_over(&self, owner: &Owner, task_id: &str) -> Result<bool, Error> {
+        (**self).hand_over(owner, task_id)
+    }
+
+    fn job(&self, owner: &Owner, task_id: &str) -> Result<Option<JsonObject>, Error> {
+        (**self).job(owner, task_id)
     }
 
     fn unsubscribe(&self, id: SubscriptionId) -> bool {

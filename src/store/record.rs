@@ -52,6 +52,14 @@ struct Record {
     result: Option<JsonObject>,
     #[serde(rename = "e", default, skip_serializing_if = "Option::is_none")]
     error: Option<JsonRpcError>,
+    /// A redeliverable task's attempt and bound.
+    #[serde(rename = "ra", default, skip_serializing_if = "Option::is_none")]
+    attempt: Option<u32>,
+    #[serde(rename = "rm", default, skip_serializing_if = "Option::is_none")]
+    max_attempts: Option<u32>,
+    /// The handler's last checkpoint.
+    #[serde(rename = "c", default, skip_serializing_if = "Option::is_none")]
+    checkpoint: Option<serde_json::Value>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)]
@@ -71,6 +79,9 @@ pub fn encode(task: &AnyTask) -> String {
     let mut progress = |p: &Progress| {
         record.cancel_requested = p.cancel_requested;
         record.issued = p.issued.clone();
+        record.attempt = p.attempts.map(|attempts| attempts.attempt);
+        record.max_attempts = p.attempts.map(|attempts| attempts.max);
+        record.checkpoint = p.checkpoint.as_deref().cloned();
     };
     match task {
         AnyTask::Working(task) => {
@@ -116,9 +127,18 @@ pub fn decode(
     let corrupt = |what: String| Error::store(format!("task `{id}` is unreadable: {what}"));
     let status: TaskStatus = status.parse().map_err(|err| corrupt(format!("{err}")))?;
     let record: Record = serde_json::from_str(body).map_err(|err| corrupt(err.to_string()))?;
+    let attempts = match (record.attempt, record.max_attempts) {
+        (Some(attempt), Some(max)) if (1..=max).contains(&attempt) => {
+            Some(crate::store::Attempts { attempt, max })
+        }
+        (None, None) => None,
+        _ => return Err(corrupt("an attempt outside its bound".to_owned())),
+    };
     let progress = Progress {
         issued: record.issued,
         cancel_requested: record.cancel_requested,
+        attempts,
+        checkpoint: record.checkpoint.map(Arc::new),
     };
     let outcome = match (record.result, record.error) {
         (Some(result), None) => Some(Arc::new(Outcome::Result(result))),
@@ -185,6 +205,7 @@ mod tests {
     use super::*;
     use crate::any::Transition;
     use crate::input::InputRequest;
+    use crate::store::{Step, Update};
     use crate::task::Change;
     use serde_json::json;
 
@@ -210,6 +231,20 @@ mod tests {
                 .with_poll_interval(Some(100))
         };
         round_trip(new().into_any());
+        let mut redelivered = new().with_attempts(3).into_any();
+        if let Step::Quiet(task) = Update::checkpoint(json!({"step": 2}))
+            .unwrap()
+            .apply(redelivered.clone(), t0.plus_millis(1))
+        {
+            redelivered = task;
+        }
+        assert!(redelivered.checkpoint().is_some());
+        round_trip(redelivered.clone());
+        if let Step::Changed(task) = Update::claim().apply(redelivered, t0.plus_millis(2)) {
+            round_trip(task);
+        } else {
+            panic!("claimed");
+        }
         let mut asked = new();
         asked.request_cancel(t0.plus_millis(1));
         round_trip(asked.clone().into_any());

@@ -50,7 +50,12 @@ impl From<Result<AnyTask, TransitionError>> for Step {
 /// that decides an update against a stored task, for every backend.
 #[derive(Debug, Clone, PartialEq)]
 #[must_use = "an update does nothing until a store applies it"]
-pub struct Update(Op);
+pub struct Update {
+    op: Op,
+    /// The attempt of the handler that writes, for a redeliverable task's handle: the
+    /// update is refused ([`Error::Superseded`]) once the task runs another attempt.
+    fence: Option<u32>,
+}
 
 #[derive(Debug, Clone, PartialEq)]
 enum Op {
@@ -69,13 +74,23 @@ enum Op {
     End(Transition, Option<String>),
     /// The handle was dropped before its task finished.
     Abandon(String),
+    /// A handler's checkpoint, from an unfinished status.
+    Checkpoint(Value),
+    /// Another instance takes the task on for its next attempt.
+    Claim,
+}
+
+impl From<Op> for Update {
+    fn from(op: Op) -> Self {
+        Update { op, fence: None }
+    }
 }
 
 impl Update {
     /// `tasks/cancel`: the task becomes `cancelled` now. Refused with
     /// [`Error::AlreadyTerminal`] (`-32602`, holding the task) if it is already terminal.
     pub fn cancel(status_message: Option<String>) -> Self {
-        Update(Op::Cancel(status_message))
+        Update::from(Op::Cancel(status_message))
     }
 
     /// The SDKs' `updateTaskStatus`: move to `status` with `status_message` (the same
@@ -96,7 +111,7 @@ impl Update {
                 )));
             }
         };
-        Ok(Update(Op::Status(status, transition, status_message)))
+        Ok(Update::from(Op::Status(status, transition, status_message)))
     }
 
     /// The SDKs' `storeTaskResult`: the terminal `status` with its `outcome`, which can
@@ -133,46 +148,46 @@ impl Update {
                 )));
             }
         };
-        Ok(Update(Op::Result(transition)))
+        Ok(Update::from(Op::Result(transition)))
     }
 
     /// Answers to input requests, by wire key. Answers to unknown or answered keys, answers
     /// that are not objects, and answers to a task no longer waiting are ignored.
     pub fn respond(responses: JsonObject) -> Self {
-        Update(Op::Respond(responses))
+        Update::from(Op::Respond(responses))
     }
 
     /// The tasks extension's cooperative `tasks/cancel`: sets the cancel-requested flag of
     /// an unfinished task; a terminal task is left as it is.
     pub fn request_cancel() -> Self {
-        Update(Op::RequestCancel)
+        Update::from(Op::RequestCancel)
     }
 
     /// A new retention time (already bounded by the store's policy).
     pub fn ttl(ttl: Option<u64>) -> Self {
-        Update(Op::Ttl(ttl))
+        Update::from(Op::Ttl(ttl))
     }
 
     /// A new suggested poll interval.
     pub fn poll_interval(poll_interval: Option<u64>) -> Self {
-        Update(Op::PollInterval(poll_interval))
+        Update::from(Op::PollInterval(poll_interval))
     }
 
     /// A typed handle's non-finishing `transition` (`require_input`, `resume`), legal only
     /// if the task is still in `from`.
     pub(crate) fn step(from: TaskStatus, transition: Transition, message: Option<String>) -> Self {
-        Update(Op::Step(from, transition, message))
+        Update::from(Op::Step(from, transition, message))
     }
 
     /// A typed handle's status message, legal only if the task is still in `from`.
     pub(crate) fn message(from: TaskStatus, message: Option<String>) -> Self {
-        Update(Op::Message(from, message))
+        Update::from(Op::Message(from, message))
     }
 
     /// A typed handle's finishing move, legal from either unfinished status (so that a
     /// status moved by id meanwhile does not strand the task).
     pub(crate) fn end(transition: Transition, message: Option<String>) -> Self {
-        Update(Op::End(transition, message))
+        Update::from(Op::End(transition, message))
     }
 
     /// The status a typed handle's finishing move leads to (`None` for any other update):
@@ -180,7 +195,7 @@ impl Update {
     /// retries it rather than lose it.
     #[must_use]
     pub fn finishing_target(&self) -> Option<TaskStatus> {
-        match &self.0 {
+        match &self.op {
             Op::End(transition, _) => Some(transition.target()),
             _ => None,
         }
@@ -189,12 +204,59 @@ impl Update {
     /// Fails an unfinished task with `-32603` and `message` (its handle was dropped, or its
     /// lease lapsed); a finished task is left alone.
     pub fn abandon(message: &str) -> Self {
-        Update(Op::Abandon(message.to_owned()))
+        Update::from(Op::Abandon(message.to_owned()))
+    }
+
+    /// A handler's checkpoint: a small progress value saved in the unfinished task (never
+    /// shown on the wire, never told to subscribers), which a later attempt reads back
+    /// ([`Claim::checkpoint`](crate::Claim)).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParams`] for a checkpoint over
+    /// [`MAX_CHECKPOINT_BYTES`](crate::MAX_CHECKPOINT_BYTES) serialized.
+    pub fn checkpoint(checkpoint: Value) -> Result<Self, Error> {
+        let size = serde_json::to_vec(&checkpoint).map_or(usize::MAX, |bytes| bytes.len());
+        if size > crate::store::MAX_CHECKPOINT_BYTES {
+            return Err(Error::invalid_params(format!(
+                "a checkpoint of {size} bytes is over the limit of {} bytes: save a smaller \
+                 progress value (a position, a step), not the work itself",
+                crate::store::MAX_CHECKPOINT_BYTES
+            )));
+        }
+        Ok(Update::from(Op::Checkpoint(checkpoint)))
+    }
+
+    /// A claim of a redeliverable task for its next attempt, decided for the backend that
+    /// found its instance gone (its lease lapsed, or it handed the task over): the attempt
+    /// moves on, a task waiting for input is resumed (its unanswered requests withdrawn:
+    /// the next attempt asks again, under new keys), and the status message says so. The
+    /// status stays unfinished. Refused ([`Error::IllegalTransition`]) for a finished task,
+    /// one that is not redeliverable, or one whose attempts ran out.
+    pub fn claim() -> Self {
+        Update::from(Op::Claim)
+    }
+
+    /// The same update, written by the handler of `attempt` (a redeliverable task's
+    /// handle): refused with [`Error::Superseded`] if the task runs another attempt now.
+    pub(crate) fn fenced(mut self, attempt: Option<u32>) -> Self {
+        self.fence = attempt;
+        self
     }
 
     /// Decides this update against `task` (as stored, visible to the caller) at `now`.
     pub fn apply(self, task: AnyTask, now: Timestamp) -> Step {
-        match self.0 {
+        if let (Some(attempt), Some(attempts)) = (self.fence, task.attempts())
+            && attempts.attempt() != attempt
+            && !task.is_terminal()
+        {
+            let error = Error::Superseded {
+                task_id: task.id().to_string(),
+                attempt,
+                current: attempts.attempt(),
+            };
+            return Step::Refused(task, error);
+        }
+        match self.op {
             Op::Cancel(message) => {
                 if task.is_terminal() {
                     let error = Error::AlreadyTerminal {
@@ -293,6 +355,59 @@ impl Update {
                     Change::at(now).with_message(message),
                 )
                 .into()
+            }
+            Op::Checkpoint(checkpoint) => match task {
+                AnyTask::Working(mut task) => {
+                    task.set_checkpoint(checkpoint, now);
+                    Step::Quiet(task.into_any())
+                }
+                AnyTask::InputRequired(mut task) => {
+                    task.set_checkpoint(checkpoint, now);
+                    Step::Quiet(task.into_any())
+                }
+                finished => {
+                    let error =
+                        handle_conflict(&finished.id().to_string(), &finished, finished.status());
+                    Step::Refused(finished, error)
+                }
+            },
+            Op::Claim => {
+                let id = task.id().to_string();
+                let refuse = |task: AnyTask, why: &str| {
+                    let error = Error::IllegalTransition {
+                        task_id: id.clone(),
+                        from: task.status(),
+                        to: TaskStatus::Working,
+                        message: format!(
+                            "task `{}` cannot run again: {why}",
+                            crate::error::shorten(&id)
+                        ),
+                    };
+                    Step::Refused(task, error)
+                };
+                let mut working = match task {
+                    AnyTask::Working(task) => task,
+                    AnyTask::InputRequired(task) => task.resume(now),
+                    finished => return refuse(finished, "it is finished"),
+                };
+                let Some(attempts) = working.next_attempt() else {
+                    let why = if working.attempts().is_some() {
+                        "its attempts ran out"
+                    } else {
+                        "it was not created redeliverable"
+                    };
+                    return refuse(working.into_any(), why);
+                };
+                let message = format!(
+                    "resumed on another server instance: attempt {} of {}",
+                    attempts.attempt(),
+                    attempts.max()
+                );
+                let mut task = working.into_any();
+                match task.set_status_message(Some(message), now) {
+                    Ok(()) => Step::Changed(task),
+                    Err(err) => Err(err).into(),
+                }
             }
         }
     }
@@ -443,5 +558,136 @@ mod tests {
             Step::Refused(after, Error::TaskCancelled { .. }) => assert_eq!(after, cancelled),
             step => panic!("a message to a cancelled task gave {step:?}"),
         }
+    }
+
+    fn stored(step: Step) -> AnyTask {
+        match step {
+            Step::Changed(task) | Step::Quiet(task) => task,
+            other => panic!("expected a change, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_claim_moves_the_attempt_on_and_fences_the_old_holder_out() {
+        let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
+        let task = Task::new(TaskId::random(), t0).with_attempts(3).into_any();
+        assert_eq!(
+            task.attempts().map(|a| (a.attempt(), a.max())),
+            Some((1, 3))
+        );
+        let saved = stored(
+            Update::checkpoint(json!({"step": 4}))
+                .unwrap()
+                .fenced(Some(1))
+                .apply(task, t0.plus_millis(1)),
+        );
+        assert_eq!(saved.checkpoint(), Some(&json!({"step": 4})));
+        assert_eq!(
+            saved.status_message(),
+            None,
+            "a checkpoint is not on the wire"
+        );
+
+        let claimed = stored(Update::claim().apply(saved, t0.plus_millis(2)));
+        assert_eq!(claimed.status(), TaskStatus::Working);
+        assert_eq!(claimed.attempts().map(|a| a.attempt()), Some(2));
+        assert_eq!(
+            claimed.checkpoint(),
+            Some(&json!({"step": 4})),
+            "kept for attempt 2"
+        );
+        assert!(
+            claimed
+                .status_message()
+                .is_some_and(|m| m.contains("attempt 2 of 3")),
+            "{:?}",
+            claimed.status_message()
+        );
+        // The old holder (attempt 1) can no longer finish or checkpoint the task.
+        for late in [
+            Update::end(Transition::Complete(JsonObject::new()), None).fenced(Some(1)),
+            Update::checkpoint(json!(1)).unwrap().fenced(Some(1)),
+            Update::abandon("dropped").fenced(Some(1)),
+        ] {
+            match late.apply(claimed.clone(), t0.plus_millis(3)) {
+                Step::Refused(
+                    _,
+                    Error::Superseded {
+                        attempt: 1,
+                        current: 2,
+                        ..
+                    },
+                ) => {}
+                other => panic!("the old holder's write went through: {other:?}"),
+            }
+        }
+        // The new holder's does.
+        let done = stored(
+            Update::end(Transition::Complete(JsonObject::new()), None)
+                .fenced(Some(2))
+                .apply(claimed, t0.plus_millis(4)),
+        );
+        assert_eq!(done.status(), TaskStatus::Completed);
+    }
+
+    #[test]
+    fn a_claim_resumes_a_task_waiting_for_input_and_stops_at_the_bound() {
+        let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
+        let requests =
+            InputRequests::new().with("confirm", InputRequest::elicitation(JsonObject::new()));
+        let task = Task::new(TaskId::random(), t0)
+            .with_attempts(2)
+            .require_input(requests.clone(), t0)
+            .into_any();
+        let claimed = stored(Update::claim().apply(task, t0.plus_millis(1)));
+        assert_eq!(
+            claimed.status(),
+            TaskStatus::Working,
+            "asked again by the next run"
+        );
+        assert_eq!(claimed.attempts().map(|a| a.attempt()), Some(2));
+        // Asking again gives a new key: keys stay unique across attempts.
+        let AnyTask::Working(working) = claimed.clone() else {
+            panic!("working")
+        };
+        let again = working
+            .require_input(requests, t0.plus_millis(2))
+            .into_any();
+        let keys: Vec<&str> = again
+            .input_requests()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(keys, ["confirm-2"]);
+        // Two of two: no third attempt.
+        assert!(matches!(
+            Update::claim().apply(claimed, t0.plus_millis(3)),
+            Step::Refused(_, Error::IllegalTransition { .. })
+        ));
+        // A task that runs once is never claimed, nor a finished one.
+        let once = Task::new(TaskId::random(), t0).into_any();
+        assert!(matches!(
+            Update::claim().apply(once, t0),
+            Step::Refused(_, Error::IllegalTransition { .. })
+        ));
+        let finished = Task::new(TaskId::random(), t0)
+            .with_attempts(3)
+            .cancel(t0)
+            .into_any();
+        assert!(matches!(
+            Update::claim().apply(finished, t0),
+            Step::Refused(_, Error::IllegalTransition { .. })
+        ));
+    }
+
+    #[test]
+    fn a_checkpoint_over_the_limit_is_refused_before_any_store() {
+        let big = Value::String("x".repeat(crate::store::MAX_CHECKPOINT_BYTES));
+        assert!(matches!(
+            Update::checkpoint(big),
+            Err(Error::InvalidParams { .. })
+        ));
+        assert!(Update::checkpoint(json!({"ok": true})).is_ok());
     }
 }
