@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_tasks::backend::Notifier;
-use mcp_tasks::{Error, LeasePolicy, Limits, TtlPolicy};
+use mcp_tasks::{ClaimBackoff, Error, LeasePolicy, Limits, TtlPolicy};
 use redis::{Client, Connection, Script};
 
 use crate::connection::{connect, store_error};
@@ -46,6 +46,7 @@ pub struct RedisStoreBuilder {
     outage_timeout: Duration,
     io_timeout: Duration,
     leases: LeasePolicy,
+    claim_backoff: ClaimBackoff,
 }
 
 impl fmt::Debug for RedisStoreBuilder {
@@ -63,6 +64,7 @@ impl fmt::Debug for RedisStoreBuilder {
             .field("outage_timeout", &self.outage_timeout)
             .field("io_timeout", &self.io_timeout)
             .field("leases", &self.leases)
+            .field("claim_backoff", &self.claim_backoff)
             .finish()
     }
 }
@@ -90,6 +92,7 @@ impl RedisTaskStore {
             outage_timeout: DEFAULT_OUTAGE_TIMEOUT,
             io_timeout: DEFAULT_IO_TIMEOUT,
             leases: LeasePolicy::default(),
+            claim_backoff: ClaimBackoff::default(),
         }
     }
 }
@@ -164,6 +167,17 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// How long a redeliverable task whose instance stopped waits before another instance
+    /// may claim it (default [`ClaimBackoff::default`]: 1 s after the first attempt,
+    /// doubling, at most 60 s; a task handed over on shutdown waits none). Longer: a task
+    /// that kills its instance every time (a poison task) takes down instances more
+    /// slowly; shorter: a crashed instance's tasks resume sooner. See the
+    /// [crate docs](crate#redelivery).
+    pub fn claim_backoff(mut self, backoff: ClaimBackoff) -> Self {
+        self.claim_backoff = backoff;
+        self
+    }
+
     /// Connects, agrees on the cursor secret with the other instances, and starts the
     /// subscriber thread; returns once its subscription is confirmed.
     ///
@@ -224,7 +238,7 @@ impl RedisStoreBuilder {
                 Cursors::shared(secret_key, secret)
             }
         };
-        let leases = Leases::new(&self.prefix, self.leases);
+        let leases = Leases::new(&self.prefix, self.leases, self.claim_backoff);
         let inner = Arc::new(Inner {
             client,
             pool: Mutex::new(vec![connection]),

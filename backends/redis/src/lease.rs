@@ -15,17 +15,37 @@
 //! change. A lease that lapsed is never renewed again: the instance that held it learns
 //! on its next renewal and stops; if its handler finishes later, its write finds the task
 //! failed (a newer version) and is refused, so the verdict stands.
+//!
+//! # Redelivery
+//! A redeliverable task with attempts left is not failed when its lease lapses: it is a
+//! *candidate* for a claim. Every instance's lease thread files the lapsed ones it sees
+//! (due after the [`ClaimBackoff`] of the attempt that stopped), and a hand-over (the lease
+//! set to lapse at once, told on the channel) files one due now on every instance. A
+//! claim decides the next attempt ([`Update::claim`]) and writes it with the `claim`
+//! condition of the commit script: only if the lease lapsed at least the back-off ago,
+//! and then with a new lease for the claiming instance, in the same step. Of two instances
+//! claiming one task, the second finds a newer version, decides again on it, and finds the
+//! lease held. A redeliverable task whose attempts ran out fails when its last lease
+//! lapses, with a message that says how many ran.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
-use mcp_tasks::backend::{LEASE_LAPSED, LeaseHolder};
-use mcp_tasks::{Error, Lease, LeasePolicy, Step, Update};
+use mcp_tasks::backend::{LEASE_LAPSED, LeaseHolder, attempts_exhausted};
+use mcp_tasks::{
+    AnyTask, Claim, ClaimBackoff, Error, JsonObject, Lease, LeasePolicy, Owner, Step, Task, Update,
+};
 
 use crate::Inner;
 use crate::keys::{Keys, owner_of_tag};
-use crate::writes::{DecidedOn, Written, unexpected};
+use crate::writes::{Condition, DecidedOn, Written, unexpected};
+
+/// Why the last attempt of a redeliverable task stopped when its lease lapsed.
+const LAPSED_WHY: &str = "its server instance stopped (its lease lapsed)";
+
+/// How often a claim is decided again when other writers keep changing the task first.
+const CLAIM_ATTEMPTS: usize = 8;
 
 /// The most lapsed leases one reaper round fails (the rest wait for the next round).
 const REAP_BATCH: usize = 100;
@@ -39,6 +59,23 @@ pub(crate) struct Leases {
     pub(crate) index: String,
     lease: Duration,
     book: Arc<Book>,
+    backoff: ClaimBackoff,
+    /// Tasks this instance may claim, by task key, with when.
+    candidates: Candidates,
+}
+
+/// Claimable tasks this instance heard of, by task key: when each may be claimed.
+#[derive(Default)]
+struct Candidates {
+    due: Mutex<HashMap<String, Instant>>,
+    /// Woken when a candidate is filed.
+    filed: Condvar,
+}
+
+impl Candidates {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Instant>> {
+        self.due.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The leases this instance's handles hold, by task key.
@@ -83,13 +120,84 @@ impl LeaseHolder for Holder {
 
 impl Leases {
     /// The leases of a store with `prefix`, per `policy`; `None` without leases.
-    pub(crate) fn new(prefix: &str, policy: LeasePolicy) -> Option<Self> {
+    pub(crate) fn new(prefix: &str, policy: LeasePolicy, backoff: ClaimBackoff) -> Option<Self> {
         let lease = policy.lease()?;
         Some(Leases {
             index: format!("{prefix}:leases"),
             lease,
             book: Arc::default(),
+            backoff,
+            candidates: Candidates::default(),
         })
+    }
+
+    /// Files the task under `key` as claimable from `due` (kept if filed already for
+    /// sooner), and wakes the claim loops.
+    pub(crate) fn file(&self, key: String, due: Instant) {
+        let mut candidates = self.candidates.lock();
+        let entry = candidates.entry(key).or_insert(due);
+        *entry = (*entry).min(due);
+        drop(candidates);
+        self.candidates.filed.notify_all();
+    }
+
+    /// Forgets the candidate under `key` (it changed: claimed, finished, removed).
+    pub(crate) fn unfile(&self, key: &str) {
+        self.candidates.lock().remove(key);
+    }
+
+    /// Takes a candidate that is due now, if any.
+    fn take_due(&self) -> Option<String> {
+        let now = Instant::now();
+        let mut candidates = self.candidates.lock();
+        let key = candidates
+            .iter()
+            .find(|(_, due)| **due <= now)
+            .map(|(key, _)| key.clone())?;
+        candidates.remove(&key);
+        Some(key)
+    }
+
+    /// Blocks until a candidate is due or filed, or `timeout` passes.
+    pub(crate) fn wait_due(&self, timeout: Option<Duration>) {
+        let until = timeout.map(|timeout| Instant::now() + timeout);
+        let mut candidates = self.candidates.lock();
+        loop {
+            let now = Instant::now();
+            let next = candidates.values().min().copied();
+            if next.is_some_and(|due| due <= now) {
+                return;
+            }
+            let wake = match (next, until) {
+                (Some(due), Some(until)) => Some(due.min(until)),
+                (due, until) => due.or(until),
+            };
+            let Some(wake) = wake else {
+                candidates = self
+                    .candidates
+                    .filed
+                    .wait(candidates)
+                    .unwrap_or_else(PoisonError::into_inner);
+                // Filed: look again (it may be due later).
+                if candidates.values().any(|due| *due <= Instant::now()) {
+                    return;
+                }
+                continue;
+            };
+            if until.is_some_and(|until| until <= now) {
+                return;
+            }
+            let before = candidates.len();
+            let (guard, _) = self
+                .candidates
+                .filed
+                .wait_timeout(candidates, wake.saturating_duration_since(now))
+                .unwrap_or_else(PoisonError::into_inner);
+            candidates = guard;
+            if candidates.len() != before && candidates.values().any(|due| *due <= Instant::now()) {
+                return;
+            }
+        }
     }
 
     /// The lease length in milliseconds, as the scripts take it.
@@ -97,7 +205,7 @@ impl Leases {
         self.lease.as_millis().max(1).to_string()
     }
 
-    /// Starts holding the lease of the task under `key` (just created with one).
+    /// Starts holding the lease of the task under `key` (just created or claimed with one).
     pub(crate) fn hold(&self, key: String) -> Lease {
         self.book.lock().insert(key.clone(), Hold::Renew);
         Lease::held(Box::new(Holder {
@@ -127,7 +235,7 @@ impl Inner {
         }
         let verdicts: Vec<String> = self.with(|connection| {
             let mut invocation = self.renew.key(&leases.index);
-            invocation.arg(leases.lease_ms());
+            invocation.arg(leases.lease_ms()).arg(&self.channel);
             for (key, hold) in &batch {
                 invocation
                     .arg(key)
@@ -153,7 +261,8 @@ impl Inner {
         Ok(())
     }
 
-    /// One reaper round: fails the tasks whose lease lapsed (any instance's).
+    /// One reaper round: fails the tasks whose lease lapsed (any instance's), and files
+    /// the redeliverable ones with attempts left as candidates for a claim.
     fn reap_lapsed(&self, leases: &Leases) -> Result<usize, Error> {
         let mut failed = 0;
         for _ in 0..REAP_ROUNDS {
@@ -163,42 +272,186 @@ impl Inner {
                     .arg(REAP_BATCH)
                     .invoke(connection)
             })?;
-            for key in &lapsed {
-                if self.fail_lapsed(key)? {
+            for pair in lapsed.chunks(2) {
+                let [key, deadline] = pair else {
+                    return Err(unexpected(&lapsed));
+                };
+                // A candidate filed already is not read again every round.
+                if leases.candidates.lock().contains_key(key) {
+                    continue;
+                }
+                if self.settle_lapsed(leases, key, deadline == "0")? {
                     failed += 1;
                 }
             }
-            if lapsed.len() < REAP_BATCH {
+            if lapsed.len() < 2 * REAP_BATCH {
                 break;
             }
         }
         Ok(failed)
     }
 
-    /// Fails the task under `key` if its lease is still lapsed when the write lands;
-    /// answers whether it did. One attempt: a task changed or renewed meanwhile is looked
-    /// at again next round, if its lease is still lapsed then.
-    fn fail_lapsed(&self, key: &str) -> Result<bool, Error> {
+    /// Settles the task under `key`, whose lease lapsed (`handed_over`: at once, by its
+    /// instance): a redeliverable task with attempts left is filed as a candidate (due
+    /// after the back-off, at once if handed over); any other task fails, if its lease is
+    /// still lapsed when the write lands. Answers whether it failed the task. One attempt:
+    /// a task changed or renewed meanwhile is looked at again next round.
+    fn settle_lapsed(&self, leases: &Leases, key: &str, handed_over: bool) -> Result<bool, Error> {
         let Some((keys, id)) = self.parse_task_key(key) else {
             return Ok(false);
         };
         let Some(read) = self.read(&keys, id)? else {
             return Ok(false);
         };
+        let message = match read.task.attempts() {
+            Some(attempts) if attempts.left() && !read.task.is_terminal() => {
+                let wait = if handed_over {
+                    Duration::ZERO
+                } else {
+                    leases.backoff.after(attempts.attempt())
+                };
+                leases.file(key.to_owned(), Instant::now() + wait);
+                return Ok(false);
+            }
+            Some(attempts) => attempts_exhausted(attempts, LAPSED_WHY),
+            None => LEASE_LAPSED.to_owned(),
+        };
         let at = read.task.last_updated_at();
         let on = DecidedOn::new(read.version, &read.task);
-        let task = match Update::abandon(LEASE_LAPSED).apply(read.task, at) {
+        let task = match Update::abandon(&message).apply(read.task, at) {
             Step::Changed(task) | Step::Quiet(task) => task,
             Step::Unchanged(_) | Step::Refused(..) => return Ok(false),
         };
         Ok(matches!(
-            self.write(&keys, id, on, &task, true, "lapsed")?,
+            self.write(&keys, id, on, &task, true, &Condition::Lapsed)?,
             Written::Ok(_)
         ))
     }
 
+    /// Claims a due candidate, if any (see the module docs).
+    pub(crate) fn claim_due(&self, leases: &Leases) -> Result<Option<Claim>, Error> {
+        while let Some(key) = leases.take_due() {
+            if let Some(claim) = self.claim_key(leases, &key)? {
+                return Ok(Some(claim));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Claims the task under `key` for its next attempt, if its lease lapsed long enough
+    /// ago and it has attempts left.
+    fn claim_key(&self, leases: &Leases, key: &str) -> Result<Option<Claim>, Error> {
+        let Some((keys, id)) = self.parse_task_key(key) else {
+            return Ok(None);
+        };
+        let Some(owner) = owner_of_tag(&keys.tag) else {
+            return Ok(None);
+        };
+        let lease_ms = leases.lease_ms();
+        let mut known = self.recall(key, id);
+        for _ in 0..CLAIM_ATTEMPTS {
+            let (version, task) = match known.take() {
+                Some(known) => known,
+                None => match self.read(&keys, id)? {
+                    Some(read) => (read.version, read.task),
+                    None => return Ok(None),
+                },
+            };
+            let Some(stopped) = task.attempts() else {
+                return Ok(None);
+            };
+            let at = task.last_updated_at();
+            let on = DecidedOn::new(version, &task);
+            let claimed = match Update::claim().apply(task, at) {
+                Step::Changed(task) | Step::Quiet(task) => task,
+                Step::Unchanged(_) | Step::Refused(..) => return Ok(None),
+            };
+            let condition = Condition::Claim {
+                index: &leases.index,
+                backoff_ms: u64::try_from(leases.backoff.after(stopped.attempt()).as_millis())
+                    .unwrap_or(u64::MAX),
+                lease_ms: &lease_ms,
+            };
+            match self.write(&keys, id, on, &claimed, true, &condition)? {
+                Written::Claimed(stored, job) => {
+                    return self.claimed(leases, key, owner, stored, &job).map(Some);
+                }
+                Written::Ok(_) | Written::Stale(None) => return Ok(None),
+                Written::Stale(Some(current)) => known = Some(current),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The claim of a task just claimed under `key`: this instance holds its lease now.
+    fn claimed(
+        &self,
+        leases: &Leases,
+        key: &str,
+        owner: Owner,
+        stored: AnyTask,
+        job: &str,
+    ) -> Result<Claim, Error> {
+        let attempts = stored
+            .attempts()
+            .ok_or_else(|| Error::store(format!("claimed task `{key}` has no attempts")))?;
+        let checkpoint = stored.checkpoint().cloned();
+        let job: JsonObject = if job.is_empty() {
+            JsonObject::new()
+        } else {
+            serde_json::from_str(job)
+                .map_err(|err| Error::store(format!("task `{key}` has a bad job: {err}")))?
+        };
+        let lease = leases.hold(key.to_owned()).for_attempt(attempts.attempt());
+        let task = Task::try_from(stored).map_err(|err| Error::store(err.to_string()))?;
+        Ok(Claim {
+            owner,
+            task,
+            job,
+            attempts,
+            checkpoint,
+            lease,
+        })
+    }
+
+    /// Hands the lease of the task under `key` over (see [`TaskStore::hand_over`]): it
+    /// lapses at once, and every instance is told. Answers whether it did.
+    ///
+    /// [`TaskStore::hand_over`]: mcp_tasks::TaskStore::hand_over
+    pub(crate) fn hand_over_key(
+        &self,
+        leases: &Leases,
+        keys: &Keys,
+        id: &str,
+    ) -> Result<bool, Error> {
+        let key = keys.task(id);
+        if leases.book.lock().get(&key) != Some(&Hold::Renew) {
+            return Ok(false);
+        }
+        let Some(read) = self.read(keys, id)? else {
+            return Ok(false);
+        };
+        if read.task.is_terminal() || !read.task.attempts().is_some_and(|a| a.left()) {
+            return Ok(false);
+        }
+        let verdicts: Vec<String> = self.with(|connection| {
+            self.renew
+                .key(&leases.index)
+                .arg(leases.lease_ms())
+                .arg(&self.channel)
+                .arg(&key)
+                .arg("h")
+                .invoke(connection)
+        })?;
+        let handed = verdicts.first().map(String::as_str) == Some("released");
+        if handed || verdicts.first().map(String::as_str) != Some("ok") {
+            leases.book.lock().remove(&key);
+        }
+        Ok(handed)
+    }
+
     /// The owner keys and id of a task key (`{prefix}:{tag}:t:{id}`).
-    fn parse_task_key<'k>(&self, key: &'k str) -> Option<(Keys, &'k str)> {
+    pub(crate) fn parse_task_key<'k>(&self, key: &'k str) -> Option<(Keys, &'k str)> {
         let rest = key.strip_prefix(&self.prefix)?.strip_prefix(":{")?;
         let (tag, id) = rest.split_once("}:t:")?;
         owner_of_tag(tag)?;

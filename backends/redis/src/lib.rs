@@ -122,6 +122,33 @@
 //! updated with the task in one step, which a Redis Cluster cannot do across slots:
 //! [`build`](RedisStoreBuilder::build) refuses leases on a cluster.
 //!
+//! # Redelivery
+//! A task created [`with_redelivery`](mcp_tasks::TaskRequest::with_redelivery) keeps its
+//! job in its hash (`j`) and its attempts and last checkpoint in its record. When its lease
+//! lapses it is not failed while it has attempts left: every instance's lease thread files
+//! it as claimable once the [`ClaimBackoff`](mcp_tasks::ClaimBackoff) of the attempt that
+//! stopped has passed (1 s after the first, doubling, at most 60 s by default:
+//! [`RedisStoreBuilder::claim_backoff`]), and wakes the instance's claim loop
+//! ([`TaskStore::wait_for_claimable`](mcp_tasks::TaskStore::wait_for_claimable)). A claim
+//! ([`TaskStore::claim`](mcp_tasks::TaskStore::claim)) decides the next attempt in the
+//! core and writes it, with a new lease for the claiming instance, in one script that
+//! lands only if the task is at the version decided on and its lease lapsed at least the
+//! back-off ago: one round trip when the instance knows the task's latest version (it
+//! heard its events), two otherwise. Of several instances claiming at once, one wins; the
+//! others find the lease held. The old holder's writes are refused from then on
+//! ([`Error::Superseded`]): every write of a handle carries
+//! its attempt. A hand-over ([`TaskStore::hand_over`](mcp_tasks::TaskStore::hand_over), on
+//! a graceful shutdown) makes the lease lapse at once and tells every instance on the
+//! channel, so another claims the task without waiting for a lease or a back-off. When
+//! the last attempt's lease lapses, the task fails with `-32603` saying how many attempts
+//! ran. Redelivery needs leases: with [`LeasePolicy::leave_until_ttl`] nothing is ever
+//! claimable.
+//!
+//! Costs: creating a redeliverable task is one round trip (the job is written with it);
+//! a claim is one round trip in the common case; the claim loop sleeps until a lease round
+//! (every renewal interval, already there for the reaper) or a hand-over event files a
+//! candidate: it never polls Redis on its own.
+//!
 //! # Cursors across Redis restarts
 //! A `tasks/list` cursor carries a tag under a secret every instance must know.
 //! - **Configured** ([`RedisStoreBuilder::cursor_secret`], the recommended setup for
@@ -184,6 +211,7 @@
 //! [`Update::apply`]: mcp_tasks::Update::apply
 //! [`Error::Store`]: mcp_tasks::Error::Store
 //! [`Error::Timeout`]: mcp_tasks::Error::Timeout
+//! [`Error::Superseded`]: mcp_tasks::Error::Superseded
 
 mod builder;
 mod connection;

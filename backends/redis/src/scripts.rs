@@ -60,7 +60,8 @@ pub(crate) const REPLAY_WINDOW_MS: u64 = 30_000;
 ///
 /// KEYS: task, index, counter, and for a leased task the store's lease index. ARGV: id,
 /// record, ttl (`''` = unlimited), per-owner limit (`''` = none), request id (JSON),
-/// method, write id, lease length in ms (`''` = no lease), channel, owner tag.
+/// method, write id, lease length in ms (`''` = no lease), channel, owner tag, and the job
+/// of a redeliverable task (`''` = none; kept in `j`).
 /// Returns (as strings) `{'ok', created}`, `{'limit', count}` or `{'exists'}`; a replay of
 /// a create that was applied answers `{'ok', created}` again (without publishing).
 pub(crate) const CREATE: &str = r"
@@ -106,6 +107,9 @@ if lease then
   redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
     'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7], 'l', deadline)
   redis.call('ZADD', KEYS[4], deadline, KEYS[1])
+  if ARGV[11] ~= '' then
+    redis.call('HSET', KEYS[1], 'j', ARGV[11])
+  end
 else
   redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
     'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7])
@@ -129,11 +133,14 @@ return {'ok', at}
 /// Writes a task decided by the caller on version `v`, if it is still at `v` and the move
 /// is one the spec's table allows; publishes the change in the same step.
 ///
-/// KEYS: task, index, counter. ARGV: version, status, record, ttl (`''` = unlimited),
-/// notify (`'1'` when the wire-visible task changed), channel, owner tag, id, write id,
-/// `'lapsed'` to write only if the task's lease has lapsed (`''` otherwise), `'1'` when
-/// the change sets another ttl than the task's at that version (`''` otherwise: its
-/// expiry, and its owner's index and counter's, stay as they are), and the next version.
+/// KEYS: task, index, counter, and for a claim the lease index. ARGV: version, status,
+/// record, ttl (`''` = unlimited), notify (`'1'` when the wire-visible task changed),
+/// channel, owner tag, id, write id, `'lapsed'` to write only if the task's lease has
+/// lapsed or `'claim'` to write only if it lapsed at least a back-off ago and then hold a
+/// new lease (`''` otherwise), `'1'` when the change sets another ttl than the task's at
+/// that version (`''` otherwise: its expiry, and its owner's index and counter's, stay as
+/// they are), the next version, and for a claim the back-off and the new lease's length
+/// in ms (a claim answers the task's job after `updated`).
 ///
 /// The common change is four commands: read, clock, write, publish.
 /// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'illegal', status}`, or
@@ -159,6 +166,14 @@ if ARGV[10] == 'lapsed' then
   if not lease or lease > now then
     return {'renewed'}
   end
+elseif ARGV[10] == 'claim' then
+  local lease = tonumber(redis.call('HGET', KEYS[1], 'l'))
+  if not lease or lease + tonumber(ARGV[13]) > now then
+    return {'renewed'}
+  end
+  local deadline = num(now + tonumber(ARGV[14]))
+  redis.call('HSET', KEYS[1], 'l', deadline)
+  redis.call('ZADD', KEYS[4], deadline, KEYS[1])
 end
 -- The spec's table: an unfinished status moves to any other; a finished one to none.
 local from, to = current[2], ARGV[2]
@@ -188,6 +203,9 @@ if ARGV[11] == '1' then
 end
 redis.call('PUBLISH', ARGV[6], ARGV[7] .. '\n' .. ARGV[8] .. '\n' .. ARGV[5] .. '\n' .. ARGV[12]
   .. '\n' .. to .. '\n' .. current[3] .. '\n' .. updated .. '\n' .. ARGV[3])
+if ARGV[10] == 'claim' then
+  return {'ok', updated, redis.call('HGET', KEYS[1], 'j') or ''}
+end
 return {'ok', updated}
 ";
 
@@ -217,16 +235,18 @@ return fields
 
 /// Renews, or gives up, the leases an instance holds.
 ///
-/// KEYS: the lease index. ARGV: lease length in ms, then per lease the task key and `'k'`
-/// (keep: renew) or `'r'` (release: the handle was detached).
+/// KEYS: the lease index. ARGV: lease length in ms, channel, then per lease the task key
+/// and `'k'` (keep: renew), `'r'` (release: the handle was detached) or `'h'` (hand over:
+/// the lease lapses now, and the task is claimable at once by another instance, told on
+/// the channel as `tag\nid\nclaimable`).
 /// Returns per lease: `'ok'` (renewed), `'released'`, `'gone'` (the task is gone,
-/// finished, or holds no lease) or `'lapsed'` (too late: it is failed by the next reaper
-/// that sees it, and the instance stops renewing it).
+/// finished, or holds no lease) or `'lapsed'` (too late: it is failed or claimed by the
+/// next instance that sees it, and this instance stops renewing it).
 pub(crate) const RENEW: &str = r"
 local now = now_ms()
 local deadline = num(now + tonumber(ARGV[1]))
 local out = {}
-for i = 2, #ARGV, 2 do
+for i = 3, #ARGV, 2 do
   local key, op = ARGV[i], ARGV[i + 1]
   local fields = redis.call('HMGET', key, 's', 'l')
   local verdict
@@ -239,6 +259,12 @@ for i = 2, #ARGV, 2 do
     verdict = 'released'
   elseif tonumber(fields[2]) < now then
     verdict = 'lapsed'
+  elseif op == 'h' then
+    redis.call('HSET', key, 'l', '0')
+    redis.call('ZADD', KEYS[1], '0', key)
+    local tag, id = string.match(key, '{([^}]*)}:t:(.*)$')
+    redis.call('PUBLISH', ARGV[2], tag .. '\n' .. id .. '\nclaimable')
+    verdict = 'released'
   else
     redis.call('HSET', key, 'l', deadline)
     redis.call('ZADD', KEYS[1], deadline, key)
@@ -249,8 +275,9 @@ end
 return out
 ";
 
-/// The task keys of up to `count` lapsed leases, forgetting index entries of tasks that are
-/// gone, finished or no longer leased, and re-filing those renewed since.
+/// Up to `count` lapsed leases, as task key and deadline pairs (flat), forgetting index
+/// entries of tasks that are gone, finished or no longer leased, and re-filing those
+/// renewed since.
 ///
 /// KEYS: the lease index. ARGV: count.
 pub(crate) const LAPSED: &str = r"
@@ -265,6 +292,7 @@ for _, key in ipairs(due) do
     redis.call('ZADD', KEYS[1], fields[2], key)
   else
     table.insert(out, key)
+    table.insert(out, fields[2])
   end
 end
 return out

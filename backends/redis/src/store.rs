@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use mcp_tasks::backend::{self, shorten};
 use mcp_tasks::{
-    AnyTask, Error, InputResponses, Lease, LimitScope, MAX_PAGE_SIZE, Owner, RequestId, Step,
-    StoreFuture, Subscriber, SubscriptionId, Task, TaskId, TaskOrigin, TaskPage, TaskRequest,
-    TaskStore, Timestamp, TtlPolicy, Update, Working,
+    AnyTask, Claim, Error, InputResponses, JsonObject, Lease, LimitScope, MAX_PAGE_SIZE, Owner,
+    Redelivery, RequestId, Step, StoreFuture, Subscriber, SubscriptionId, Task, TaskId, TaskOrigin,
+    TaskPage, TaskRequest, TaskStore, Timestamp, TtlPolicy, Update, Working,
 };
 
 use crate::RedisTaskStore;
@@ -58,7 +58,7 @@ impl RedisTaskStore {
                 Step::Unchanged(_) | Step::Refused(..) => continue,
             };
             match inner.commit(&keys, id, on, &task, notify)? {
-                Written::Ok(stored) => return Ok(stored),
+                Written::Ok(stored) | Written::Claimed(stored, _) => return Ok(stored),
                 Written::Stale(current) => {
                     known = current.map(|(version, task)| (version, task, true));
                 }
@@ -85,10 +85,20 @@ impl RedisTaskStore {
         let keys = inner.keys(owner);
         let ttl = inner.ttl.effective(request.ttl());
         let poll_interval = request.poll_interval().or(inner.poll_interval);
+        let max_attempts = request.redelivery().map(Redelivery::max_attempts);
         let fresh = |at| {
-            Task::new(id.clone(), at)
+            let task = Task::new(id.clone(), at)
                 .with_ttl(ttl)
-                .with_poll_interval(poll_interval)
+                .with_poll_interval(poll_interval);
+            match max_attempts {
+                Some(max) => task.with_attempts(max),
+                None => task,
+            }
+        };
+        let job = match request.redelivery() {
+            Some(redelivery) => serde_json::to_string(redelivery.job())
+                .map_err(|err| Error::Internal(err.to_string()))?,
+            None => String::new(),
         };
         let body = backend::encode(&fresh(Timestamp::from_unix_millis(0)).into_any());
         let request_id = serde_json::to_string(request.request_id())
@@ -112,13 +122,18 @@ impl RedisTaskStore {
                 .arg(leases.map(Leases::lease_ms).unwrap_or_default())
                 .arg(&inner.channel)
                 .arg(&keys.tag)
+                .arg(&job)
                 .invoke(connection)
         })?;
         match reply.first().map(String::as_str) {
             Some("ok") => {
                 let task = fresh(stamp(&reply)?);
                 inner.remember(keys.task(&text), 1, &task.clone().into_any());
-                let lease = leases.map_or_else(Lease::none, |leases| leases.hold(keys.task(&text)));
+                let mut lease =
+                    leases.map_or_else(Lease::none, |leases| leases.hold(keys.task(&text)));
+                if let Some(attempts) = task.attempts() {
+                    lease = lease.for_attempt(attempts.attempt());
+                }
                 Ok((task, lease))
             }
             Some("limit") => Err(Error::LimitExceeded {
@@ -344,6 +359,57 @@ impl TaskStore for RedisTaskStore {
 
     fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
         self.inner.notifier.subscribe(subscriber)
+    }
+
+    /// Claims a task whose instance stopped or handed it over (see the
+    /// [crate docs](crate#redelivery)): one round trip when this instance knows the task's
+    /// latest version. Without leases ([`LeasePolicy::leave_until_ttl`]) nothing is ever
+    /// claimable.
+    ///
+    /// [`LeasePolicy::leave_until_ttl`]: mcp_tasks::LeasePolicy::leave_until_ttl
+    fn claim(&self) -> Result<Option<Claim>, Error> {
+        match &self.inner.leases {
+            Some(leases) => self.inner.claim_due(leases),
+            None => Ok(None),
+        }
+    }
+
+    fn wait_for_claimable(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        match &self.inner.leases {
+            Some(leases) => leases.wait_due(timeout),
+            None => std::thread::sleep(timeout.unwrap_or(Duration::from_secs(3_600))),
+        }
+        Ok(())
+    }
+
+    fn hand_over(&self, owner: &Owner, task_id: &str) -> Result<bool, Error> {
+        let inner = &*self.inner;
+        let id = canonical(task_id)?;
+        let Some(leases) = &inner.leases else {
+            return Ok(false);
+        };
+        inner.hand_over_key(leases, &inner.keys(owner), id)
+    }
+
+    fn job(&self, owner: &Owner, task_id: &str) -> Result<Option<JsonObject>, Error> {
+        let inner = &*self.inner;
+        let id = canonical(task_id)?;
+        let key = inner.keys(owner).task(id);
+        let (job, status): (Option<String>, Option<String>) = inner.with(|connection| {
+            redis::cmd("HMGET")
+                .arg(&key)
+                .arg(&["j", "s"])
+                .query(connection)
+        })?;
+        if status.is_none() {
+            return Err(not_found(task_id));
+        }
+        job.filter(|job| !job.is_empty())
+            .map(|job| {
+                serde_json::from_str(&job)
+                    .map_err(|err| Error::store(format!("task `{id}` has a bad job: {err}")))
+            })
+            .transpose()
     }
 
     fn unsubscribe(&self, id: SubscriptionId) -> bool {

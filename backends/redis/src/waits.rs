@@ -132,7 +132,7 @@ impl Inner {
             None => Ok(Check::Wait),
             Some(Err(error)) => Err(error),
             Some(Ok(answers)) => Ok(match self.commit(keys, task_id, on, &task, false)? {
-                Written::Ok(_) => Check::Done(answers),
+                Written::Ok(_) | Written::Claimed(..) => Check::Done(answers),
                 Written::Stale(_) => Check::Again,
             }),
         }

@@ -39,10 +39,39 @@ impl DecidedOn {
     }
 }
 
+/// The lease condition of a conditional write.
+pub(crate) enum Condition<'a> {
+    /// None: the version alone decides.
+    None,
+    /// Only while the task's lease is lapsed (the reaper's verdict).
+    Lapsed,
+    /// Only if the task's lease lapsed at least `backoff_ms` ago (a hand-over lapses it
+    /// at once, with no back-off); then this instance holds a new lease of `lease_ms`,
+    /// filed in the lease `index` (a claim).
+    Claim {
+        index: &'a str,
+        backoff_ms: u64,
+        lease_ms: &'a str,
+    },
+}
+
+impl Condition<'_> {
+    /// The name the commit script takes.
+    fn name(&self) -> &'static str {
+        match self {
+            Condition::None => "",
+            Condition::Lapsed => "lapsed",
+            Condition::Claim { .. } => "claim",
+        }
+    }
+}
+
 /// What a conditional write came to.
 pub(crate) enum Written {
     /// Written: the task as stored, with the server's time of the write.
     Ok(AnyTask),
+    /// A claim written: the task as stored, and its job (JSON text, empty if none).
+    Claimed(AnyTask, String),
     /// Not written: another writer came first. With the task as it now is (and its
     /// version) when the script answered it.
     Stale(Option<(u64, AnyTask)>),
@@ -127,12 +156,12 @@ impl Inner {
         task: &AnyTask,
         notify: bool,
     ) -> Result<Written, Error> {
-        self.write(keys, id, on, task, notify, "")
+        self.write(keys, id, on, task, notify, &Condition::None)
     }
 
     /// The conditional write of [`commit`](Self::commit), with the script's lease
-    /// condition: `""` for none, `"lapsed"` to write only while the task's lease is lapsed
-    /// ([`Written::Stale`] without the task then also when it was renewed meanwhile).
+    /// condition ([`Condition`]): [`Written::Stale`] without the task also when the lease
+    /// turned out renewed meanwhile.
     pub(crate) fn write(
         &self,
         keys: &Keys,
@@ -140,17 +169,19 @@ impl Inner {
         on: DecidedOn,
         task: &AnyTask,
         notify: bool,
-        lease_condition: &str,
+        condition: &Condition<'_>,
     ) -> Result<Written, Error> {
         let DecidedOn { version, ttl } = on;
         let body = backend::encode(task);
         let status = task.status();
         let write = write_id();
         let reply: Vec<String> = self.with(|connection| {
-            self.commit
-                .key(keys.task(id))
-                .key(&keys.index)
-                .key(&keys.counter)
+            let mut invocation = self.commit.key(keys.task(id));
+            invocation.key(&keys.index).key(&keys.counter);
+            if let Condition::Claim { index, .. } = condition {
+                invocation.key(*index);
+            }
+            invocation
                 .arg(version.to_string())
                 .arg(status.as_str())
                 .arg(&body)
@@ -160,10 +191,18 @@ impl Inner {
                 .arg(&keys.tag)
                 .arg(id)
                 .arg(&write)
-                .arg(lease_condition)
+                .arg(condition.name())
                 .arg(if task.ttl() == ttl { "" } else { "1" })
-                .arg((version + 1).to_string())
-                .invoke(connection)
+                .arg((version + 1).to_string());
+            if let Condition::Claim {
+                backoff_ms,
+                lease_ms,
+                ..
+            } = condition
+            {
+                invocation.arg(*backoff_ms).arg(*lease_ms);
+            }
+            invocation.invoke(connection)
         })?;
         match reply.first().map(String::as_str) {
             Some("ok") => {
@@ -171,7 +210,13 @@ impl Inner {
                 let mut stored = task.clone();
                 backend::set_last_updated_at(&mut stored, stamp(&reply)?);
                 self.remember(keys.task(id), version + 1, &stored);
-                Ok(Written::Ok(stored))
+                match condition {
+                    Condition::Claim { .. } => {
+                        let job = reply.get(2).cloned().unwrap_or_default();
+                        Ok(Written::Claimed(stored, job))
+                    }
+                    _ => Ok(Written::Ok(stored)),
+                }
             }
             Some("stale") => match &reply[1..] {
                 [version, status, body, created, updated] => {
