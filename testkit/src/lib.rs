@@ -37,7 +37,9 @@
 //! racing writers: one terminal status wins, a cancelled task never gains a result), input
 //! requests and answers, blocking waits (woken, timed out, ended by cancel, removal and
 //! expiry, never by another task), subscribers (in order per task, panics contained),
-//! origins, timestamps, and `Arc<dyn TaskStore>`. [`suite`] lists every test;
+//! origins, timestamps, `Arc<dyn TaskStore>`, and redelivery (checkpoints kept quietly and
+//! bounded; with [`Backend::another_instance`], a task handed over by one instance claimed
+//! once by the other, with its job, attempt and checkpoint, its old holder fenced out). [`suite`] lists every test;
 //! [`support`] has the helpers they use, for your own tests.
 //!
 //! The tests spawn threads and sleep briefly; every blocking call is bounded, so a bug
@@ -87,6 +89,15 @@ pub trait Backend {
     fn default_store(&self) -> Self::Store {
         self.store(Config::default())
     }
+
+    /// Another instance of `store`'s storage, as a second server process would build it
+    /// (same tasks, same cursors), for the multi-instance tests (redelivery's hand-over and
+    /// claim). `None` (the default) for a store that lives in one process: those tests
+    /// check what such a store promises instead (nothing is ever claimable).
+    fn another_instance(&self, store: &Self::Store) -> Option<Self::Store> {
+        let _ = store;
+        None
+    }
 }
 
 /// Instantiates every test of the [`suite`] for one backend, each a `#[test]` in a module
@@ -132,6 +143,8 @@ macro_rules! store_suite {
             racing_cancel_and_result_have_one_winner,
             a_shared_dyn_store_is_a_store,
             cursors_reveal_nothing_of_other_owners,
+            checkpoints_are_kept_quietly_and_bounded,
+            a_handed_over_task_is_claimed_once_and_fences_its_old_holder,
             );
         }
     };

@@ -2038,3 +2038,110 @@ pub fn cursors_reveal_nothing_of_other_owners<B: Backend>(backend: &B) {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Redelivery
+// ---------------------------------------------------------------------------------------
+
+/// A `tools/call` request for a task that may run `max` times, with a job.
+fn redeliverable(max: u32) -> TaskRequest {
+    let job = obj(json!({"tool": "sleep", "arguments": {"ms": 10}}));
+    req(1).with_redelivery(mcp_tasks::Redelivery::new(max, job))
+}
+
+/// Checks that a handler's checkpoint is kept in the task, read back, never told to
+/// subscribers nor shown on the wire, and refused over the limit.
+pub fn checkpoints_are_kept_quietly_and_bounded<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let (seen, _) = recorder(&store);
+    let (handle, task) = store.create(&alice(), redeliverable(3)).unwrap();
+    let id = task.id().to_string();
+    assert_eq!(handle.attempt(), Some(1), "the first attempt");
+    assert_eq!(
+        task.attempts().map(|a| (a.attempt(), a.max())),
+        Some((1, 3))
+    );
+    settle(&store, &seen);
+    let told = changes_of(&seen, &id).len();
+    handle.checkpoint(json!({"step": 7})).unwrap();
+    let stored = store.get(&alice(), &id).unwrap();
+    assert_eq!(stored.checkpoint(), Some(&json!({"step": 7})));
+    assert_eq!(stored.status(), TaskStatus::Working);
+    let wire = serde_json::to_value(&stored).unwrap();
+    assert!(
+        !wire.to_string().contains("step"),
+        "never on the wire: {wire}"
+    );
+    settle(&store, &seen);
+    assert_eq!(
+        changes_of(&seen, &id).len(),
+        told,
+        "a checkpoint is not a status change"
+    );
+    let big = Value::String("x".repeat(mcp_tasks::MAX_CHECKPOINT_BYTES));
+    assert_invalid_params(handle.checkpoint(big), "a checkpoint over the limit");
+    assert_eq!(
+        store.get(&alice(), &id).unwrap().checkpoint(),
+        Some(&json!({"step": 7})),
+        "the refused checkpoint changed nothing"
+    );
+    let _done = handle.complete(tool_result("done")).unwrap();
+}
+
+/// Checks redelivery across instances: a task handed over by one instance is claimed
+/// once, by another, with its job, next attempt and checkpoint; the old holder's late
+/// result is refused ([`Error::Superseded`]) and the new holder's is the one result. A
+/// store of one process checks that nothing is ever claimable instead.
+pub fn a_handed_over_task_is_claimed_once_and_fences_its_old_holder<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let (old, task) = store.create(&alice(), redeliverable(3)).unwrap();
+    let id = task.id().to_string();
+    old.checkpoint(json!({"step": 2})).unwrap();
+    let Some(other) = backend.another_instance(&store) else {
+        assert!(
+            !store.hand_over(&alice(), &id).unwrap(),
+            "no other instance to take it"
+        );
+        assert!(
+            store.claim().unwrap().is_none(),
+            "nothing is ever claimable"
+        );
+        let _done = old.complete(tool_result("done")).unwrap();
+        return;
+    };
+    assert!(
+        other.claim().unwrap().is_none(),
+        "a live instance's task is not claimable"
+    );
+    assert!(store.hand_over(&alice(), &id).unwrap(), "handed over");
+    let started = Instant::now();
+    let claim = loop {
+        if let Some(claim) = other.claim().unwrap() {
+            break claim;
+        }
+        assert!(started.elapsed() < WAKE, "not claimed within {WAKE:?}");
+        other.wait_for_claimable(Some(ms(50))).unwrap();
+    };
+    assert_eq!(claim.task.id().to_string(), id);
+    assert_eq!(claim.owner, alice());
+    assert_eq!((claim.attempts.attempt(), claim.attempts.max()), (2, 3));
+    assert_eq!(claim.checkpoint, Some(json!({"step": 2})));
+    assert_eq!(claim.job["tool"], "sleep");
+    assert!(store.claim().unwrap().is_none(), "claimed once");
+    assert!(other.claim().unwrap().is_none(), "claimed once");
+    let new = mcp_tasks::TaskHandle::claimed(other.clone(), claim);
+    match old.complete(tool_result("late")) {
+        Err(Error::Superseded {
+            attempt: 1,
+            current: 2,
+            ..
+        }) => {}
+        result => panic!("the old holder's result went through: {result:?}"),
+    }
+    let _done = new.complete(tool_result("done")).unwrap();
+    let finished = store.wait(&alice(), &id, Some(BOUND)).unwrap();
+    assert_eq!(
+        finished.outcome(),
+        Some(&Outcome::Result(tool_result("done")))
+    );
+}

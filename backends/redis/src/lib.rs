@@ -300,6 +300,13 @@ struct Inner {
 }
 
 impl RedisTaskStore {
+    /// The key prefix this instance shares tasks under (instances with the same Redis and
+    /// prefix serve the same tasks).
+    #[must_use]
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
     /// The number of waits pending on this instance now, blocking or async: each `wait`,
     /// `wait_for_input` in progress and each future of theirs not yet resolved or dropped.
     #[must_use]

@@ -2,6 +2,7 @@
 //! private `redis-server` per test (without `redis-server` on `PATH`, the tests say
 //! `SKIPPED` and pass).
 
+use mcp_tasks::TaskStore;
 use mcp_tasks_redis::RedisTaskStore;
 use mcp_tasks_test_support::redis::RedisServer;
 use mcp_tasks_testkit::{Backend, Config};
@@ -28,6 +29,15 @@ impl Backend for Redis {
             .poll_interval(config.poll_interval)
             .build()
             .expect("a RedisTaskStore on the test server")
+    }
+
+    fn another_instance(&self, store: &RedisTaskStore) -> Option<RedisTaskStore> {
+        let built = RedisTaskStore::builder(&self.server.url())
+            .prefix(store.prefix())
+            .ttl_policy(store.ttl_policy())
+            .build()
+            .expect("another instance on the test server");
+        Some(built)
     }
 }
 
