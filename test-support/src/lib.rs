@@ -1,6 +1,6 @@
 //! Real servers for the tests of mcp-tasks, started by the tests themselves and torn down
 //! with them: a private `redis-server` ([`redis::RedisServer`]) and a loopback TCP proxy
-//! that pauses, drops and resets connections ([`proxy::Proxy`]).
+//! that pauses, drops and resets connections ([`proxy::TcpProxy`]).
 //!
 //! Not published: the crates of this workspace use it as a dev-dependency.
 
