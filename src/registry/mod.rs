@@ -593,6 +593,11 @@ impl Drop for AfterUnlock<'_> {
             return;
         }
         self.count_dead();
+        // Subscribers are told first, so that a server answering a waiter (`tasks/result`)
+        // has sent the task's status notification before the answer.
+        if self.queued {
+            self.shared.notifier.deliver();
+        }
         // The waits of changed and removed tasks wake (a removed one sees it gone).
         if self.events.listeners() > 0 {
             for key in &self.woken {
@@ -609,9 +614,6 @@ impl Drop for AfterUnlock<'_> {
         }
         // Tasks and owners are dropped here, outside the lock.
         self.dead.clear();
-        if self.queued {
-            self.shared.notifier.deliver();
-        }
     }
 }
 

@@ -331,7 +331,9 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug {
     ) -> StoreFuture<'a, ()>;
 
     /// Registers `subscriber` for every status change and status-message change of every
-    /// task, called outside the store's locks, in the order of each task's changes. A
+    /// task, called outside the store's locks, in the order of each task's changes, and
+    /// before the change wakes the task's waiters (so a server sends a task's status
+    /// notification before the `tasks/result` answer the same change releases). A
     /// panicking subscriber is contained and keeps its registration.
     fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId;
 

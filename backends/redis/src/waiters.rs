@@ -226,17 +226,19 @@ impl Listener for Inner {
             };
             self.learn(key.clone(), version, status, raw);
         }
-        self.waiters.bump(&key);
-        if notify != "1" || !self.notifier.has_subscribers() {
-            return;
-        }
-        if let (Some(owner), Ok(task)) = (
-            owner_of_tag(tag),
-            decode(id, status, created, updated, body),
-        ) {
+        // Subscribers are told before the waiters wake, as in the registry: a server
+        // answering a waiter has sent the task's status notification first.
+        if notify == "1"
+            && self.notifier.has_subscribers()
+            && let (Some(owner), Ok(task)) = (
+                owner_of_tag(tag),
+                decode(id, status, created, updated, body),
+            )
+        {
             self.notifier.queue(&owner, &task);
             self.notifier.deliver();
         }
+        self.waiters.bump(&key);
     }
 
     fn waiters(&self) -> &Waiters {
