@@ -222,6 +222,9 @@ impl<T: TaskStore + Clone + 'static> Claims<T> {
     /// doubles up to [`RETRY_MAX`], indefinitely: the loop is the instance's share of the
     /// fleet's redeliveries.
     pub(crate) fn claim_loop(self: Arc<Self>, store: T, runtime: Runtime) {
+        // Handlers are called here to make their futures: in the runtime's context, as on
+        // a request.
+        let _runtime = runtime.enter();
         let mut pause = RETRY_FIRST;
         while !self.stopped.load(Ordering::SeqCst) {
             let outcome = match store.claim() {
