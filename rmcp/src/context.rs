@@ -65,7 +65,7 @@ struct Running<T: TaskStore> {
 }
 
 /// What a run of a tool knows of its call and of earlier attempts.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Run {
     /// The call's arguments (empty for an operation given to `call_tool` or `spawn`,
     /// which captures its own).

@@ -214,7 +214,7 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
             request_id,
             options,
             None,
-            Run::default(),
+            Run::first(JsonObject::new()),
             make_future,
         )
     }
