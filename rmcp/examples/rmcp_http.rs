@@ -3,9 +3,13 @@
 //!
 //! ```text
 //! cargo run -p mcp-tasks-rmcp --example rmcp_http -- \
-//!     --token s3cret=alice --token other=bob [--listen 127.0.0.1:8808] [--redis URL] [--conformance]
+//!     --token s3cret=alice --token other=bob [--listen 127.0.0.1:8808] [--redis URL] [--conformance] \
+//!     [--lease-ms MS] [--lease-renew-ms MS] [--claim-backoff-ms MS]
 //! cargo run -p mcp-tasks-rmcp --example rmcp_http -- --anonymous
 //! ```
+//!
+//! On `SIGTERM` or Ctrl-C it hands its running redeliverable tasks (`sleep`) over to the
+//! other instances of a shared store (`--redis URL`), which finish them, and exits.
 //!
 //! The endpoint is `/mcp`. Every request needs `Authorization: Bearer <token>` for one
 //! of the `--token TOKEN=OWNER` pairs (else `401`); the owner becomes the request's
@@ -151,14 +155,24 @@ async fn main() -> ExitCode {
     println!("listening on http://{local}/mcp");
 
     let server = common::ExampleServer::new(store, catalog);
+    let tasks = server.tasks.clone();
     let service = Arc::new(StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     ));
     let access = Arc::new(access);
+    let mut stop = std::pin::pin!(shutdown());
     loop {
-        let (stream, _) = match listener.accept().await {
+        let accepted = tokio::select! {
+            () = &mut stop => {
+                let handed = tasks.hand_over_running();
+                eprintln!("rmcp_http: shutting down; {handed} task(s) handed over");
+                return ExitCode::SUCCESS;
+            }
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, _) = match accepted {
             Ok(accepted) => accepted,
             Err(err) => {
                 eprintln!("rmcp_http: accept: {err}");
@@ -189,5 +203,28 @@ async fn main() -> ExitCode {
                 eprintln!("rmcp_http: connection: {err}");
             }
         });
+    }
+}
+
+/// Resolves on Ctrl-C, or on `SIGTERM` (Unix).
+async fn shutdown() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -64,20 +64,50 @@ struct Running<T: TaskStore> {
     input_gate: tokio::sync::Mutex<()>,
 }
 
+/// What a run of a tool knows of its call and of earlier attempts.
+#[derive(Debug)]
+pub(crate) struct Run {
+    /// The call's arguments (empty for an operation given to `call_tool` or `spawn`,
+    /// which captures its own).
+    pub(crate) arguments: JsonObject,
+    /// The attempt running now (from 1).
+    pub(crate) attempt: u32,
+    /// The last checkpoint of an earlier attempt.
+    pub(crate) checkpoint: Option<serde_json::Value>,
+    /// The task's status message when this run starts (a claim's "attempt 2 of 3").
+    pub(crate) message: Option<String>,
+}
+
+impl Run {
+    /// The first run of a call with `arguments`.
+    pub(crate) fn first(arguments: JsonObject) -> Self {
+        Run {
+            arguments,
+            attempt: 1,
+            checkpoint: None,
+            message: None,
+        }
+    }
+}
+
 /// The handle a tool's operation gets: ask the client for input, see a cancellation
-/// request, set a status message. Cheap to clone; every clone is the same task.
+/// request, set a status message; for a redeliverable tool, read the call's arguments,
+/// the attempt and the last checkpoint, and save a checkpoint. Cheap to clone; every
+/// clone is the same task.
 ///
 /// The task itself moves only through the typed [`TaskHandle`] inside, so the operation
 /// can never make a move the spec forbids: asking for input takes it `working` →
 /// `input_required` → `working`, and the operation's return value finishes it.
 pub struct TaskContext<T: TaskStore> {
     mode: Arc<Mode<T>>,
+    run: Arc<Run>,
 }
 
 impl<T: TaskStore> Clone for TaskContext<T> {
     fn clone(&self) -> Self {
         Self {
             mode: Arc::clone(&self.mode),
+            run: Arc::clone(&self.run),
         }
     }
 }
@@ -100,25 +130,119 @@ impl<T: TaskStore> TaskContext<T> {
             Mode::Inline { .. } => None,
         }
     }
+
+    /// The arguments of the call, for a handler registered with
+    /// [`TaskManager::register`](crate::TaskManager::register) (the same on every attempt);
+    /// empty for an operation given to [`call_tool`](crate::TaskManager::call_tool), which
+    /// captures what it needs.
+    #[must_use]
+    pub fn arguments(&self) -> &JsonObject {
+        &self.run.arguments
+    }
+
+    /// The attempt running the task: 1 for the first run (and for a task that runs once,
+    /// or a call run inline), 2 for the first redelivery on another instance, and so on.
+    #[must_use]
+    pub fn attempt(&self) -> u32 {
+        self.run.attempt
+    }
+
+    /// The checkpoint an earlier attempt saved last
+    /// ([`save_checkpoint`](Self::save_checkpoint)), if any: where this attempt may resume
+    /// instead of starting from zero. `None` on the first attempt. Checkpoints saved by
+    /// this attempt are not read back here.
+    #[must_use]
+    pub fn checkpoint(&self) -> Option<&serde_json::Value> {
+        self.run.checkpoint.as_ref()
+    }
 }
 
 impl<T: TaskStore + Clone + 'static> TaskContext<T> {
-    pub(crate) fn task(store: T, handle: TaskHandle<Working, T>) -> Self {
+    pub(crate) fn task(store: T, handle: TaskHandle<Working, T>, run: Run) -> Self {
         Self {
             mode: Arc::new(Mode::Task(Box::new(Running {
                 store,
                 owner: handle.owner().clone(),
                 id: handle.id().to_string(),
                 slot: Mutex::new(Slot::Working(handle)),
-                message: Mutex::new(None),
+                message: Mutex::new(run.message.clone()),
                 input_gate: tokio::sync::Mutex::new(()),
             }))),
+            run: Arc::new(run),
         }
     }
 
-    pub(crate) fn inline(cancel: CancelSignal) -> Self {
+    pub(crate) fn inline(cancel: CancelSignal, arguments: JsonObject) -> Self {
         Self {
             mode: Arc::new(Mode::Inline { cancel }),
+            run: Arc::new(Run::first(arguments)),
+        }
+    }
+
+    /// Whether this context runs a redeliverable task (one its handle's attempt fences).
+    pub(crate) fn is_redeliverable(&self) -> bool {
+        let Mode::Task(running) = &*self.mode else {
+            return false;
+        };
+        match &*lock(&running.slot) {
+            Slot::Working(handle) => handle.attempt().is_some(),
+            Slot::Waiting(handle) => handle.attempt().is_some(),
+            Slot::Spent => false,
+        }
+    }
+
+    /// Saves `checkpoint` in the task (one store write, at most
+    /// [`MAX_CHECKPOINT_BYTES`](mcp_tasks::MAX_CHECKPOINT_BYTES) as JSON): a small progress
+    /// value (a step, a cursor, the time already spent) that the next attempt of a
+    /// redeliverable task reads back with [`checkpoint`](Self::checkpoint). Each replaces
+    /// the last; never shown to clients. Ignored inline.
+    ///
+    /// # Errors
+    /// [`TaskExit::Cancelled`] if the task was cancelled or is gone, or another instance
+    /// runs it now (this attempt was superseded: nothing is left to do here);
+    /// [`TaskExit::Error`] with `-32602` for a checkpoint over the limit, and with the
+    /// store's error otherwise.
+    pub fn save_checkpoint(&self, checkpoint: serde_json::Value) -> Result<(), TaskExit> {
+        let Mode::Task(running) = &*self.mode else {
+            return Ok(());
+        };
+        let saved = match &*lock(&running.slot) {
+            Slot::Working(handle) => handle.checkpoint(checkpoint),
+            Slot::Waiting(handle) => handle.checkpoint(checkpoint),
+            Slot::Spent => return Err(TaskExit::Cancelled),
+        };
+        saved.map_err(gone_or_error)
+    }
+
+    /// Gives the task up to another instance ([`TaskStore::hand_over`]): on success the
+    /// typed handle is let go without a write (see [`let_go`]) and the operation's next
+    /// move finds nothing to move (`TaskExit::Cancelled`); otherwise the handle stays, and
+    /// the task ends as it would have. Answers whether it was handed over.
+    pub(crate) fn hand_over(&self) -> bool {
+        let Mode::Task(running) = &*self.mode else {
+            return false;
+        };
+        // The slot stays locked across the store write: no move of the operation runs
+        // between the hand-over and letting the handle go.
+        let mut slot = lock(&running.slot);
+        let taken = std::mem::replace(&mut *slot, Slot::Spent);
+        if matches!(taken, Slot::Spent) {
+            return false;
+        }
+        match running.store.hand_over(&running.owner, &running.id) {
+            Ok(true) => {
+                let_go(taken);
+                true
+            }
+            Ok(false) => {
+                *slot = taken;
+                false
+            }
+            Err(err) => {
+                eprintln!("task {}: could not be handed over: {err}", running.id);
+                *slot = taken;
+                false
+            }
         }
     }
 
@@ -344,11 +468,24 @@ fn lock<T: TaskStore>(slot: &Mutex<Slot<T>>) -> std::sync::MutexGuard<'_, Slot<T
     slot.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Whether the task can no longer be moved by this handler.
+/// Lets go of the handle of a task handed over to another instance, without a write:
+/// dropping it would fail the task (its attempt is still the current one until another
+/// instance claims it), and detaching it would give up, in the store, the lease the
+/// claiming instance may hold by then. Forgetting it stops nothing but its renewal, which
+/// a backend ends on its own once the lease is no longer this instance's; it costs one
+/// handle's memory, on a shutdown.
+fn let_go<T: TaskStore>(slot: Slot<T>) {
+    std::mem::forget(slot);
+}
+
+/// Whether the task can no longer be moved by this handler: it is finished or gone, or
+/// another instance runs it now.
 fn is_gone(err: &mcp_tasks::Error) -> bool {
     matches!(
         err,
-        mcp_tasks::Error::TaskNotFound { .. } | mcp_tasks::Error::TaskCancelled { .. }
+        mcp_tasks::Error::TaskNotFound { .. }
+            | mcp_tasks::Error::TaskCancelled { .. }
+            | mcp_tasks::Error::Superseded { .. }
     ) || matches!(err, mcp_tasks::Error::IllegalTransition { from, .. } if from.is_terminal())
 }
 

@@ -69,6 +69,28 @@
 //! `-32021` before a handler method runs, and refuses a `CallToolResponse::Task` for
 //! such a request; [`TaskManager::call_tool`] therefore runs the tool inline for it.
 //!
+//! # Redelivery
+//! Over a store shared by several instances (`RedisTaskStore`), a tool may declare that
+//! its task runs again on another instance when the one running it stops: register its
+//! handler by name on every instance ([`TaskManager::register`]), start the claim loop
+//! ([`TaskManager::run_claims`]), and answer its calls with
+//! [`TaskManager::call_registered`] and [`TaskOptions::redeliver`]. The task stores its
+//! job (the tool, its arguments, the wire generation); when its instance dies (its lease
+//! lapses, and a back-off passes) or hands it over on shutdown
+//! ([`TaskManager::hand_over_running`]), another instance claims it and runs the
+//! registered handler again, with the next [`attempt`](TaskContext::attempt) and the
+//! last [`checkpoint`](TaskContext::checkpoint) its handler saved
+//! ([`save_checkpoint`](TaskContext::save_checkpoint)).
+//!
+//! The guarantee: the work runs **at least once per attempt** (an attempt whose
+//! instance died after doing part of it runs again from its last checkpoint), and the
+//! task has **exactly one final result** (an earlier attempt's late writes are refused).
+//! So a tool may declare it only if it is safe to run again from the start or from its
+//! checkpoint: idempotent, or checking what it already did. Every instance serving such a
+//! tool must register the same handlers. On the in-process
+//! [`TaskRegistry`](mcp_tasks::TaskRegistry) nothing is ever claimed: it behaves as
+//! without redelivery.
+//!
 //! # Waits
 //! Waiting for input and for a cancel request awaits the core's runtime-free futures
 //! (`TaskStore::wait_for_input_async`, `TaskStore::wait_for_cancel_async`): a pending wait
@@ -79,6 +101,7 @@ mod context;
 mod convert;
 mod manager;
 mod owner;
+mod redeliver;
 mod wait;
 
 pub use context::{TaskContext, TaskExit, TaskFuture};

@@ -3,15 +3,16 @@
 use std::sync::Arc;
 
 use mcp_tasks::ext::ExtDispatcher;
-use mcp_tasks::{Owner, TaskRegistry, TaskRequest, TaskStore, Working};
+use mcp_tasks::{JsonObject, Owner, Redelivery, TaskRegistry, TaskRequest, TaskStore, Working};
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, GetTaskParams,
-    GetTaskResult, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
+    GetTaskParams, GetTaskResult, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 
-use crate::context::{TaskContext, TaskExit, TaskFuture};
+use crate::context::{Run, TaskContext, TaskExit, TaskFuture};
+use crate::redeliver::{self, Claims};
 use crate::{convert, owner};
 
 /// Default TTL (5 minutes, in milliseconds) asked for when none is set, as rmcp's.
@@ -30,6 +31,10 @@ pub struct TaskOptions {
     pub poll_interval_ms: Option<u64>,
     /// Initial status message.
     pub status_message: Option<String>,
+    /// Redelivery: the most attempts the task may take, each on whichever instance claims
+    /// it after the last one's instance stopped (see [`redeliver`](Self::redeliver));
+    /// `None`: the task runs once.
+    pub max_attempts: Option<u32>,
 }
 
 impl Default for TaskOptions {
@@ -38,6 +43,7 @@ impl Default for TaskOptions {
             ttl_ms: Some(DEFAULT_TASK_TTL_MS),
             poll_interval_ms: Some(DEFAULT_POLL_INTERVAL_MS),
             status_message: None,
+            max_attempts: None,
         }
     }
 }
@@ -69,6 +75,18 @@ impl TaskOptions {
         self.status_message = Some(message.into());
         self
     }
+
+    /// Declares the task redeliverable: if the instance running it stops (dies, or hands
+    /// it over on shutdown), another instance of a shared store claims it and runs the
+    /// tool's registered handler again, up to `max_attempts` runs in all (clamped to
+    /// `1..=`[`MAX_ATTEMPTS`](mcp_tasks::MAX_ATTEMPTS)). Only for calls of a registered
+    /// handler ([`TaskManager::call_registered`]), and only for a tool that is safe to run
+    /// again from the start or from its checkpoint: see the crate docs' *Redelivery*.
+    #[must_use]
+    pub fn redeliver(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = Some(max_attempts);
+        self
+    }
 }
 
 /// What `rmcp::task_manager::TaskManager` gives an rmcp 3.x server, on any mcp-tasks
@@ -85,6 +103,9 @@ pub struct TaskManager<T: TaskStore = TaskRegistry> {
     dispatcher: ExtDispatcher<T>,
     connection: Owner,
     answer_check: Option<AnswerCheck>,
+    /// The registered handlers, the redeliverable tasks running here and the claim loop,
+    /// shared by every clone.
+    claims: Arc<Claims<T>>,
 }
 
 /// Checks one answer of a `tasks/update` against the input request it answers (see
@@ -98,6 +119,7 @@ impl<T: TaskStore> std::fmt::Debug for TaskManager<T> {
             .field("store", self.dispatcher.store())
             .field("connection", &self.connection)
             .field("answer_check", &self.answer_check.is_some())
+            .field("handlers", &self.claims.tools())
             .finish()
     }
 }
@@ -120,6 +142,7 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
             dispatcher: ExtDispatcher::new(store),
             connection: connection_owner(),
             answer_check: None,
+            claims: Arc::default(),
         }
     }
 
@@ -147,6 +170,7 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
             dispatcher: self.dispatcher.clone(),
             connection: connection_owner(),
             answer_check: self.answer_check.clone(),
+            claims: Arc::clone(&self.claims),
         }
     }
 
@@ -168,7 +192,10 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
     /// operation ends, and an operation that panics leaves the task `failed` (`-32603`).
     ///
     /// # Errors
-    /// The store's refusal (a limit reached: `-32603` with its reason), or its outage.
+    /// The store's refusal (a limit reached: `-32603` with its reason), or its outage;
+    /// `-32603` for options that [`redeliver`](TaskOptions::redeliver) (a closure cannot
+    /// run on another instance: register the handler and use
+    /// [`spawn_registered`](Self::spawn_registered)).
     pub fn spawn<F>(
         &self,
         owner: &Owner,
@@ -179,10 +206,64 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
     where
         F: FnOnce(TaskContext<T>) -> TaskFuture,
     {
+        if options.max_attempts.is_some() {
+            return Err(closure_redelivered());
+        }
+        self.start(
+            owner,
+            request_id,
+            options,
+            None,
+            Run::first(JsonObject::new()),
+            make_future,
+        )
+    }
+
+    /// Creates a task for `owner` running the handler registered for `request`'s tool
+    /// ([`register`](Self::register)), whose context holds the call's arguments; with
+    /// [`TaskOptions::redeliver`] the task stores its job (the tool, its arguments, the
+    /// wire generation) so that another instance can run it again.
+    ///
+    /// # Errors
+    /// `-32602` if no handler is registered for the tool; as [`spawn`](Self::spawn)
+    /// otherwise.
+    pub fn spawn_registered(
+        &self,
+        owner: &Owner,
+        request_id: &rmcp::model::RequestId,
+        request: &CallToolRequestParams,
+        options: TaskOptions,
+    ) -> Result<CreateTaskResult, ErrorData> {
+        let handler = self.registered(request)?;
+        let redelivery = options
+            .max_attempts
+            .map(|max| Redelivery::new(max, redeliver::job(request)));
+        let run = Run::first(request.arguments.clone().unwrap_or_default());
+        self.start(owner, request_id, options, redelivery, run, move |ctx| {
+            handler(ctx)
+        })
+    }
+
+    /// Creates the task and launches its operation.
+    fn start<F>(
+        &self,
+        owner: &Owner,
+        request_id: &rmcp::model::RequestId,
+        options: TaskOptions,
+        redelivery: Option<Redelivery>,
+        run: Run,
+        make_future: F,
+    ) -> Result<CreateTaskResult, ErrorData>
+    where
+        F: FnOnce(TaskContext<T>) -> TaskFuture,
+    {
         let store = self.store();
-        let request = TaskRequest::new(convert::request_id(request_id), "tools/call")
+        let mut request = TaskRequest::new(convert::request_id(request_id), "tools/call")
             .with_ttl(options.ttl_ms)
             .with_poll_interval(options.poll_interval_ms);
+        if let Some(redelivery) = redelivery {
+            request = request.with_redelivery(redelivery);
+        }
         let (handle, mut task) = store.create(owner, request).map_err(convert::store_error)?;
         if let Some(message) = options.status_message {
             handle
@@ -197,12 +278,13 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
                 .map_err(convert::store_error)?;
         }
         let created = convert::rewire(&mcp_tasks::ext::CreateTaskResult::new(&task))?;
-        let context = TaskContext::task(store.clone(), handle);
-        let future = make_future(context.clone());
-        tokio::spawn(async move {
-            let exit = future.await;
-            context.finish(exit);
-        });
+        let run = Run {
+            attempt: handle.attempt().unwrap_or(1),
+            ..run
+        };
+        let context = TaskContext::task(store.clone(), handle, run);
+        self.claims
+            .launch(&tokio::runtime::Handle::current(), context, make_future);
         Ok(created)
     }
 
@@ -213,8 +295,9 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
     /// fails with `-32021`, and `cancelled()` follows the request's cancellation).
     ///
     /// # Errors
-    /// As [`spawn`](Self::spawn); inline, the operation's error (`TaskExit::Cancelled`
-    /// is reported as a `-32603` "request cancelled").
+    /// As [`spawn`](Self::spawn) (options that [`redeliver`](TaskOptions::redeliver) are
+    /// refused: use [`call_registered`](Self::call_registered)); inline, the operation's
+    /// error (`TaskExit::Cancelled` is reported as a `-32603` "request cancelled").
     pub async fn call_tool<F>(
         &self,
         context: &RequestContext<RoleServer>,
@@ -224,17 +307,119 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
     where
         F: FnOnce(TaskContext<T>) -> TaskFuture,
     {
+        if options.max_attempts.is_some() {
+            return Err(closure_redelivered());
+        }
         if declares_tasks(context) {
             let owner = self.owner(context);
             let created = self.spawn(&owner, &context.id, options, make_future)?;
             return Ok(CallToolResponse::Task(created));
         }
-        let inline = TaskContext::inline(context.ct.clone());
-        match make_future(inline).await {
-            Ok(result) => Ok(CallToolResponse::Complete(result)),
-            Err(TaskExit::Error(error)) => Err(error),
-            Err(TaskExit::Cancelled) => Err(ErrorData::internal_error("request cancelled", None)),
+        let inline = TaskContext::inline(context.ct.clone(), JsonObject::new());
+        inline_answer(make_future(inline).await)
+    }
+
+    /// Answers a `tools/call` with the handler registered for its tool
+    /// ([`register`](Self::register)), deciding per call as
+    /// [`call_tool`](Self::call_tool) does: a task ([`spawn_registered`](Self::spawn_registered),
+    /// stored with its job if `options` [`redeliver`](TaskOptions::redeliver)) when the
+    /// request declared the extension, else inline (where redelivery does not apply).
+    ///
+    /// # Errors
+    /// `-32602` if no handler is registered for the tool; as
+    /// [`call_tool`](Self::call_tool) otherwise.
+    pub async fn call_registered(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        options: TaskOptions,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if declares_tasks(context) {
+            let owner = self.owner(context);
+            let created = self.spawn_registered(&owner, &context.id, request, options)?;
+            return Ok(CallToolResponse::Task(created));
         }
+        let handler = self.registered(request)?;
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let inline = TaskContext::inline(context.ct.clone(), arguments);
+        inline_answer(handler(inline).await)
+    }
+
+    /// Registers `handler` as the operation of the tool `tool`, for
+    /// [`call_registered`](Self::call_registered) and for the tasks of that tool this
+    /// instance claims ([`run_claims`](Self::run_claims)); it replaces a handler
+    /// registered before under the same name. Every clone of this manager shares the
+    /// handlers.
+    ///
+    /// The handler is called once per run, with a [`TaskContext`] holding the call's
+    /// [`arguments`](TaskContext::arguments), the [`attempt`](TaskContext::attempt) and
+    /// the last [`checkpoint`](TaskContext::checkpoint). Every instance serving a
+    /// redeliverable tool over one store must register the same handlers: a task
+    /// claimed by an instance without its tool's handler fails with `-32603`.
+    pub fn register(
+        &self,
+        tool: impl Into<String>,
+        handler: impl Fn(TaskContext<T>) -> TaskFuture + Send + Sync + 'static,
+    ) {
+        self.claims.register(tool.into(), Arc::new(handler));
+    }
+
+    /// Starts this manager's claim loop (shared by its clones; a second call does
+    /// nothing): on a thread of its own it claims the redeliverable tasks whose instance
+    /// stopped ([`TaskStore::claim`]), sleeping in [`TaskStore::wait_for_claimable`]
+    /// between claims, and runs each on the current tokio runtime with its tool's
+    /// registered handler, as a fresh call's. Call it once the handlers are registered.
+    /// The in-process [`TaskRegistry`] never has anything to claim.
+    ///
+    /// # Errors
+    /// [`mcp_tasks::Error::InvalidConfig`] if no handler is registered (the loop would
+    /// claim tasks it cannot run) or if called outside a tokio runtime;
+    /// [`mcp_tasks::Error::Internal`] if the thread cannot be started.
+    pub fn run_claims(&self) -> Result<(), mcp_tasks::Error> {
+        if self.claims.tools().is_empty() {
+            return Err(mcp_tasks::Error::InvalidConfig(
+                "no handler is registered: the claim loop would claim tasks it cannot run"
+                    .to_owned(),
+            ));
+        }
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            mcp_tasks::Error::InvalidConfig("run_claims needs a tokio runtime".to_owned())
+        })?;
+        if !self.claims.start() {
+            return Ok(());
+        }
+        let (claims, store) = (Arc::clone(&self.claims), self.store().clone());
+        std::thread::Builder::new()
+            .name("mcp-tasks-claims".to_owned())
+            .spawn(move || claims.claim_loop(store, runtime))
+            .map(drop)
+            .map_err(|err| {
+                mcp_tasks::Error::Internal(format!("the claim loop cannot start: {err}"))
+            })
+    }
+
+    /// For a graceful shutdown: stops claiming, and hands every redeliverable task
+    /// running here over to another instance ([`TaskStore::hand_over`]) instead of
+    /// letting it fail when the process ends: another instance claims it at once and runs
+    /// its next attempt. Their operations here are stopped. Answers how many were handed
+    /// over; the others (tasks that run once, a store that cannot hand over, such as the
+    /// registry) run on and end as before. A redeliverable call arriving afterwards is
+    /// handed over as soon as it is created. One store write per task.
+    pub fn hand_over_running(&self) -> usize {
+        self.claims.hand_over_running()
+    }
+
+    /// The handler registered for `request`'s tool.
+    fn registered(
+        &self,
+        request: &CallToolRequestParams,
+    ) -> Result<redeliver::Handler<T>, ErrorData> {
+        self.claims.handler(&request.name).ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!("no handler is registered for the tool `{}`", request.name),
+                None,
+            )
+        })
     }
 
     /// Answers `tasks/get` for `context`'s owner ([`get_task_for`](Self::get_task_for)).
@@ -365,6 +550,24 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
             .dispatch(owner, method, Some(&params), true)
             .map_err(convert::error)
     }
+}
+
+/// The answer to a call run inline.
+fn inline_answer(exit: Result<CallToolResult, TaskExit>) -> Result<CallToolResponse, ErrorData> {
+    match exit {
+        Ok(result) => Ok(CallToolResponse::Complete(result)),
+        Err(TaskExit::Error(error)) => Err(error),
+        Err(TaskExit::Cancelled) => Err(ErrorData::internal_error("request cancelled", None)),
+    }
+}
+
+/// The refusal of a redeliverable call given as a closure.
+fn closure_redelivered() -> ErrorData {
+    ErrorData::internal_error(
+        "a redeliverable call must run a registered handler (another instance cannot run a \
+         closure): register it with TaskManager::register and call TaskManager::call_registered",
+        None,
+    )
 }
 
 /// Whether `context`'s request declared the tasks extension (per request, or at

@@ -2,6 +2,10 @@
 //! `fail`, `crash`, `confirm`, `echo`), parsed and described by `mcp_tasks_servers::tools`
 //! and run here as async operations with a `TaskContext` (the `servers/` handlers block a
 //! thread each; these do not).
+//!
+//! `sleep` is redeliverable (three attempts): its handler is registered by name, and it
+//! checkpoints the time it has slept, so that over a shared store another instance
+//! finishes the sleep of an instance that died, sleeping only the rest.
 
 mod fixtures;
 
@@ -28,6 +32,12 @@ pub type Store = Arc<dyn TaskStore>;
 /// How often a client is asked to poll a task (the example's tasks are short).
 const POLL_INTERVAL_MS: u64 = 100;
 
+/// The most runs of a `sleep`: the first, and two redeliveries.
+const SLEEP_ATTEMPTS: u32 = 3;
+
+/// How often `sleep` saves the time it has slept (one store write each).
+const SLEEP_CHECKPOINT_MS: u64 = 200;
+
 /// The example server: its tools, and a task manager over the chosen store.
 #[derive(Clone)]
 pub struct ExampleServer {
@@ -38,50 +48,91 @@ pub struct ExampleServer {
 
 impl ExampleServer {
     /// A server keeping its tasks in `store`, serving `catalog`'s tools.
+    /// Call it on the tokio runtime: it starts the claim loop.
     pub fn new(store: Store, catalog: Catalog) -> Self {
-        Self {
-            // A `tasks/update` answer that does not fit its form is refused (-32602) and
-            // the task keeps waiting.
-            tasks: TaskManager::new(store).with_answer_check(tools::check_answer),
-            catalog,
+        // A `tasks/update` answer that does not fit its form is refused (-32602) and the
+        // task keeps waiting.
+        let tasks = TaskManager::new(store).with_answer_check(tools::check_answer);
+        // The redeliverable tool: every instance registers it, and claims the sleeps of
+        // the instances that stopped.
+        tasks.register("sleep", move |ctx| Box::pin(sleep(catalog, ctx)));
+        if let Err(err) = tasks.run_claims() {
+            eprintln!("the claim loop did not start: {err}");
         }
+        Self { tasks, catalog }
     }
 }
 
+/// What the command line sets of a shared store's leases: how soon a task whose instance
+/// died is seen (`--lease-ms`, `--lease-renew-ms`) and how long before another instance
+/// claims it (`--claim-backoff-ms`).
+#[derive(Debug, Default, Clone, Copy)]
+struct LeaseArgs {
+    lease: Option<Duration>,
+    renew: Option<Duration>,
+    claim_backoff: Option<Duration>,
+}
+
+fn millis(flag: &str, value: Option<String>) -> Result<Option<Duration>, String> {
+    let value = value.ok_or_else(|| format!("{flag} needs a number of milliseconds"))?;
+    value
+        .parse()
+        .map(|ms| Some(Duration::from_millis(ms)))
+        .map_err(|err| format!("{flag} {value}: {err}"))
+}
+
 /// What the command line asks of every example: the store (`--redis URL` for
-/// `RedisTaskStore`, feature `redis`; else a fresh in-process registry) and the tools (the
-/// examples; with `--conformance` or `MCP_TASKS_CONFORMANCE=1` the conformance suite's
-/// fixtures too). Other arguments are returned.
+/// `RedisTaskStore`, feature `redis`, with `--lease-ms MS`, `--lease-renew-ms MS` and
+/// `--claim-backoff-ms MS` for its leases; else a fresh in-process registry) and the tools
+/// (the examples; with `--conformance` or `MCP_TASKS_CONFORMANCE=1` the conformance
+/// suite's fixtures too). Other arguments are returned.
 pub fn from_args() -> Result<(Store, Catalog, Vec<String>), String> {
     let mut rest = Vec::new();
     let mut redis = None;
+    let mut leases = LeaseArgs::default();
     let mut conformance = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        if arg == "--redis" {
-            redis = Some(args.next().ok_or("--redis needs a url")?);
-        } else if arg == CONFORMANCE_FLAG {
-            conformance = true;
-        } else {
-            rest.push(arg);
+        match arg.as_str() {
+            "--redis" => redis = Some(args.next().ok_or("--redis needs a url")?),
+            "--lease-ms" => leases.lease = millis(&arg, args.next())?,
+            "--lease-renew-ms" => leases.renew = millis(&arg, args.next())?,
+            "--claim-backoff-ms" => leases.claim_backoff = millis(&arg, args.next())?,
+            _ if arg == CONFORMANCE_FLAG => conformance = true,
+            _ => rest.push(arg),
         }
     }
     let catalog = Catalog::chosen(conformance);
     match redis {
         None => Ok((Arc::new(TaskRegistry::new()), catalog, rest)),
-        Some(url) => redis_store(&url).map(|store| (store, catalog, rest)),
+        Some(url) => redis_store(&url, leases).map(|store| (store, catalog, rest)),
     }
 }
 
 #[cfg(feature = "redis")]
-fn redis_store(url: &str) -> Result<Store, String> {
-    mcp_tasks_redis::RedisTaskStore::open(url)
+fn redis_store(url: &str, leases: LeaseArgs) -> Result<Store, String> {
+    let mut builder = mcp_tasks_redis::RedisTaskStore::builder(url);
+    if let Some(lease) = leases.lease {
+        let mut policy = mcp_tasks::LeasePolicy::fail_after(lease);
+        if let Some(renew) = leases.renew {
+            policy = policy.renewed_every(renew);
+        }
+        builder = builder.lease_policy(policy);
+    }
+    if let Some(backoff) = leases.claim_backoff {
+        // REDIS-CLAIM-BACKOFF: the one line to enable once `RedisStoreBuilder::claim_backoff`
+        // lands; until then the store's default back-off (1 s, doubling) applies.
+        // builder = builder.claim_backoff(mcp_tasks::ClaimBackoff::new(backoff, backoff * 8));
+        let _ = backoff;
+    }
+    builder
+        .build()
         .map(|store| Arc::new(store) as Store)
         .map_err(|err| format!("cannot open redis at {url}: {err}"))
 }
 
 #[cfg(not(feature = "redis"))]
-fn redis_store(_url: &str) -> Result<Store, String> {
+fn redis_store(_url: &str, _leases: LeaseArgs) -> Result<Store, String> {
     Err("--redis needs the `redis` feature: build with --features redis".into())
 }
 
@@ -154,6 +205,14 @@ impl ServerHandler for ExampleServer {
                 .map_err(exit);
         }
         let options = TaskOptions::new().with_poll_interval_ms(POLL_INTERVAL_MS);
+        if let Call::Sleep(_) = call {
+            // Its registered handler runs it, here or, redelivered, on another instance.
+            let options = options.redeliver(SLEEP_ATTEMPTS);
+            return self
+                .tasks
+                .call_registered(&request, &context, options)
+                .await;
+        }
         self.tasks
             .call_tool(&context, options, move |ctx| Box::pin(run(call, Some(ctx))))
             .await
@@ -162,22 +221,47 @@ impl ServerHandler for ExampleServer {
     mcp_tasks_rmcp::task_handlers!(tasks);
 }
 
-/// A call's operation.
+/// `sleep`'s registered handler, for every run of a call: it reads the arguments from
+/// the context, resumes from the time the last attempt checkpointed, and checkpoints
+/// every [`SLEEP_CHECKPOINT_MS`]; cancellable throughout.
+async fn sleep(catalog: Catalog, ctx: TaskContext<Store>) -> Result<CallToolResult, TaskExit> {
+    let Call::Sleep(ms) = catalog.parse("sleep", ctx.arguments()).map_err(error)? else {
+        return Err(TaskExit::Error(ErrorData::internal_error(
+            "`sleep` parsed as another tool",
+            None,
+        )));
+    };
+    let mut slept = ctx
+        .checkpoint()
+        .and_then(|checkpoint| checkpoint.get("sleptMs"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(ms);
+    while slept < ms {
+        let step = (ms - slept).min(SLEEP_CHECKPOINT_MS);
+        tokio::select! {
+            () = ctx.cancelled() => return Err(TaskExit::Cancelled),
+            () = tokio::time::sleep(Duration::from_millis(step)) => {}
+        }
+        slept += step;
+        if slept < ms {
+            ctx.save_checkpoint(json!({"sleptMs": slept}))?;
+        }
+    }
+    let text = match ctx.attempt() {
+        1 => format!("slept {ms} ms"),
+        attempt => format!("slept {ms} ms, finished by attempt {attempt}"),
+    };
+    Ok(text_result(text, false))
+}
+
+/// A call's operation (`sleep` runs through its registered handler instead).
 async fn run(call: Call, ctx: Option<TaskContext<Store>>) -> Result<CallToolResult, TaskExit> {
     match call {
-        Call::Sleep(ms) => {
-            let sleep = tokio::time::sleep(Duration::from_millis(ms));
-            match ctx {
-                Some(ctx) => tokio::select! {
-                    () = ctx.cancelled() => Err(TaskExit::Cancelled),
-                    () = sleep => Ok(text_result(format!("slept {ms} ms"), false)),
-                },
-                None => {
-                    sleep.await;
-                    Ok(text_result(format!("slept {ms} ms"), false))
-                }
-            }
-        }
+        Call::Sleep(_) => Err(TaskExit::Error(ErrorData::internal_error(
+            "`sleep` runs through its registered handler",
+            None,
+        ))),
         Call::Fail => Ok(text_result("the fail tool always fails", true)),
         Call::Crash => Err(TaskExit::Error(ErrorData::internal_error(
             "the crash tool always crashes",

@@ -173,8 +173,30 @@ pub fn code(err: ServiceError) -> i32 {
 
 /// A running `rmcp_http` example and its endpoint; killed when dropped.
 pub struct Server {
-    _child: Child,
+    child: Child,
     pub url: String,
+}
+
+impl Server {
+    /// Kills the instance at once (`SIGKILL`: no hand-over, its leases lapse) and reaps it.
+    pub async fn kill(&mut self) {
+        self.child.kill().await.expect("the example can be killed");
+    }
+
+    /// Asks the instance to stop (`SIGTERM`: it hands its redeliverable tasks over) and
+    /// waits until it exited.
+    pub async fn terminate(&mut self) {
+        let pid = self.child.id().expect("the example is running");
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("`kill` runs");
+        assert!(sent.success(), "SIGTERM was not sent");
+        tokio::time::timeout(LIMIT, self.child.wait())
+            .await
+            .expect("the example exits in time")
+            .expect("the example is reaped");
+    }
 }
 
 pub async fn start_http(args: &[&str]) -> Server {
@@ -202,7 +224,7 @@ pub async fn start_http(args: &[&str]) -> Server {
             )
         })
         .to_owned();
-    Server { _child: child, url }
+    Server { child, url }
 }
 
 pub async fn connect(
