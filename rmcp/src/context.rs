@@ -214,10 +214,11 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
         saved.map_err(gone_or_error)
     }
 
-    /// Gives the task up to another instance ([`TaskStore::hand_over`]): on success the
-    /// typed handle is let go without a write (see [`let_go`]) and the operation's next
-    /// move finds nothing to move (`TaskExit::Cancelled`); otherwise the handle stays, and
-    /// the task ends as it would have. Answers whether it was handed over.
+    /// Gives the task up to another instance (the handle's
+    /// [`hand_over`](TaskHandle::hand_over)): on success the typed handle is spent without a
+    /// write and the operation's next move finds nothing to move (`TaskExit::Cancelled`);
+    /// otherwise the handle stays, and the task ends as it would have. Answers whether it
+    /// was handed over.
     pub(crate) fn hand_over(&self) -> bool {
         let Mode::Task(running) = &*self.mode else {
             return false;
@@ -229,18 +230,18 @@ impl<T: TaskStore + Clone + 'static> TaskContext<T> {
         if matches!(taken, Slot::Spent) {
             return false;
         }
-        match running.store.hand_over(&running.owner, &running.id) {
-            Ok(true) => {
-                let_go(taken);
-                true
-            }
-            Ok(false) => {
-                *slot = taken;
-                false
-            }
-            Err(err) => {
-                eprintln!("task {}: could not be handed over: {err}", running.id);
-                *slot = taken;
+        let kept = match taken {
+            Slot::Working(handle) => handle.hand_over().map_err(|(h, e)| (Slot::Working(h), e)),
+            Slot::Waiting(handle) => handle.hand_over().map_err(|(h, e)| (Slot::Waiting(h), e)),
+            Slot::Spent => return false,
+        };
+        match kept {
+            Ok(_) => true,
+            Err((handle, error)) => {
+                if let Some(error) = error {
+                    eprintln!("task {}: could not be handed over: {error}", running.id);
+                }
+                *slot = handle;
                 false
             }
         }
@@ -466,16 +467,6 @@ fn carry<S: mcp_tasks::TaskState, T: TaskStore>(
 
 fn lock<T: TaskStore>(slot: &Mutex<Slot<T>>) -> std::sync::MutexGuard<'_, Slot<T>> {
     slot.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Lets go of the handle of a task handed over to another instance, without a write:
-/// dropping it would fail the task (its attempt is still the current one until another
-/// instance claims it), and detaching it would give up, in the store, the lease the
-/// claiming instance may hold by then. Forgetting it stops nothing but its renewal, which
-/// a backend ends on its own once the lease is no longer this instance's; it costs one
-/// handle's memory, on a shutdown.
-fn let_go<T: TaskStore>(slot: Slot<T>) {
-    std::mem::forget(slot);
 }
 
 /// Whether the task can no longer be moved by this handler: it is finished or gone, or

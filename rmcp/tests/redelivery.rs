@@ -3,7 +3,6 @@
 //! task id, as its attempt 2, resuming from its checkpoint, with one final result. Needs
 //! `redis-server` on `PATH` (the test says `SKIPPED` without it) and a `RedisTaskStore`
 //! that claims (`TaskStore::claim`, `hand_over`): until the Redis backend implements them
-//! the tests are ignored (run them with `-- --ignored`); remove the `ignore`s when it does.
 #![cfg(feature = "redis")]
 
 mod support;
@@ -101,7 +100,6 @@ async fn finished_by_attempt_2(client: &Client, task_id: &str) {
 }
 
 #[tokio::test]
-#[ignore = "needs claims in RedisTaskStore (TaskStore::claim); without them the task fails"]
 async fn a_sleep_whose_instance_is_killed_is_finished_by_another_as_attempt_2() {
     let Some(redis) = mcp_tasks_test_support::redis::RedisServer::start() else {
         return;
@@ -129,7 +127,6 @@ async fn a_sleep_whose_instance_is_killed_is_finished_by_another_as_attempt_2() 
 }
 
 #[tokio::test]
-#[ignore = "needs hand-overs and claims in RedisTaskStore (TaskStore::hand_over, claim)"]
 async fn a_sleep_whose_instance_stops_is_handed_over_and_finished_by_another() {
     let Some(redis) = mcp_tasks_test_support::redis::RedisServer::start() else {
         return;

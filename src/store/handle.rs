@@ -201,6 +201,34 @@ impl<S: TaskState, T: TaskStore> TaskHandle<S, T> {
         held.store.update(&held.owner, &held.key, update)
     }
 
+    /// Hands the task over to another instance ([`TaskStore::hand_over`]: a graceful
+    /// shutdown's move for a redeliverable task) and, if it was, spends this handle without
+    /// a write: the next attempt runs elsewhere, and this handler's moves would be
+    /// superseded anyway. Answers the task id; if the task was not handed over (it runs
+    /// once, is not leased here, has no attempts left) the handle comes back, with the
+    /// store's error if there was one, to finish or fail the task as before.
+    ///
+    /// # Errors
+    /// The handle, and `Some(error)` if the store failed ([`Error::Store`]), or `None`
+    /// if the task cannot be handed over.
+    #[allow(clippy::result_large_err)]
+    pub fn hand_over(mut self) -> Result<TaskId, (Self, Option<Error>)>
+    where
+        S: NonTerminal,
+    {
+        let held = &self.held;
+        match held.store.hand_over(&held.owner, &held.key) {
+            Ok(true) => {
+                self.held.armed = false;
+                // Ended, not released: the lease may be another instance's by now.
+                drop(std::mem::replace(&mut self.held.lease, Lease::none()));
+                Ok(self.held.id.clone())
+            }
+            Ok(false) => Err((self, None)),
+            Err(error) => Err((self, Some(error))),
+        }
+    }
+
     /// The attempt this handle runs, for a redeliverable task (from 1); `None` for a task
     /// that runs once.
     #[must_use]

@@ -120,10 +120,7 @@ fn redis_store(url: &str, leases: LeaseArgs) -> Result<Store, String> {
         builder = builder.lease_policy(policy);
     }
     if let Some(backoff) = leases.claim_backoff {
-        // REDIS-CLAIM-BACKOFF: the one line to enable once `RedisStoreBuilder::claim_backoff`
-        // lands; until then the store's default back-off (1 s, doubling) applies.
-        // builder = builder.claim_backoff(mcp_tasks::ClaimBackoff::new(backoff, backoff * 8));
-        let _ = backoff;
+        builder = builder.claim_backoff(mcp_tasks::ClaimBackoff::new(backoff, backoff * 8));
     }
     builder
         .build()
