@@ -63,6 +63,7 @@ use mcp_tasks::protocol::{TaskStatusNotification, tag_related_task};
 use mcp_tasks::{
     AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, Task, TaskId, TaskStatus, jsonrpc,
 };
+use mcp_tasks_servers::claims::ClaimLoop;
 use mcp_tasks_servers::framing::{self, Id, Incoming, Refusal};
 use mcp_tasks_servers::outbound;
 use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
@@ -73,6 +74,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The longest message (one line) the server reads: 4 MiB.
 const MAX_MESSAGE: usize = 4 << 20;
+
+/// How long the claim loop may take to end once stdin closed.
+const CLAIM_LOOP_END: Duration = Duration::from_millis(1_500);
 
 /// How often a task waiting for an answer checks whether it was cancelled meanwhile.
 const STATUS_CHECK: Duration = Duration::from_millis(100);
@@ -381,6 +385,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
 
+    // Over a shared store, the redeliverable tasks of instances that stopped are run again
+    // here. Their requestor is not this connection's client (not even a 2025-11-25 one:
+    // nothing says which stdio client created a task), so nothing is forwarded to it: the
+    // requestor polls with tasks/get, or waits with tasks/result.
+    let stopping = Arc::new(AtomicBool::new(false));
+    let claims = if server.is_shared() {
+        let stop = Arc::clone(&stopping);
+        Some(ClaimLoop::start(
+            Arc::clone(&server),
+            move || stop.load(Ordering::SeqCst),
+            |claimed| {
+                let task = claimed.task.clone();
+                if let Ok(job) = &claimed.job {
+                    eprintln!(
+                        "stdio_server: claimed task {task}: `{}`, attempt {} of {}",
+                        job.tool,
+                        claimed.attempts.attempt(),
+                        claimed.attempts.max()
+                    );
+                }
+                let started = std::thread::Builder::new()
+                    .name("mcp-tasks-rerun".into())
+                    .spawn(move || claimed.run());
+                if let Err(err) = started {
+                    // The claim drops with the closure: the task fails, or lapses again.
+                    eprintln!("stdio_server: cannot run claimed task {task}: {err}");
+                }
+            },
+            |warning| eprintln!("stdio_server: claim loop: {warning}"),
+        )?)
+    } else {
+        None
+    };
+
     eprintln!("stdio_server: ready (MCP 2025-11-25 over stdio)");
     let mut stdin = io::stdin().lock();
     let mut line = Vec::new();
@@ -413,5 +451,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     eprintln!("stdio_server: stdin closed, shutting down");
+    stopping.store(true, Ordering::SeqCst);
+    if let Some(claims) = claims {
+        let _ended = claims.join_within(CLAIM_LOOP_END);
+    }
     Ok(())
 }
