@@ -65,6 +65,7 @@
 //! one line per request: HTTP method, JSON-RPC method, principal, status, latency.
 
 mod body;
+mod claims;
 mod config;
 mod limits;
 mod listener;
@@ -77,9 +78,10 @@ mod trace;
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use mcp_tasks_servers::access::Access;
+use mcp_tasks_servers::claims::ClaimLoop;
 use mcp_tasks_servers::server::Server;
 use tokio::sync::watch;
 
@@ -111,6 +113,8 @@ pub struct App {
     pub trace: Arc<Trace>,
     /// Turns `true` when the server starts shutting down.
     pub shutdown: watch::Receiver<bool>,
+    /// The claim loop, over a shared store (taken at shutdown to wait for its end).
+    pub claims: Mutex<Option<ClaimLoop>>,
 }
 
 fn main() -> ExitCode {
@@ -166,7 +170,12 @@ fn run() -> Result<(), String> {
             tasks,
             trace,
             shutdown,
+            claims: Mutex::new(None),
         });
+        if app.server.is_shared() {
+            let claims = claims::start(&app)?;
+            *app.claims.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(claims);
+        }
         tracing::info!(
             "ready: MCP 2025-11-25 (sessions, SSE) and 2026-07-28 (stateless) over Streamable HTTP; {}",
             app.access.describe()

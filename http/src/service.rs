@@ -370,12 +370,13 @@ async fn session_message(
             .and_then(Value::as_str)
             == Some(CLOSES_ITS_STREAM);
     let reply = tokio::task::block_in_place(|| {
-        app.server.request(
+        app.server.request_in(
             &owner,
             id.request_id(),
             &method,
             params,
             session.elicitation,
+            Some(&session.id),
         )
     });
     if closes_stream && let Reply::Later(work) = reply {

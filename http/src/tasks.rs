@@ -36,6 +36,17 @@ struct Running {
     session: Option<Weak<Session>>,
     /// Whether its handler runs on this instance.
     handler_here: bool,
+    /// The attempt its handler here runs (1 unless claimed for a later one).
+    attempt: u32,
+}
+
+/// How the tasks still running at shutdown ended here ([`Tasks::end_all`]).
+#[derive(Debug, Default)]
+pub struct Ending {
+    /// Redeliverable tasks handed over to another instance, which runs them again.
+    pub handed_over: Vec<TaskId>,
+    /// Tasks failed with `-32603`.
+    pub failed: Vec<TaskId>,
 }
 
 /// The tasks this instance created, until they finish.
@@ -59,6 +70,32 @@ impl Tasks {
                 owner,
                 session: session.map(Arc::downgrade),
                 handler_here: true,
+                attempt: 1,
+            },
+        );
+    }
+
+    /// Records a task claimed here for attempt `attempt`: its handler runs here from now
+    /// on. `session` is the 2025-11-25 session its job names, if this instance holds it; a
+    /// task created here keeps the session it had.
+    pub fn claimed(
+        &self,
+        task: TaskId,
+        owner: Owner,
+        session: Option<&Arc<Session>>,
+        attempt: u32,
+    ) {
+        let mut running = self.running();
+        let kept = running
+            .get(&task)
+            .and_then(|running| running.session.clone());
+        running.insert(
+            task,
+            Running {
+                owner,
+                session: session.map(Arc::downgrade).or(kept),
+                handler_here: true,
+                attempt,
             },
         );
     }
@@ -152,29 +189,48 @@ impl Tasks {
         self.running().values().filter(|r| r.handler_here).count()
     }
 
-    /// Fails every task whose handler still runs here (the server is shutting down) and
-    /// returns their ids. A task that finished meanwhile keeps its outcome.
-    pub fn fail_all(&self, store: &Store, why: &str) -> Vec<TaskId> {
-        let running: Vec<(TaskId, Owner)> = self
+    /// Ends every task whose handler still runs here (the server is shutting down): a
+    /// redeliverable task is handed over to another instance
+    /// ([`TaskStore::hand_over`]), which runs it again at once; any other (or one that
+    /// cannot be handed over: no attempts left, no other instance's store) fails with
+    /// `-32603` and `why`. A task that finished meanwhile keeps its outcome, and one that
+    /// runs as a later attempt elsewhere now is left alone.
+    pub fn end_all(&self, store: &Store, why: &str) -> Ending {
+        let running: Vec<(TaskId, Owner, u32)> = self
             .running()
             .iter()
             .filter(|(_, r)| r.handler_here)
-            .map(|(id, r)| (id.clone(), r.owner.clone()))
+            .map(|(id, r)| (id.clone(), r.owner.clone(), r.attempt))
             .collect();
-        let mut failed = Vec::new();
-        for (task, owner) in running {
+        let mut ending = Ending::default();
+        for (task, owner, attempt) in running {
+            let key = task.to_string();
+            match store.hand_over(&owner, &key) {
+                Ok(true) => {
+                    ending.handed_over.push(task);
+                    continue;
+                }
+                Ok(false) => {}
+                Err(err) => tracing::warn!(%task, "cannot hand the task over: {err}"),
+            }
+            // Not handed over: fail it, unless another instance runs it now (its lease
+            // lapsed here and it was claimed: failing it by id would end that attempt).
+            let elsewhere = store.get(&owner, &key).is_ok_and(|stored| {
+                stored
+                    .attempts()
+                    .is_some_and(|attempts| attempts.attempt() != attempt)
+            });
+            if elsewhere {
+                tracing::debug!(%task, "not failed at shutdown: another instance runs it");
+                continue;
+            }
             let error = JsonRpcError::new(jsonrpc::INTERNAL_ERROR, why);
-            match store.store_result(
-                &owner,
-                &task.to_string(),
-                TaskStatus::Failed,
-                Outcome::Error(error),
-            ) {
-                Ok(_) => failed.push(task),
+            match store.store_result(&owner, &key, TaskStatus::Failed, Outcome::Error(error)) {
+                Ok(_) => ending.failed.push(task),
                 Err(err) => tracing::debug!(%task, "not failed at shutdown: {err}"),
             }
         }
-        failed
+        ending
     }
 }
 
