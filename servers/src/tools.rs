@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use mcp_tasks::protocol::TaskSupport;
 use mcp_tasks::{
-    Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskStatus,
-    TaskStore, Working, jsonrpc,
+    Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskState,
+    TaskStatus, TaskStore, Working, jsonrpc,
 };
 
 use serde_json::{Value, json};
@@ -668,7 +668,10 @@ fn confirm_task<T: TaskStore>(
     let deadline = Instant::now() + ANSWER_TIMEOUT;
     let mut answers = loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        match waiting.wait_for_input(Some(left)) {
+        // In short waits: a handler whose task was claimed by another instance (it runs
+        // there now and asks again) must stop before it takes the answers meant for the
+        // re-run.
+        match waiting.wait_for_input(Some(left.min(SUPERSEDED_CHECK))) {
             Ok(answers) => break answers,
             Err(Error::CancelRequested { .. }) => {
                 let _cancelled = waiting
@@ -676,6 +679,8 @@ fn confirm_task<T: TaskStore>(
                     .cancel()?;
                 return Ok(());
             }
+            _ if superseded(&waiting) => return Ok(()),
+            Err(Error::Timeout { .. }) if left > SUPERSEDED_CHECK => {}
             // The store cannot be reached right now: that says nothing about the answer.
             Err(Error::Store { .. }) if !left.is_zero() => {
                 thread::sleep(Duration::from_millis(200));
@@ -714,6 +719,23 @@ fn confirm_task<T: TaskStore>(
     let working = waiting.resume()?;
     let _done = working.complete(text_result(confirmed(&answer), false))?;
     Ok(())
+}
+
+/// How often a handler waiting for input looks whether another instance runs its task
+/// now.
+const SUPERSEDED_CHECK: Duration = Duration::from_secs(1);
+
+/// Whether another attempt runs the task behind `handle` now (it was claimed elsewhere):
+/// the handle's writes are refused, and it must neither take the task's answers nor give
+/// up the lease (which the new attempt holds). Dropping the handle is all that is left.
+fn superseded<S: TaskState, T: TaskStore>(handle: &TaskHandle<S, T>) -> bool {
+    let Some(mine) = handle.attempt() else {
+        return false;
+    };
+    handle.snapshot().is_ok_and(|task| {
+        task.attempts()
+            .is_some_and(|attempts| attempts.attempt() != mine)
+    })
 }
 
 /// What `confirm` reports for a (checked) answer.
