@@ -516,14 +516,29 @@ impl Server {
             .unwrap_or(protocol::DEFAULT_PAGE_SIZE);
         let options = Options::from_env().map_err(StartupError)?;
         let store = open_store(options.redis.as_deref()).map_err(StartupError)?;
-        Ok(Self {
-            shared: options.redis.is_some(),
-            v1: Dispatcher::new(store.clone()).with_page_size(page_size),
+        Ok(Self::new(store, options.catalog, options.redis.is_some()).with_page_size(page_size))
+    }
+
+    /// A server of `catalog` over `store` (`shared`: other instances share it, so tasks
+    /// may be claimed here), with the default `tasks/list` page size. For tests and
+    /// embedders; the example binaries use [`from_env`](Self::from_env).
+    #[must_use]
+    pub fn new(store: Store, catalog: Catalog, shared: bool) -> Self {
+        Self {
+            shared,
+            v1: Dispatcher::new(store.clone()),
             ext: ExtDispatcher::new(store),
             capabilities: ServerTasksCapability::all(),
-            catalog: options.catalog,
+            catalog,
             v1_tasks: Mutex::new(HashSet::new()),
-        })
+        }
+    }
+
+    /// The same server, with `tasks/list` pages of `page_size` tasks.
+    #[must_use]
+    pub fn with_page_size(mut self, page_size: usize) -> Self {
+        self.v1 = self.v1.with_page_size(page_size);
+        self
     }
 
     /// The tools this server serves.
