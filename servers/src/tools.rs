@@ -493,13 +493,13 @@ fn sleep_task<T: TaskStore>(
         if saved.elapsed() >= CHECKPOINT_EVERY {
             saved = Instant::now();
             let elapsed = done.saturating_add(millis(started.elapsed())).min(ms);
-            match handle.checkpoint(json!({ "elapsed_ms": elapsed })) {
-                // Another instance runs the task now: stop (dropping the handle changes
-                // nothing: its writes are refused).
-                Err(superseded @ Error::Superseded { .. }) => return Err(superseded),
-                // Anything else (cancelled, unreachable) is read below, or on the next
-                // checkpoint: the work goes on.
-                Ok(()) | Err(_) => {}
+            // Another instance runs the task now: stop (dropping the handle changes
+            // nothing: its writes are refused). Anything else (cancelled, unreachable) is
+            // read below, or on the next checkpoint: the work goes on.
+            if let Err(superseded @ Error::Superseded { .. }) =
+                handle.checkpoint(json!({ "elapsed_ms": elapsed }))
+            {
+                return Err(superseded);
             }
         }
         let cancel_requested = match handle.snapshot() {
