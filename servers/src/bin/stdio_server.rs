@@ -46,6 +46,11 @@
 //! MCP_TASKS_REDIS_URL=redis+unix:///run/redis/redis.sock cargo run -p mcp-tasks-servers --features redis --bin stdio_server
 //! ```
 //!
+//! Over a shared store the server runs a claim loop too: the redeliverable tasks (`sleep`,
+//! `confirm`) of instances that stopped run again here from their last checkpoint (see
+//! the HTTP example for the knobs). Nothing of them is sent to this server's client, which
+//! may not have created them: their requestors poll or wait with `tasks/result`.
+//!
 //! A stdio server's requestor is the owner `stdio`, so servers sharing a store see each
 //! other's tasks; give each requestor its own `MCP_TASKS_OWNER` (for example the user
 //! name) to keep them apart. Built without the feature, a Redis URL is a startup error.
