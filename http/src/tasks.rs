@@ -34,8 +34,9 @@ struct Running {
     owner: Owner,
     /// The session that created it, for a 2025-11-25 task.
     session: Option<Weak<Session>>,
-    /// Whether its handler runs on this instance.
-    handler_here: bool,
+    /// How many of its handlers run on this instance: one, or two for a moment when the
+    /// task was claimed back here while its superseded first run was still stopping.
+    handlers: usize,
     /// The attempt its handler here runs (1 unless claimed for a later one).
     attempt: u32,
 }
@@ -69,7 +70,7 @@ impl Tasks {
             Running {
                 owner,
                 session: session.map(Arc::downgrade),
-                handler_here: true,
+                handlers: 1,
                 attempt: 1,
             },
         );
@@ -86,15 +87,15 @@ impl Tasks {
         attempt: u32,
     ) {
         let mut running = self.running();
-        let kept = running
-            .get(&task)
-            .and_then(|running| running.session.clone());
+        let (kept, handlers) = running.get(&task).map_or((None, 0), |running| {
+            (running.session.clone(), running.handlers)
+        });
         running.insert(
             task,
             Running {
                 owner,
                 session: session.map(Arc::downgrade).or(kept),
-                handler_here: true,
+                handlers: handlers + 1,
                 attempt,
             },
         );
@@ -173,20 +174,24 @@ impl Tasks {
     /// terminal change.
     pub fn handler_returned(self: &Arc<Self>, task: &TaskId) {
         if let Some(running) = self.running().get_mut(task) {
-            running.handler_here = false;
+            running.handlers = running.handlers.saturating_sub(1);
         }
         let (tasks, task) = (Arc::clone(self), task.clone());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 tokio::time::sleep(FORGET_AFTER).await;
-                tasks.running().remove(&task);
+                // Unless a handler runs it here again (claimed back meanwhile).
+                let mut running = tasks.running();
+                if running.get(&task).is_some_and(|r| r.handlers == 0) {
+                    running.remove(&task);
+                }
             });
         }
     }
 
     /// How many tasks this instance's handlers still run.
     pub fn handlers_running(&self) -> usize {
-        self.running().values().filter(|r| r.handler_here).count()
+        self.running().values().filter(|r| r.handlers > 0).count()
     }
 
     /// Ends every task whose handler still runs here (the server is shutting down): a
@@ -199,7 +204,7 @@ impl Tasks {
         let running: Vec<(TaskId, Owner, u32)> = self
             .running()
             .iter()
-            .filter(|(_, r)| r.handler_here)
+            .filter(|(_, r)| r.handlers > 0)
             .map(|(id, r)| (id.clone(), r.owner.clone(), r.attempt))
             .collect();
         let mut ending = Ending::default();
