@@ -979,3 +979,66 @@ fn invalid(message: &str) -> JsonRpcError {
         format!("invalid params: {message}"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_reads_back_as_written_and_names_its_generation_by_version() {
+        let mut arguments = JsonObject::new();
+        arguments.insert("ms".into(), json!(1500));
+        for (generation, version, session) in [
+            (Generation::V2025, "2025-11-25", Some("s-1".to_owned())),
+            (Generation::Extension, "2026-07-28", None),
+        ] {
+            let job = Job {
+                tool: "sleep".into(),
+                arguments: arguments.clone(),
+                generation,
+                session,
+            };
+            let stored = job.to_object();
+            assert_eq!(stored["generation"], version);
+            assert_eq!(stored.contains_key("session"), job.session.is_some());
+            assert_eq!(Job::from_object(&stored), Ok(job));
+        }
+        for broken in [
+            json!({"arguments": {}, "generation": "2026-07-28"}),
+            json!({"tool": "sleep", "arguments": [], "generation": "2026-07-28"}),
+            json!({"tool": "sleep", "generation": "2024-11-05"}),
+        ] {
+            let broken = broken.as_object().unwrap().clone();
+            assert!(Job::from_object(&broken).is_err(), "{broken:?}");
+        }
+    }
+
+    #[test]
+    fn only_redeliverable_tools_ask_for_redelivery_with_their_job() {
+        let id = RequestId::from(7);
+        let arguments = json!({"ms": 10});
+        let sleep = Catalog::Examples
+            .parse("sleep", arguments.as_object().unwrap())
+            .unwrap_or_else(|err| panic!("{err:?}"));
+        let request = task_request(
+            &sleep,
+            &id,
+            Some(&arguments),
+            Generation::V2025,
+            Some("s-1"),
+        );
+        let redelivery = request.redelivery().expect("sleep is redeliverable");
+        assert_eq!(redelivery.max_attempts(), tools::ATTEMPTS);
+        let job = Job::from_object(redelivery.job()).unwrap();
+        assert_eq!(
+            (job.tool.as_str(), job.session.as_deref()),
+            ("sleep", Some("s-1"))
+        );
+        assert_eq!(job.arguments["ms"], 10);
+        let fail = Catalog::Examples
+            .parse("fail", &JsonObject::new())
+            .unwrap_or_else(|err| panic!("{err:?}"));
+        let request = task_request(&fail, &id, None, Generation::Extension, None);
+        assert!(request.redelivery().is_none(), "fail runs once");
+    }
+}
