@@ -1,7 +1,11 @@
 //! The tasks this instance runs, and what their changes send to the clients: a 2025-11-25
 //! task created through a session sends that session `notifications/tasks/status` and its
 //! input requests (`elicitation/create`, tagged with the related task); the answers go
-//! back into the store, where the handler waits for them.
+//! back into the store, where the handler waits for them. Over a shared store, a task
+//! claimed here is recorded too (with its session if this instance holds it), a
+//! redelivered 2025-11-25 task may be adopted by a new session of its owner
+//! ([`Tasks::adopt`]), and a shutdown hands the redeliverable tasks over
+//! ([`Tasks::end_all`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -13,7 +17,7 @@ use mcp_tasks::{
     TaskStore, jsonrpc,
 };
 use mcp_tasks_servers::outbound;
-use mcp_tasks_servers::server::{Server, Store};
+use mcp_tasks_servers::server::{Generation, Job, Server, Store};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
@@ -99,6 +103,61 @@ impl Tasks {
                 attempt,
             },
         );
+    }
+
+    /// Makes `session` the session of a redelivered 2025-11-25 task whose own session does
+    /// not live on this instance (the instance it was created on stopped, with its
+    /// sessions): the client reconnected here, in a new session of the task's owner, and
+    /// waits with `tasks/result`. From now on the task's status notifications and input
+    /// requests (the re-run asks again) go to that session, wherever the re-run runs: the
+    /// answers go back through the store. Answers whether it did (the task runs still, has
+    /// run more than one attempt, was created through 2025-11-25, and no open session of
+    /// this instance has it).
+    pub fn adopt(
+        &self,
+        server: &Server,
+        trace: &Arc<Trace>,
+        owner: &Owner,
+        task: &TaskId,
+        session: &Arc<Session>,
+    ) -> bool {
+        let store = server.store();
+        let key = task.to_string();
+        let Ok(current) = store.get(owner, &key) else {
+            return false;
+        };
+        let Some(attempts) = current.attempts() else {
+            return false;
+        };
+        if current.is_terminal() || attempts.attempt() < 2 {
+            return false;
+        }
+        let created_in_2025 = store
+            .job(owner, &key)
+            .ok()
+            .flatten()
+            .and_then(|job| Job::from_object(&job).ok())
+            .is_some_and(|job| job.generation == Generation::V2025);
+        if !created_in_2025 {
+            return false;
+        }
+        {
+            let mut running = self.running();
+            let entry = running.entry(task.clone()).or_insert_with(|| Running {
+                owner: owner.clone(),
+                session: None,
+                handlers: 0,
+                attempt: attempts.attempt(),
+            });
+            if entry.session.as_ref().is_some_and(|s| s.strong_count() > 0) {
+                return false;
+            }
+            entry.session = Some(Arc::downgrade(session));
+        }
+        if let AnyTask::InputRequired(waiting) = &current {
+            forward_input(session, store, trace, waiting);
+        }
+        true
     }
 
     /// The session a 2025-11-25 task was created through, if it is still open.
