@@ -879,3 +879,166 @@ fn a_graceful_shutdown_hands_over_what_may_run_again_and_fails_the_rest() {
         "claimed {after:?} after SIGTERM: at the hand-over, not at a lease lapse"
     );
 }
+
+/// POSTs a 2025-11-25 message as alice to the instance at `addr` (in `session`, if any),
+/// accepting JSON and SSE.
+fn post_2025(addr: &str, session: Option<&str>, message: &Value) -> support::streamed::Streamed {
+    let session = session.map_or_else(String::new, |id| {
+        format!("\r\nMcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-11-25")
+    });
+    support::streamed::send(
+        addr,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nAuthorization: Bearer token-a\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Connection: close{session}"
+        ),
+        &message.to_string(),
+    )
+}
+
+/// The JSON answer of a 2025-11-25 request.
+fn answer_2025(addr: &str, session: &str, id: u64, method: &str, params: Value) -> Value {
+    let mut answer = post_2025(
+        addr,
+        Some(session),
+        &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+    );
+    let mut body = String::new();
+    answer.body.read_to_string(&mut body).expect("readable");
+    assert_eq!(answer.status, 200, "{method}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|err| panic!("{method}: not JSON ({err}): {body}"))
+}
+
+/// A 2025-11-25 session of alice's on the instance at `addr`, declaring `elicitation`.
+fn session_2025(addr: &str) -> String {
+    let mut answer = post_2025(
+        addr,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "fleet", "version": "0"}
+        }}),
+    );
+    assert_eq!(answer.status, 200, "initialize");
+    let session = answer
+        .header("mcp-session-id")
+        .expect("initialize issues a session")
+        .to_owned();
+    let mut rest = String::new();
+    let _ = answer.body.read_to_string(&mut rest);
+    let initialized = post_2025(
+        addr,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(initialized.status, 202, "notifications/initialized");
+    session
+}
+
+/// A 2025-11-25 `confirm` whose instance is killed while it waits for the user: the task
+/// is claimed by the other instance and asks again there. The client, whose session went
+/// with the killed instance, opens a new session on the other and waits with
+/// `tasks/result`: the new session adopts the task, its stream carries the re-run's
+/// `elicitation/create`, and the answer POSTed back finishes the task with it.
+#[test]
+fn a_2025_client_answers_a_rerun_in_a_new_session() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let fleet = Fleet::start(&redis, 2, &[]);
+    let (a, b) = (
+        fleet.addr(0).expect("slot 0"),
+        fleet.addr(1).expect("slot 1"),
+    );
+    let first = session_2025(&a);
+    let created = answer_2025(
+        &a,
+        &first,
+        2,
+        "tools/call",
+        json!({"name": "confirm", "arguments": {"question": "go?"}, "task": {"ttl": 120_000}}),
+    );
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
+        .to_owned();
+    let waiting = |addr: &str, session: &str| {
+        let started = Instant::now();
+        loop {
+            let got = answer_2025(addr, session, 3, "tasks/get", json!({"taskId": task}));
+            if got["result"]["status"] == "input_required" {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the task never waited for input: {got}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    };
+    waiting(&a, &first);
+    let killed = fleet.kill(0);
+    // The other instance claims it and the re-run asks again.
+    let second = session_2025(&b);
+    let started = Instant::now();
+    while !fleet
+        .claims()
+        .iter()
+        .any(|(_, _, claimed)| *claimed == task)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the task was never claimed"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    waiting(&b, &second);
+    let mut stream = post_2025(
+        &b,
+        Some(&second),
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {"taskId": task}}),
+    );
+    assert_eq!(stream.status, 200);
+    assert_eq!(
+        stream.header("content-type"),
+        Some("text/event-stream"),
+        "the new session's tasks/result streams the adopted task"
+    );
+    let mut seen = Vec::new();
+    let asked = loop {
+        let data = stream
+            .next_data()
+            .unwrap_or_else(|| panic!("the stream ended before the question: {seen:?}"));
+        let message: Value = serde_json::from_str(&data).expect("JSON data");
+        if message["method"] == "elicitation/create" {
+            break message;
+        }
+        seen.push(message);
+    };
+    let asked_after = killed.elapsed();
+    let reply = json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"answer": "yes"}}});
+    let accepted = post_2025(&b, Some(&second), &reply);
+    assert_eq!(accepted.status, 202);
+    let answer = loop {
+        let data = stream
+            .next_data()
+            .unwrap_or_else(|| panic!("the stream ended without the answer: {seen:?}"));
+        let message: Value = serde_json::from_str(&data).expect("JSON data");
+        if message.get("method").is_none() {
+            break message;
+        }
+        seen.push(message);
+    };
+    eprintln!(
+        "fleet: 2025-11-25 re-run: asked again in the new session {asked_after:?} after the \
+         kill; answer {answer}"
+    );
+    assert_eq!(answer["id"], 9, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "the user answered: yes",
+        "{answer}"
+    );
+}
