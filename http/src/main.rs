@@ -63,9 +63,12 @@
 //! Over a shared store the server runs a claim loop (`claims.rs`): a redeliverable task
 //! (`sleep`, `confirm`) whose instance died or handed it over is claimed here and its tool
 //! run again from its last checkpoint. A claimed 2025-11-25 task whose session lives on
-//! this instance gets that session's notifications and input requests again; other
-//! requestors poll (`tasks/get`) or wait (`tasks/result`) through any instance. The knobs,
-//! each a trade-off:
+//! this instance gets that session's notifications and input requests again; a
+//! redelivered 2025-11-25 task whose session went with its instance is adopted by a new
+//! session of its owner that calls `tasks/result` for it on a stream (the re-run's input
+//! requests go there, the answers back through the store); other requestors poll
+//! (`tasks/get`) or wait (`tasks/result`) through any instance. The knobs, each a
+//! trade-off:
 //! - `MCP_TASKS_LEASE_MS` (40000; `0`: no leases): how long a dead instance's tasks wait
 //!   before they run elsewhere (or, for a task that runs once, fail). Shorter resumes
 //!   sooner; it must outlast any pause or Redis outage an instance should ride out, else
