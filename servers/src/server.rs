@@ -29,7 +29,7 @@ use mcp_tasks::{
 use mcp_tasks_redis::RedisTaskStore;
 use serde_json::{Value, json};
 
-use crate::tools::{self, Call, Catalog};
+use crate::tools::{self, Catalog, Invocation};
 
 /// A request's answer: now, or from work the transport runs on a thread that may block.
 pub enum Reply {
@@ -631,7 +631,7 @@ impl Server {
         let checkpoint = claim.checkpoint.clone();
         let call = job.as_ref().map_err(Clone::clone).and_then(|job| {
             self.catalog
-                .parse(&job.tool, &job.arguments)
+                .invocation(&job.tool, &job.arguments)
                 .map_err(|error| error.message)
         });
         let handle = TaskHandle::claimed(self.store().clone(), claim);
@@ -925,10 +925,10 @@ fn complete(mut result: Value) -> Value {
 
 /// What the store is asked for a task running `call`, requested with `arguments` in
 /// `generation` (in 2025-11-25 `session`, if any): a redeliverable tool's task keeps its
-/// [`Job`] and its bound on attempts ([`Call::redelivery`]); the others run once. One store
+/// [`Job`] and its bound on attempts ([`Invocation::redelivery`]); the others run once. One store
 /// call creates the task either way.
 fn task_request(
-    call: &Call,
+    call: &Invocation,
     id: &RequestId,
     arguments: Option<&Value>,
     generation: Generation,
@@ -954,7 +954,7 @@ fn task_request(
 fn parse_call(
     catalog: Catalog,
     params: Option<&Value>,
-) -> Result<(Call, TaskSupport), JsonRpcError> {
+) -> Result<(Invocation, TaskSupport), JsonRpcError> {
     let params = params
         .and_then(Value::as_object)
         .ok_or_else(|| invalid("tools/call needs an object `params`"))?;
@@ -970,7 +970,7 @@ fn parse_call(
         None | Some(Value::Null) => JsonObject::new(),
         Some(_) => return Err(invalid("`arguments` must be an object")),
     };
-    Ok((catalog.parse(name, &arguments)?, support))
+    Ok((catalog.invocation(name, &arguments)?, support))
 }
 
 fn invalid(message: &str) -> JsonRpcError {
@@ -1018,7 +1018,7 @@ mod tests {
         let id = RequestId::from(7);
         let arguments = json!({"ms": 10});
         let sleep = Catalog::Examples
-            .parse("sleep", arguments.as_object().unwrap())
+            .invocation("sleep", arguments.as_object().unwrap())
             .unwrap_or_else(|err| panic!("{err:?}"));
         let request = task_request(
             &sleep,
@@ -1036,7 +1036,7 @@ mod tests {
         );
         assert_eq!(job.arguments["ms"], 10);
         let fail = Catalog::Examples
-            .parse("fail", &JsonObject::new())
+            .invocation("fail", &JsonObject::new())
             .unwrap_or_else(|err| panic!("{err:?}"));
         let request = task_request(&fail, &id, None, Generation::Extension, None);
         assert!(request.redelivery().is_none(), "fail runs once");

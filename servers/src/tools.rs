@@ -155,11 +155,28 @@ impl Catalog {
     pub fn parse(self, name: &str, arguments: &JsonObject) -> Result<Call, JsonRpcError> {
         match name {
             "sleep" | "fail" | "crash" | "confirm" | "echo" => Call::parse_example(name, arguments),
-            "abort" | "steps" if test_tools() => Call::parse_example(name, arguments),
             other if self.conformance() => Fixture::parse(other, arguments)
                 .map(|fixture| fixture.map(Call::Fixture))
                 .unwrap_or_else(|| Err(unknown_tool(other))),
             other => Err(unknown_tool(other)),
+        }
+    }
+
+    /// Reads a call of `name` with `arguments`, test-only tools included when they are
+    /// served ([`TEST_TOOLS_ENV`]): what a server runs.
+    ///
+    /// # Errors
+    /// As for [`parse`](Self::parse).
+    pub fn invocation(
+        self,
+        name: &str,
+        arguments: &JsonObject,
+    ) -> Result<Invocation, JsonRpcError> {
+        match name {
+            "abort" | "steps" if test_tools() => {
+                TestCall::parse(name, arguments).map(Invocation::Test)
+            }
+            _ => self.parse(name, arguments).map(Invocation::Tool),
         }
     }
 
@@ -292,15 +309,29 @@ pub enum Call {
     Echo(String),
     /// A fixture of the conformance suite ([`fixtures`]).
     Fixture(Fixture),
-    /// `abort {}` (test only, [`TEST_TOOLS_ENV`]): aborts the process running it.
+}
+
+/// A call of a test-only tool ([`TEST_TOOLS_ENV`]), apart from [`Call`] so that code
+/// matching on the example tools (the rmcp examples) never sees them.
+pub enum TestCall {
+    /// `abort {}`: aborts the process running it (a poison task).
     Abort,
-    /// `steps {n, ms?}` (test only): `n` steps of `ms` milliseconds, checkpointed.
+    /// `steps {n, ms?}`: `n` steps of `ms` milliseconds, checkpointed after each.
     Steps {
         /// How many steps.
         n: u64,
         /// How long each step takes (ms).
         ms: u64,
     },
+}
+
+/// A call of any tool a server runs: one of its catalog ([`Catalog::parse`]), or a
+/// test-only one ([`Catalog::invocation`]).
+pub enum Invocation {
+    /// An example tool or a conformance fixture.
+    Tool(Call),
+    /// A test-only tool.
+    Test(TestCall),
 }
 
 /// The most steps `steps` runs.
@@ -331,22 +362,6 @@ impl Call {
                 .and_then(Value::as_str)
                 .map(|t| Call::Echo(t.to_owned()))
                 .ok_or_else(|| invalid("`echo` needs a string `text`")),
-            "abort" => Ok(Call::Abort),
-            "steps" => {
-                let n = arguments
-                    .get("n")
-                    .and_then(Value::as_u64)
-                    .filter(|n| *n <= MAX_STEPS)
-                    .ok_or_else(|| invalid("`steps` needs an integer `n` (at most 1000)"))?;
-                let ms = match arguments.get("ms") {
-                    None => DEFAULT_STEP_MS,
-                    Some(ms) => ms
-                        .as_u64()
-                        .filter(|ms| *ms <= MAX_STEP_MS)
-                        .ok_or_else(|| invalid("`steps` takes an integer `ms` (at most 60000)"))?,
-                };
-                Ok(Call::Steps { n, ms })
-            }
             other => Err(unknown_tool(other)),
         }
     }
@@ -360,21 +375,19 @@ impl Call {
             Call::Confirm(_) => "confirm",
             Call::Echo(_) => "echo",
             Call::Fixture(fixture) => fixture.name(),
-            Call::Abort => "abort",
-            Call::Steps { .. } => "steps",
         }
     }
 
     /// How many attempts the call's task may take, if it is redeliverable: its work may run
     /// again from the start (or from its last checkpoint) on another instance of a shared
-    /// store when the instance running it stops. `sleep` (checkpointing its progress),
-    /// `confirm` (checkpointing the answer it read, so a re-run does not ask again) and the
-    /// test tools are; `fail`, `crash` and `echo` have nothing worth running again, and the
-    /// conformance fixtures keep the behaviour the suite checks (they run once).
+    /// store when the instance running it stops. `sleep` (checkpointing its progress) and
+    /// `confirm` (checkpointing the answer it read, so a re-run does not ask again) are;
+    /// `fail`, `crash` and `echo` have nothing worth running again, and the conformance
+    /// fixtures keep the behaviour the suite checks (they run once).
     #[must_use]
     pub fn redelivery(&self) -> Option<u32> {
         match self {
-            Call::Sleep(_) | Call::Confirm(_) | Call::Abort | Call::Steps { .. } => Some(ATTEMPTS),
+            Call::Sleep(_) | Call::Confirm(_) => Some(ATTEMPTS),
             Call::Fail | Call::Crash | Call::Echo(_) | Call::Fixture(_) => None,
         }
     }
@@ -415,11 +428,6 @@ impl Call {
             Call::Crash => Err(crash()),
             Call::Echo(text) => Ok(text_result(text, false)),
             Call::Fixture(fixture) => fixture.run(),
-            Call::Abort => std::process::abort(),
-            Call::Steps { n, ms } => {
-                thread::sleep(Duration::from_millis(n.saturating_mul(ms)));
-                Ok(text_result(format!("ran {n} steps"), false))
-            }
             Call::Confirm(_) => Err(Error::TaskRequired {
                 tool: "confirm".into(),
             }
@@ -453,11 +461,132 @@ impl Call {
             Call::Echo(text) => handle.complete(text_result(text, false)).map(drop),
             Call::Confirm(question) => confirm_task(handle, &question, checkpoint.as_ref()),
             Call::Fixture(fixture) => fixture.run_task(handle),
-            Call::Abort => std::process::abort(),
-            Call::Steps { n, ms } => steps_task(handle, n, ms, checkpoint.as_ref()),
         };
         if let Err(err) = outcome {
             eprintln!("task {id}: {err}");
+        }
+    }
+}
+
+impl TestCall {
+    /// Reads a call of the test tool `name` with `arguments`.
+    fn parse(name: &str, arguments: &JsonObject) -> Result<TestCall, JsonRpcError> {
+        match name {
+            "abort" => Ok(TestCall::Abort),
+            "steps" => {
+                let n = arguments
+                    .get("n")
+                    .and_then(Value::as_u64)
+                    .filter(|n| *n <= MAX_STEPS)
+                    .ok_or_else(|| invalid("`steps` needs an integer `n` (at most 1000)"))?;
+                let ms = match arguments.get("ms") {
+                    None => DEFAULT_STEP_MS,
+                    Some(ms) => ms
+                        .as_u64()
+                        .filter(|ms| *ms <= MAX_STEP_MS)
+                        .ok_or_else(|| invalid("`steps` takes an integer `ms` (at most 60000)"))?,
+                };
+                Ok(TestCall::Steps { n, ms })
+            }
+            other => Err(unknown_tool(other)),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            TestCall::Abort => "abort",
+            TestCall::Steps { .. } => "steps",
+        }
+    }
+
+    fn run(self) -> Result<JsonObject, JsonRpcError> {
+        match self {
+            TestCall::Abort => std::process::abort(),
+            TestCall::Steps { n, ms } => {
+                thread::sleep(Duration::from_millis(n.saturating_mul(ms)));
+                Ok(text_result(format!("ran {n} steps"), false))
+            }
+        }
+    }
+
+    fn run_task_from<T: TaskStore>(
+        self,
+        handle: TaskHandle<Working, T>,
+        checkpoint: Option<Value>,
+    ) {
+        let id = handle.id().clone();
+        let outcome = match self {
+            TestCall::Abort => std::process::abort(),
+            TestCall::Steps { n, ms } => steps_task(handle, n, ms, checkpoint.as_ref()),
+        };
+        if let Err(err) = outcome {
+            eprintln!("task {id}: {err}");
+        }
+    }
+}
+
+impl Invocation {
+    /// The tool's name.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Invocation::Tool(call) => call.name(),
+            Invocation::Test(test) => test.name(),
+        }
+    }
+
+    /// How many attempts the call's task may take, if it is redeliverable
+    /// ([`Call::redelivery`]; both test tools are, with [`ATTEMPTS`]).
+    #[must_use]
+    pub fn redelivery(&self) -> Option<u32> {
+        match self {
+            Invocation::Tool(call) => call.redelivery(),
+            Invocation::Test(_) => Some(ATTEMPTS),
+        }
+    }
+
+    /// Whether the call asks the requestor for input while it runs ([`Call::asks_for_input`]).
+    #[must_use]
+    pub fn asks_for_input(&self) -> bool {
+        matches!(self, Invocation::Tool(call) if call.asks_for_input())
+    }
+
+    /// The 2026-07-28 input round before a task is created ([`Call::gather_input`]).
+    ///
+    /// # Errors
+    /// As for [`Call::gather_input`].
+    pub fn gather_input(&mut self, params: Option<&Value>) -> Result<Option<Value>, JsonRpcError> {
+        match self {
+            Invocation::Tool(call) => call.gather_input(params),
+            Invocation::Test(_) => Ok(None),
+        }
+    }
+
+    /// Runs the call as a normal request ([`Call::run`]).
+    ///
+    /// # Errors
+    /// As for [`Call::run`].
+    pub fn run(self) -> Result<JsonObject, JsonRpcError> {
+        match self {
+            Invocation::Tool(call) => call.run(),
+            Invocation::Test(test) => test.run(),
+        }
+    }
+
+    /// Runs the call as the task behind `handle`, to its end ([`Call::run_task`]).
+    pub fn run_task<T: TaskStore>(self, handle: TaskHandle<Working, T>) {
+        self.run_task_from(handle, None);
+    }
+
+    /// Runs the call as the task behind `handle` from `checkpoint` ([`Call::run_task_from`]).
+    pub fn run_task_from<T: TaskStore>(
+        self,
+        handle: TaskHandle<Working, T>,
+        checkpoint: Option<Value>,
+    ) {
+        match self {
+            Invocation::Tool(call) => call.run_task_from(handle, checkpoint),
+            Invocation::Test(test) => test.run_task_from(handle, checkpoint),
         }
     }
 }
