@@ -13,7 +13,9 @@
 //!   `failed` after its 3 attempts, and the tasks beside it complete;
 //! - a checkpointing task (`steps`) resumes after a kill from its last checkpoint: at most
 //!   one step runs twice;
-//! - a graceful shutdown hands a redeliverable task over and fails one that is not.
+//! - a graceful shutdown hands a redeliverable task over and fails one that is not;
+//! - a 2025-11-25 client whose instance was killed while `confirm` waited for it answers
+//!   the re-run's question in a new session on the other instance.
 //!
 //! The figures are printed on lines starting with `fleet:`. `MCP_TASKS_FLEET_TASKS` sets
 //! the number of tasks of the two restart tests (default 60: under a minute on 2 cores;
