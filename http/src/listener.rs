@@ -26,6 +26,10 @@ const BACKLOG: u32 = 4096;
 /// How long the connections get, after the tasks' deadline, to send what they still owe.
 const FLUSH: Duration = Duration::from_millis(500);
 
+/// How long the claim loop may take to end beyond the grace period (it looks at the
+/// shutdown at least once per idle wait of a second).
+const CLAIM_LOOP_END: Duration = Duration::from_millis(1_500);
+
 /// Raises the soft limit on open descriptors to the hard limit (best effort).
 pub fn raise_descriptor_limit() {
     let mut limit = libc::rlimit {
@@ -126,38 +130,56 @@ pub async fn serve(
     shut_down(&app, &stop, graceful).await;
 }
 
-/// Stops the streams, gives requests and tasks the grace period, fails the tasks still
-/// running, and lets the connections send what they owe.
+/// Stops the streams and the claim loop, gives requests and tasks the grace period, hands
+/// the redeliverable tasks still running over to another instance and fails the others,
+/// and lets the connections send what they owe.
 async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: GracefulShutdown) {
     let grace = app.limits.shutdown_grace;
     let running_at_start = app.tasks.handlers_running();
+    // The claim loop sees this and claims nothing more.
     let _ = stop.send(true);
+    let claims = app
+        .claims
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let claims_ended = tokio::task::spawn_blocking(move || {
+        claims.is_none_or(|claims| claims.join_within(grace + CLAIM_LOOP_END))
+    });
     // Idle connections close now; busy ones after their response.
     let connections = tokio::spawn(graceful.shutdown());
     let deadline = tokio::time::Instant::now() + grace;
     while app.tasks.handlers_running() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // A task claimed while the loop was stopping is running here now, and ended below.
+    if !claims_ended.await.unwrap_or(false) {
+        tracing::warn!("shutdown: the claim loop did not end in time");
+    }
     let store = app.server.store().clone();
     let tasks = Arc::clone(&app.tasks);
-    let failed = tokio::task::spawn_blocking(move || {
-        tasks.fail_all(&store, "the server shut down before the task finished")
+    let ending = tokio::task::spawn_blocking(move || {
+        tasks.end_all(&store, "the server shut down before the task finished")
     })
     .await
     .unwrap_or_default();
-    let finished = running_at_start.saturating_sub(failed.len());
-    if failed.is_empty() {
-        tracing::info!(
-            "shutdown: {finished} running task(s) finished within the grace period, none failed"
-        );
-    } else {
-        let ids: Vec<String> = failed.iter().map(ToString::to_string).collect();
-        tracing::info!(
-            "shutdown: {finished} running task(s) finished within the grace period; {} failed at the deadline: {}",
-            failed.len(),
-            ids.join(", ")
-        );
-    }
+    let (handed, failed) = (ending.handed_over.len(), ending.failed.len());
+    let finished = running_at_start.saturating_sub(handed + failed);
+    let ids = |tasks: &[mcp_tasks::TaskId]| {
+        tasks
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    tracing::info!(
+        "shutdown: {finished} running task(s) finished within the grace period, {handed} \
+         handed over to another instance{}{}, {failed} failed at the deadline{}{}",
+        if handed > 0 { ": " } else { "" },
+        ids(&ending.handed_over),
+        if failed > 0 { ": " } else { "" },
+        ids(&ending.failed),
+    );
     // Their waiters are answered now; give the connections a moment to send it.
     let rest = deadline.saturating_duration_since(tokio::time::Instant::now()) + FLUSH;
     if tokio::time::timeout(rest, connections).await.is_err() {

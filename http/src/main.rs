@@ -51,20 +51,49 @@
 //!   hard one.
 //!
 //! # Shutdown
-//! On SIGTERM or SIGINT the server stops accepting, lets in-flight requests and running
-//! tasks finish for `MCP_TASKS_SHUTDOWN_MS` (10 s), then fails the tasks still running
-//! (`-32603`, "the server shut down before the task finished"), answers their waiters, says
-//! on stderr how many finished and which failed, and exits 0.
+//! On SIGTERM or SIGINT the server stops accepting (and claiming), lets in-flight requests
+//! and running tasks finish for `MCP_TASKS_SHUTDOWN_MS` (10 s), then hands the
+//! redeliverable tasks still running over to another instance of the shared store (which
+//! claims them at once) and fails the others (`-32603`, "the server shut down before the
+//! task finished"), answers their waiters, says on stderr in one line how many finished,
+//! were handed over and failed (with the ids), and exits 0. A longer grace lets more tasks
+//! finish in place; a shorter one hands them over sooner.
+//!
+//! # Tasks that outlive their process (cargo feature `redis`)
+//! Over a shared store the server runs a claim loop (`claims.rs`): a redeliverable task
+//! (`sleep`, `confirm`) whose instance died or handed it over is claimed here and its tool
+//! run again from its last checkpoint. A claimed 2025-11-25 task whose session lives on
+//! this instance gets that session's notifications and input requests again; a
+//! redelivered 2025-11-25 task whose session went with its instance is adopted by a new
+//! session of its owner that calls `tasks/result` for it on a stream (the re-run's input
+//! requests go there, the answers back through the store); other requestors poll
+//! (`tasks/get`) or wait (`tasks/result`) through any instance. The knobs, each a
+//! trade-off:
+//! - `MCP_TASKS_LEASE_MS` (40000; `0`: no leases): how long a dead instance's tasks wait
+//!   before they run elsewhere (or, for a task that runs once, fail). Shorter resumes
+//!   sooner; it must outlast any pause or Redis outage an instance should ride out, else
+//!   a task still running is claimed elsewhere (its first run is then superseded).
+//! - `MCP_TASKS_LEASE_RENEW_MS` (an eighth of the lease): more often, fewer missed renewals
+//!   before a lapse; one Redis round trip per interval and instance.
+//! - `MCP_TASKS_CLAIM_BACKOFF_MS` (1000, doubled per attempt up to 60 s): how long a lapsed
+//!   task waits before it is claimed. Longer spares the fleet a poison task (one that kills
+//!   every instance that runs it), and delays every resumption after a crash as much. A
+//!   hand-over waits none.
+//! - `MCP_TASKS_OUTAGE_MS` (30000): how long the store retries through a Redis outage
+//!   before it answers an error. Longer rides out longer outages; waiters and finishing
+//!   writes are held as long.
 //!
 //! # Other settings
 //! `MCP_TASKS_HTTP_ADDR` (default `127.0.0.1:8808`, port 0 picks one; the first stdout line
 //! is `listening on http://ADDR/mcp`), `MCP_TASKS_PAGE_SIZE`, `MCP_TASKS_TRACE_DIR`,
-//! `MCP_TASKS_REDIS_URL` or `--redis URL` (cargo feature `redis`), `MCP_TASKS_LEASE_MS`,
-//! `MCP_TASKS_CONFORMANCE=1` or `--conformance` (the conformance suite's fixture tools too).
+//! `MCP_TASKS_REDIS_URL` or `--redis URL` (cargo feature `redis`) and the knobs above,
+//! `MCP_TASKS_CONFORMANCE=1` or `--conformance` (the conformance suite's fixture tools too),
+//! `MCP_TASKS_TEST_TOOLS=1` (test only: the `abort` and `steps` tools).
 //! `RUST_LOG` filters the log on stderr (default `info`); `RUST_LOG=mcp_http=debug` adds
 //! one line per request: HTTP method, JSON-RPC method, principal, status, latency.
 
 mod body;
+mod claims;
 mod config;
 mod limits;
 mod listener;
@@ -77,9 +106,10 @@ mod trace;
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use mcp_tasks_servers::access::Access;
+use mcp_tasks_servers::claims::ClaimLoop;
 use mcp_tasks_servers::server::Server;
 use tokio::sync::watch;
 
@@ -111,6 +141,8 @@ pub struct App {
     pub trace: Arc<Trace>,
     /// Turns `true` when the server starts shutting down.
     pub shutdown: watch::Receiver<bool>,
+    /// The claim loop, over a shared store (taken at shutdown to wait for its end).
+    pub claims: Mutex<Option<ClaimLoop>>,
 }
 
 fn main() -> ExitCode {
@@ -166,7 +198,12 @@ fn run() -> Result<(), String> {
             tasks,
             trace,
             shutdown,
+            claims: Mutex::new(None),
         });
+        if app.server.is_shared() {
+            let claims = claims::start(&app)?;
+            *app.claims.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(claims);
+        }
         tracing::info!(
             "ready: MCP 2025-11-25 (sessions, SSE) and 2026-07-28 (stateless) over Streamable HTTP; {}",
             app.access.describe()

@@ -370,12 +370,13 @@ async fn session_message(
             .and_then(Value::as_str)
             == Some(CLOSES_ITS_STREAM);
     let reply = tokio::task::block_in_place(|| {
-        app.server.request(
+        app.server.request_in(
             &owner,
             id.request_id(),
             &method,
             params,
             session.elicitation,
+            Some(&session.id),
         )
     });
     if closes_stream && let Reply::Later(work) = reply {
@@ -463,7 +464,14 @@ async fn tasks_result(
                 .tasks
                 .session_of(task)
                 .is_some_and(|s| Arc::ptr_eq(&s, session));
-            mine && tokio::task::block_in_place(|| {
+            if !mine {
+                // A redelivered task whose session went with its instance streams here.
+                return tokio::task::block_in_place(|| {
+                    app.tasks
+                        .adopt(&app.server, &app.trace, owner, task, session)
+                });
+            }
+            tokio::task::block_in_place(|| {
                 app.server
                     .store()
                     .get(owner, &task.to_string())

@@ -1,7 +1,11 @@
 //! The tasks this instance runs, and what their changes send to the clients: a 2025-11-25
 //! task created through a session sends that session `notifications/tasks/status` and its
 //! input requests (`elicitation/create`, tagged with the related task); the answers go
-//! back into the store, where the handler waits for them.
+//! back into the store, where the handler waits for them. Over a shared store, a task
+//! claimed here is recorded too (with its session if this instance holds it), a
+//! redelivered 2025-11-25 task may be adopted by a new session of its owner
+//! ([`Tasks::adopt`]), and a shutdown hands the redeliverable tasks over
+//! ([`Tasks::end_all`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -13,7 +17,7 @@ use mcp_tasks::{
     TaskStore, jsonrpc,
 };
 use mcp_tasks_servers::outbound;
-use mcp_tasks_servers::server::{Server, Store};
+use mcp_tasks_servers::server::{Generation, Job, Server, Store};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
@@ -34,8 +38,20 @@ struct Running {
     owner: Owner,
     /// The session that created it, for a 2025-11-25 task.
     session: Option<Weak<Session>>,
-    /// Whether its handler runs on this instance.
-    handler_here: bool,
+    /// How many of its handlers run on this instance: one, or two for a moment when the
+    /// task was claimed back here while its superseded first run was still stopping.
+    handlers: usize,
+    /// The attempt its handler here runs (1 unless claimed for a later one).
+    attempt: u32,
+}
+
+/// How the tasks still running at shutdown ended here ([`Tasks::end_all`]).
+#[derive(Debug, Default)]
+pub struct Ending {
+    /// Redeliverable tasks handed over to another instance, which runs them again.
+    pub handed_over: Vec<TaskId>,
+    /// Tasks failed with `-32603`.
+    pub failed: Vec<TaskId>,
 }
 
 /// The tasks this instance created, until they finish.
@@ -58,9 +74,90 @@ impl Tasks {
             Running {
                 owner,
                 session: session.map(Arc::downgrade),
-                handler_here: true,
+                handlers: 1,
+                attempt: 1,
             },
         );
+    }
+
+    /// Records a task claimed here for attempt `attempt`: its handler runs here from now
+    /// on. `session` is the 2025-11-25 session its job names, if this instance holds it; a
+    /// task created here keeps the session it had.
+    pub fn claimed(
+        &self,
+        task: TaskId,
+        owner: Owner,
+        session: Option<&Arc<Session>>,
+        attempt: u32,
+    ) {
+        let mut running = self.running();
+        let (kept, handlers) = running.get(&task).map_or((None, 0), |running| {
+            (running.session.clone(), running.handlers)
+        });
+        running.insert(
+            task,
+            Running {
+                owner,
+                session: session.map(Arc::downgrade).or(kept),
+                handlers: handlers + 1,
+                attempt,
+            },
+        );
+    }
+
+    /// Makes `session` the session of a redelivered 2025-11-25 task whose own session does
+    /// not live on this instance (the instance it was created on stopped, with its
+    /// sessions): the client reconnected here, in a new session of the task's owner, and
+    /// waits with `tasks/result`. From now on the task's status notifications and input
+    /// requests (the re-run asks again) go to that session, wherever the re-run runs: the
+    /// answers go back through the store. Answers whether it did (the task runs still, has
+    /// run more than one attempt, was created through 2025-11-25, and no open session of
+    /// this instance has it).
+    pub fn adopt(
+        &self,
+        server: &Server,
+        trace: &Arc<Trace>,
+        owner: &Owner,
+        task: &TaskId,
+        session: &Arc<Session>,
+    ) -> bool {
+        let store = server.store();
+        let key = task.to_string();
+        let Ok(current) = store.get(owner, &key) else {
+            return false;
+        };
+        let Some(attempts) = current.attempts() else {
+            return false;
+        };
+        if current.is_terminal() || attempts.attempt() < 2 {
+            return false;
+        }
+        let created_in_2025 = store
+            .job(owner, &key)
+            .ok()
+            .flatten()
+            .and_then(|job| Job::from_object(&job).ok())
+            .is_some_and(|job| job.generation == Generation::V2025);
+        if !created_in_2025 {
+            return false;
+        }
+        {
+            let mut running = self.running();
+            let entry = running.entry(task.clone()).or_insert_with(|| Running {
+                owner: owner.clone(),
+                session: None,
+                handlers: 0,
+                attempt: attempts.attempt(),
+            });
+            if entry.session.as_ref().is_some_and(|s| s.strong_count() > 0) {
+                return false;
+            }
+            entry.session = Some(Arc::downgrade(session));
+        }
+        if let AnyTask::InputRequired(waiting) = &current {
+            forward_input(session, store, trace, waiting);
+        }
+        true
     }
 
     /// The session a 2025-11-25 task was created through, if it is still open.
@@ -136,45 +233,68 @@ impl Tasks {
     /// terminal change.
     pub fn handler_returned(self: &Arc<Self>, task: &TaskId) {
         if let Some(running) = self.running().get_mut(task) {
-            running.handler_here = false;
+            running.handlers = running.handlers.saturating_sub(1);
         }
         let (tasks, task) = (Arc::clone(self), task.clone());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 tokio::time::sleep(FORGET_AFTER).await;
-                tasks.running().remove(&task);
+                // Unless a handler runs it here again (claimed back meanwhile).
+                let mut running = tasks.running();
+                if running.get(&task).is_some_and(|r| r.handlers == 0) {
+                    running.remove(&task);
+                }
             });
         }
     }
 
     /// How many tasks this instance's handlers still run.
     pub fn handlers_running(&self) -> usize {
-        self.running().values().filter(|r| r.handler_here).count()
+        self.running().values().filter(|r| r.handlers > 0).count()
     }
 
-    /// Fails every task whose handler still runs here (the server is shutting down) and
-    /// returns their ids. A task that finished meanwhile keeps its outcome.
-    pub fn fail_all(&self, store: &Store, why: &str) -> Vec<TaskId> {
-        let running: Vec<(TaskId, Owner)> = self
+    /// Ends every task whose handler still runs here (the server is shutting down): a
+    /// redeliverable task is handed over to another instance
+    /// ([`TaskStore::hand_over`]), which runs it again at once; any other (or one that
+    /// cannot be handed over: no attempts left, no other instance's store) fails with
+    /// `-32603` and `why`. A task that finished meanwhile keeps its outcome, and one that
+    /// runs as a later attempt elsewhere now is left alone.
+    pub fn end_all(&self, store: &Store, why: &str) -> Ending {
+        let running: Vec<(TaskId, Owner, u32)> = self
             .running()
             .iter()
-            .filter(|(_, r)| r.handler_here)
-            .map(|(id, r)| (id.clone(), r.owner.clone()))
+            .filter(|(_, r)| r.handlers > 0)
+            .map(|(id, r)| (id.clone(), r.owner.clone(), r.attempt))
             .collect();
-        let mut failed = Vec::new();
-        for (task, owner) in running {
+        let mut ending = Ending::default();
+        for (task, owner, attempt) in running {
+            let key = task.to_string();
+            match store.hand_over(&owner, &key) {
+                Ok(true) => {
+                    ending.handed_over.push(task);
+                    continue;
+                }
+                Ok(false) => {}
+                Err(err) => tracing::warn!(%task, "cannot hand the task over: {err}"),
+            }
+            // Not handed over: fail it, unless another instance runs it now (its lease
+            // lapsed here and it was claimed: failing it by id would end that attempt).
+            let elsewhere = store.get(&owner, &key).is_ok_and(|stored| {
+                stored
+                    .attempts()
+                    .is_some_and(|attempts| attempts.attempt() != attempt)
+            });
+            if elsewhere {
+                tracing::debug!(%task, "not failed at shutdown: another instance runs it");
+                continue;
+            }
             let error = JsonRpcError::new(jsonrpc::INTERNAL_ERROR, why);
-            match store.store_result(
-                &owner,
-                &task.to_string(),
-                TaskStatus::Failed,
-                Outcome::Error(error),
-            ) {
-                Ok(_) => failed.push(task),
+            match store.store_result(&owner, &key, TaskStatus::Failed, Outcome::Error(error)) {
+                Ok(_) => ending.failed.push(task),
                 Err(err) => tracing::debug!(%task, "not failed at shutdown: {err}"),
             }
         }
-        failed
+        ending
     }
 }
 

@@ -4,6 +4,8 @@
 //!   both generations of MCP tasks.
 //! - [`fixtures`]: the fixture tools of the official conformance suite's `tasks-*`
 //!   scenarios, registered beside the example tools.
+//! - [`claims`]: the claim loop that runs again, here, the redeliverable tasks of
+//!   instances that stopped (over a shared store).
 //! - [`access`]: bearer-token principals, the anonymous loopback mode, allowed origins.
 //! - [`framing`]: JSON-RPC 2.0 framing both transports share: which messages are valid,
 //!   how invalid ones are refused, and ids echoed exactly as the client wrote them.
@@ -19,6 +21,7 @@
 
 pub mod access;
 pub mod child;
+pub mod claims;
 pub mod fixtures;
 pub mod framing;
 pub mod headers;

@@ -16,12 +16,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 #[cfg(feature = "redis")]
 use mcp_tasks::LeasePolicy;
-use mcp_tasks::TaskStore;
 use mcp_tasks::ext::{self, ExtDispatcher, TasksExtensionCapability};
 use mcp_tasks::protocol::{
     self, Augmentation, Dispatcher, PROTOCOL_VERSION, ServerTasksCapability, TaskSupport,
     augmentation,
 };
+use mcp_tasks::{Attempts, Claim, Outcome, Redelivery, TaskHandle, TaskRequest, TaskStore};
 use mcp_tasks::{
     Error, JsonObject, JsonRpcError, Owner, RequestId, TaskId, TaskRegistry, TtlPolicy, jsonrpc,
 };
@@ -29,7 +29,7 @@ use mcp_tasks::{
 use mcp_tasks_redis::RedisTaskStore;
 use serde_json::{Value, json};
 
-use crate::tools::{self, Call, Catalog};
+use crate::tools::{self, Catalog, Invocation};
 
 /// A request's answer: now, or from work the transport runs on a thread that may block.
 pub enum Reply {
@@ -52,6 +52,23 @@ pub enum Generation {
 }
 
 impl Generation {
+    /// The protocol version that names the generation in a task's job.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Generation::V2025 => PROTOCOL_VERSION,
+            Generation::Extension => ext::PROTOCOL_VERSION,
+        }
+    }
+
+    /// The generation a job names, if any.
+    #[must_use]
+    pub fn named(version: &str) -> Option<Self> {
+        [Generation::V2025, Generation::Extension]
+            .into_iter()
+            .find(|generation| generation.as_str() == version)
+    }
+
     /// The generation of a request with `method` and `params`.
     pub fn of(method: &str, params: Option<&Value>) -> Self {
         let framed =
@@ -61,6 +78,109 @@ impl Generation {
         } else {
             Generation::V2025
         }
+    }
+}
+
+/// The job a redeliverable task keeps in the store
+/// ([`Redelivery`](mcp_tasks::Redelivery)): what another instance needs to run the tool
+/// again. The owner is the task's own; the rest is here.
+///
+/// Stored as `{"tool", "arguments", "generation", "session"?}`: the tool's name and
+/// arguments as the client sent them, the wire generation of the request that created the
+/// task (`2025-11-25` or `2026-07-28`), and for a 2025-11-25 task created in an HTTP
+/// session, that session's id (an instance that holds the session sends it the re-run's
+/// status changes and input requests).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// The tool's name.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: JsonObject,
+    /// The generation of the request that created the task.
+    pub generation: Generation,
+    /// The 2025-11-25 session it was created in, if any.
+    pub session: Option<String>,
+}
+
+impl Job {
+    /// The job as the store keeps it.
+    #[must_use]
+    pub fn to_object(&self) -> JsonObject {
+        let mut job = JsonObject::new();
+        job.insert("tool".into(), Value::String(self.tool.clone()));
+        job.insert("arguments".into(), Value::Object(self.arguments.clone()));
+        job.insert(
+            "generation".into(),
+            Value::String(self.generation.as_str().to_owned()),
+        );
+        if let Some(session) = &self.session {
+            job.insert("session".into(), Value::String(session.clone()));
+        }
+        job
+    }
+
+    /// Reads a job the store kept.
+    ///
+    /// # Errors
+    /// What is missing or mistyped, in a few words.
+    pub fn from_object(job: &JsonObject) -> Result<Self, String> {
+        let tool = job
+            .get("tool")
+            .and_then(Value::as_str)
+            .ok_or("the job names no tool")?;
+        let arguments = match job.get("arguments") {
+            Some(Value::Object(arguments)) => arguments.clone(),
+            None => JsonObject::new(),
+            Some(_) => return Err("the job's arguments are not an object".into()),
+        };
+        let generation = job
+            .get("generation")
+            .and_then(Value::as_str)
+            .and_then(Generation::named)
+            .ok_or("the job names no known generation")?;
+        let session = job
+            .get("session")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Ok(Job {
+            tool: tool.to_owned(),
+            arguments,
+            generation,
+            session,
+        })
+    }
+}
+
+/// A task this instance claimed for its next attempt ([`Server::claim`]), ready to run.
+pub struct Claimed {
+    /// The task.
+    pub task: TaskId,
+    /// Its owner.
+    pub owner: Owner,
+    /// This attempt and the bound.
+    pub attempts: Attempts,
+    /// The job, if it could be read (otherwise [`run`](Claimed::run) fails the task).
+    pub job: Result<Job, String>,
+    work: Box<dyn FnOnce() + Send>,
+}
+
+impl Claimed {
+    /// Runs the tool's handler again, from the last checkpoint, to the task's end (it
+    /// blocks). A job that cannot be run here (unknown tool, unreadable) fails the task
+    /// with `-32603` saying why.
+    pub fn run(self) {
+        (self.work)();
+    }
+}
+
+impl std::fmt::Debug for Claimed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Claimed")
+            .field("task", &self.task)
+            .field("owner", &self.owner)
+            .field("attempts", &self.attempts)
+            .field("job", &self.job)
+            .finish_non_exhaustive()
     }
 }
 
@@ -248,20 +368,85 @@ fn open_store(redis_url: Option<&str>) -> Result<Store, String> {
 /// (`0`: no leases, a dead instance's tasks stay until their TTL).
 pub const LEASE_MS_ENV: &str = "MCP_TASKS_LEASE_MS";
 
+/// The environment variable that sets how often a lease is renewed, in milliseconds
+/// (default an eighth of the lease).
+pub const LEASE_RENEW_MS_ENV: &str = "MCP_TASKS_LEASE_RENEW_MS";
+
+/// The environment variable that sets the claim back-off's base in milliseconds: a
+/// redeliverable task whose instance died waits this long before another instance claims
+/// it, doubled for each attempt already run, at most [`CLAIM_BACKOFF_MAX`].
+pub const CLAIM_BACKOFF_MS_ENV: &str = "MCP_TASKS_CLAIM_BACKOFF_MS";
+
+/// The longest claim back-off.
+pub const CLAIM_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The environment variable that sets how long the Redis store retries an operation while
+/// Redis is unreachable, in milliseconds (default 30 s), before it answers the error.
+pub const OUTAGE_MS_ENV: &str = "MCP_TASKS_OUTAGE_MS";
+
+/// A whole number of milliseconds from the environment variable `name`, if set; `0` only
+/// if `zero_ok`.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+fn env_millis(name: &str, zero_ok: bool) -> Result<Option<u64>, String> {
+    let Ok(text) = std::env::var(name) else {
+        return Ok(None);
+    };
+    match text.trim().parse::<u64>() {
+        Ok(millis) if millis > 0 || zero_ok => Ok(Some(millis)),
+        _ => Err(format!(
+            "{name}=`{}` is not a {}whole number of milliseconds",
+            text.chars().take(40).collect::<String>(),
+            if zero_ok { "" } else { "positive " }
+        )),
+    }
+}
+
+/// The store's settings from the environment ([`LEASE_MS_ENV`], [`LEASE_RENEW_MS_ENV`],
+/// [`CLAIM_BACKOFF_MS_ENV`], [`OUTAGE_MS_ENV`]).
+#[cfg(feature = "redis")]
+fn store_knobs(
+    mut builder: mcp_tasks_redis::RedisStoreBuilder,
+) -> Result<mcp_tasks_redis::RedisStoreBuilder, String> {
+    use std::time::Duration;
+    let lease = env_millis(LEASE_MS_ENV, true)?;
+    let renew = env_millis(LEASE_RENEW_MS_ENV, false)?;
+    let policy = match (lease, renew) {
+        (Some(0), _) => Some(LeasePolicy::leave_until_ttl()),
+        (Some(lease), renew) => {
+            let policy = LeasePolicy::fail_after(Duration::from_millis(lease));
+            Some(renew.map_or(policy, |renew| {
+                policy.renewed_every(Duration::from_millis(renew))
+            }))
+        }
+        (None, Some(renew)) => {
+            Some(LeasePolicy::default().renewed_every(Duration::from_millis(renew)))
+        }
+        (None, None) => None,
+    };
+    if let Some(policy) = policy {
+        policy
+            .validate()
+            .map_err(|err| format!("{LEASE_MS_ENV} / {LEASE_RENEW_MS_ENV}: {err}"))?;
+        builder = builder.lease_policy(policy);
+    }
+    if let Some(base) = env_millis(CLAIM_BACKOFF_MS_ENV, true)? {
+        let backoff = mcp_tasks::ClaimBackoff::new(Duration::from_millis(base), CLAIM_BACKOFF_MAX);
+        // MERGE: wire the back-off once the Redis builder has the knob:
+        // builder = builder.claim_backoff(backoff);
+        let _ = backoff;
+    }
+    if let Some(outage) = env_millis(OUTAGE_MS_ENV, false)? {
+        builder = builder.outage_timeout(Duration::from_millis(outage));
+    }
+    Ok(builder)
+}
+
 #[cfg(feature = "redis")]
 fn open_redis(url: &str) -> Result<Store, String> {
-    let mut builder = RedisTaskStore::builder(url)
+    let builder = RedisTaskStore::builder(url)
         .ttl_policy(ttl_policy())
         .poll_interval(Some(POLL_INTERVAL_MS));
-    if let Ok(text) = std::env::var(LEASE_MS_ENV) {
-        let millis: u64 = text.trim().parse().map_err(|_| {
-            format!("{LEASE_MS_ENV}=`{text}` is not a lease length in milliseconds (0: none)")
-        })?;
-        builder = builder.lease_policy(match millis {
-            0 => LeasePolicy::leave_until_ttl(),
-            _ => LeasePolicy::fail_after(std::time::Duration::from_millis(millis)),
-        });
-    }
+    let builder = store_knobs(builder)?;
     let store = builder.build().map_err(|err| {
         // The store's message says what failed; its source says why (refused, no such
         // socket, timed out).
@@ -310,6 +495,8 @@ pub struct Server {
     /// Tasks created through 2025-11-25, whose input requests the transport forwards as
     /// server-to-client requests.
     v1_tasks: Mutex<HashSet<TaskId>>,
+    /// Whether the store is shared with other instances.
+    shared: bool,
 }
 
 impl Server {
@@ -329,13 +516,29 @@ impl Server {
             .unwrap_or(protocol::DEFAULT_PAGE_SIZE);
         let options = Options::from_env().map_err(StartupError)?;
         let store = open_store(options.redis.as_deref()).map_err(StartupError)?;
-        Ok(Self {
-            v1: Dispatcher::new(store.clone()).with_page_size(page_size),
+        Ok(Self::new(store, options.catalog, options.redis.is_some()).with_page_size(page_size))
+    }
+
+    /// A server of `catalog` over `store` (`shared`: other instances share it, so tasks
+    /// may be claimed here), with the default `tasks/list` page size. For tests and
+    /// embedders; the example binaries use [`from_env`](Self::from_env).
+    #[must_use]
+    pub fn new(store: Store, catalog: Catalog, shared: bool) -> Self {
+        Self {
+            shared,
+            v1: Dispatcher::new(store.clone()),
             ext: ExtDispatcher::new(store),
             capabilities: ServerTasksCapability::all(),
-            catalog: options.catalog,
+            catalog,
             v1_tasks: Mutex::new(HashSet::new()),
-        })
+        }
+    }
+
+    /// The same server, with `tasks/list` pages of `page_size` tasks.
+    #[must_use]
+    pub fn with_page_size(mut self, page_size: usize) -> Self {
+        self.v1 = self.v1.with_page_size(page_size);
+        self
     }
 
     /// The tools this server serves.
@@ -379,9 +582,78 @@ impl Server {
         params: Option<Value>,
         elicitation: Elicitation,
     ) -> Reply {
+        self.request_in(owner, id, method, params, elicitation, None)
+    }
+
+    /// [`request`](Self::request), in the 2025-11-25 session `session` of a transport that
+    /// has sessions: a redeliverable task created by the request names it in its [`Job`],
+    /// so that an instance holding the session sends it the re-run's changes.
+    pub fn request_in(
+        &self,
+        owner: &Owner,
+        id: &RequestId,
+        method: &str,
+        params: Option<Value>,
+        elicitation: Elicitation,
+        session: Option<&str>,
+    ) -> Reply {
         match Generation::of(method, params.as_ref()) {
-            Generation::V2025 => self.request_v1(owner, id, method, params, elicitation),
+            Generation::V2025 => self.request_v1(owner, id, method, params, elicitation, session),
             Generation::Extension => self.request_ext(owner, id, method, params),
+        }
+    }
+
+    /// Whether the tasks live in a store shared with other instances (Redis): only then
+    /// can a task be claimed here for its next attempt ([`claim`](Self::claim)).
+    pub fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    /// Claims one task whose instance stopped (its lease lapsed, or it was handed over) for
+    /// its next attempt here ([`TaskStore::claim`]), if any: the returned [`Claimed`] runs
+    /// the job's handler again from the last checkpoint.
+    ///
+    /// # Errors
+    /// The store's failure ([`Error::Store`]): retry later.
+    pub fn claim(&self) -> Result<Option<Claimed>, Error> {
+        let Some(claim) = self.store().claim()? else {
+            return Ok(None);
+        };
+        Ok(Some(self.claimed(claim)))
+    }
+
+    /// The work of a claimed task: its job's tool, run again with the claim's checkpoint.
+    fn claimed(&self, claim: Claim) -> Claimed {
+        let task = claim.task.id().clone();
+        let owner = claim.owner.clone();
+        let attempts = claim.attempts;
+        let job = Job::from_object(&claim.job);
+        let checkpoint = claim.checkpoint.clone();
+        let call = job.as_ref().map_err(Clone::clone).and_then(|job| {
+            self.catalog
+                .invocation(&job.tool, &job.arguments)
+                .map_err(|error| error.message)
+        });
+        let handle = TaskHandle::claimed(self.store().clone(), claim);
+        let work: Box<dyn FnOnce() + Send> = match call {
+            Ok(call) => Box::new(move || call.run_task_from(handle, checkpoint)),
+            Err(why) => Box::new(move || {
+                let id = handle.id().clone();
+                let failed = handle.fail(Outcome::error(
+                    jsonrpc::INTERNAL_ERROR,
+                    format!("the task cannot run again on this server instance: {why}"),
+                ));
+                if let Err(err) = failed {
+                    eprintln!("task {id}: {err}");
+                }
+            }),
+        };
+        Claimed {
+            task,
+            owner,
+            attempts,
+            job,
+            work,
         }
     }
 
@@ -392,6 +664,7 @@ impl Server {
         method: &str,
         params: Option<Value>,
         elicitation: Elicitation,
+        session: Option<&str>,
     ) -> Reply {
         match method {
             "initialize" => Reply::Now(Ok(json!({
@@ -422,10 +695,18 @@ impl Server {
                         Reply::Now(Err(elicitation_undeclared(call.0.name())))
                     }
                     Augmentation::Task { ttl } => {
-                        match self.v1.accept(owner, id.clone(), "tools/call", ttl) {
-                            Ok((handle, created)) => {
+                        let request = task_request(
+                            &call.0,
+                            id,
+                            params.get("arguments"),
+                            Generation::V2025,
+                            session,
+                        )
+                        .with_ttl(ttl);
+                        match self.v1.store().create(owner, request) {
+                            Ok((handle, task)) => {
                                 self.v1_tasks().insert(handle.id().clone());
-                                match serde_json::to_value(created) {
+                                match serde_json::to_value(protocol::CreateTaskResult::new(task)) {
                                     Ok(created) => {
                                         let call = call.0;
                                         Reply::ThenRun(
@@ -549,11 +830,14 @@ impl Server {
                     Ok(Some(asked)) => return Reply::Now(Ok(asked)),
                     Err(error) => return Reply::Now(Err(error)),
                 }
-                match self
-                    .ext
-                    .store()
-                    .create(owner, mcp_tasks::TaskRequest::new(id.clone(), "tools/call"))
-                {
+                let request = task_request(
+                    &call,
+                    id,
+                    params.as_ref().and_then(|params| params.get("arguments")),
+                    Generation::Extension,
+                    None,
+                );
+                match self.ext.store().create(owner, request) {
                     Ok((handle, task)) => {
                         match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
                             Ok(created) => {
@@ -639,11 +923,38 @@ fn complete(mut result: Value) -> Value {
     result
 }
 
+/// What the store is asked for a task running `call`, requested with `arguments` in
+/// `generation` (in 2025-11-25 `session`, if any): a redeliverable tool's task keeps its
+/// [`Job`] and its bound on attempts ([`Invocation::redelivery`]); the others run once. One store
+/// call creates the task either way.
+fn task_request(
+    call: &Invocation,
+    id: &RequestId,
+    arguments: Option<&Value>,
+    generation: Generation,
+    session: Option<&str>,
+) -> TaskRequest {
+    let request = TaskRequest::new(id.clone(), "tools/call");
+    let Some(attempts) = call.redelivery() else {
+        return request;
+    };
+    let job = Job {
+        tool: call.name().to_owned(),
+        arguments: arguments
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+        generation,
+        session: session.map(str::to_owned),
+    };
+    request.with_redelivery(Redelivery::new(attempts, job.to_object()))
+}
+
 /// The tool call and its task support, checked before any work starts.
 fn parse_call(
     catalog: Catalog,
     params: Option<&Value>,
-) -> Result<(Call, TaskSupport), JsonRpcError> {
+) -> Result<(Invocation, TaskSupport), JsonRpcError> {
     let params = params
         .and_then(Value::as_object)
         .ok_or_else(|| invalid("tools/call needs an object `params`"))?;
@@ -659,7 +970,7 @@ fn parse_call(
         None | Some(Value::Null) => JsonObject::new(),
         Some(_) => return Err(invalid("`arguments` must be an object")),
     };
-    Ok((catalog.parse(name, &arguments)?, support))
+    Ok((catalog.invocation(name, &arguments)?, support))
 }
 
 fn invalid(message: &str) -> JsonRpcError {
@@ -667,4 +978,67 @@ fn invalid(message: &str) -> JsonRpcError {
         jsonrpc::INVALID_PARAMS,
         format!("invalid params: {message}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_reads_back_as_written_and_names_its_generation_by_version() {
+        let mut arguments = JsonObject::new();
+        arguments.insert("ms".into(), json!(1500));
+        for (generation, version, session) in [
+            (Generation::V2025, "2025-11-25", Some("s-1".to_owned())),
+            (Generation::Extension, "2026-07-28", None),
+        ] {
+            let job = Job {
+                tool: "sleep".into(),
+                arguments: arguments.clone(),
+                generation,
+                session,
+            };
+            let stored = job.to_object();
+            assert_eq!(stored["generation"], version);
+            assert_eq!(stored.contains_key("session"), job.session.is_some());
+            assert_eq!(Job::from_object(&stored), Ok(job));
+        }
+        for broken in [
+            json!({"arguments": {}, "generation": "2026-07-28"}),
+            json!({"tool": "sleep", "arguments": [], "generation": "2026-07-28"}),
+            json!({"tool": "sleep", "generation": "2024-11-05"}),
+        ] {
+            let broken = broken.as_object().unwrap().clone();
+            assert!(Job::from_object(&broken).is_err(), "{broken:?}");
+        }
+    }
+
+    #[test]
+    fn only_redeliverable_tools_ask_for_redelivery_with_their_job() {
+        let id = RequestId::from(7);
+        let arguments = json!({"ms": 10});
+        let sleep = Catalog::Examples
+            .invocation("sleep", arguments.as_object().unwrap())
+            .unwrap_or_else(|err| panic!("{err:?}"));
+        let request = task_request(
+            &sleep,
+            &id,
+            Some(&arguments),
+            Generation::V2025,
+            Some("s-1"),
+        );
+        let redelivery = request.redelivery().expect("sleep is redeliverable");
+        assert_eq!(redelivery.max_attempts(), tools::ATTEMPTS);
+        let job = Job::from_object(redelivery.job()).unwrap();
+        assert_eq!(
+            (job.tool.as_str(), job.session.as_deref()),
+            ("sleep", Some("s-1"))
+        );
+        assert_eq!(job.arguments["ms"], 10);
+        let fail = Catalog::Examples
+            .invocation("fail", &JsonObject::new())
+            .unwrap_or_else(|err| panic!("{err:?}"));
+        let request = task_request(&fail, &id, None, Generation::Extension, None);
+        assert!(request.redelivery().is_none(), "fail runs once");
+    }
 }

@@ -9,13 +9,15 @@
 //! answers back; an extension client reads them in `tasks/get` and answers with
 //! `tasks/update`. A handler also honours the extension's cooperative cancel.
 
+use std::io::Write;
+use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_tasks::protocol::TaskSupport;
 use mcp_tasks::{
-    Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskStatus,
-    TaskStore, Working, jsonrpc,
+    Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskState,
+    TaskStatus, TaskStore, Working, jsonrpc,
 };
 
 use serde_json::{Value, json};
@@ -45,6 +47,30 @@ pub const CONFORMANCE_FLAG: &str = "--conformance";
 
 /// The environment variable that does the same (`1`).
 pub const CONFORMANCE_ENV: &str = "MCP_TASKS_CONFORMANCE";
+
+/// The environment variable that serves the test-only tools too (`1`): `abort {}`, which
+/// aborts the process running it (a poison task), and `steps {n, ms?}`, which runs `n`
+/// steps of `ms` milliseconds, checkpointing after each. Both are redeliverable; never set
+/// it in production.
+pub const TEST_TOOLS_ENV: &str = "MCP_TASKS_TEST_TOOLS";
+
+/// The file `steps` appends one line to as each step starts (`<task id> <step> <attempt>`),
+/// if set: how a test sees which steps ran twice.
+pub const STEPS_FILE_ENV: &str = "MCP_TASKS_TEST_STEPS_FILE";
+
+/// How many attempts a redeliverable tool's task may take ([`Call::redelivery`]).
+pub const ATTEMPTS: u32 = 3;
+
+/// How often `sleep` and `steps` save their progress at most: a re-run repeats at most
+/// this much of the work.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Whether the test-only tools are served ([`TEST_TOOLS_ENV`]), read once.
+#[must_use]
+pub fn test_tools() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var(TEST_TOOLS_ENV).is_ok_and(|value| value.trim() == "1"))
+}
 
 /// The tools a server lists and runs: the five example tools, and with the conformance
 /// flag the official conformance suite's fixture tools too ([`fixtures`]).
@@ -91,7 +117,7 @@ impl Catalog {
     /// tool with `{}` and expects a result.
     #[must_use]
     pub fn list(self) -> Value {
-        match self {
+        let mut tools = match self {
             Catalog::Examples => examples(),
             Catalog::WithConformance => {
                 let mut tools = fixtures::list();
@@ -100,7 +126,13 @@ impl Catalog {
                 }
                 Value::Array(tools)
             }
+        };
+        if test_tools()
+            && let (Value::Array(tools), Value::Array(extra)) = (&mut tools, test_only())
+        {
+            tools.extend(extra);
         }
+        tools
     }
 
     /// The task support of a tool of this catalog (`None`: no such tool).
@@ -110,6 +142,7 @@ impl Catalog {
             "sleep" | "fail" | "crash" => Some(TaskSupport::Optional),
             "confirm" => Some(TaskSupport::Required),
             "echo" => Some(TaskSupport::Forbidden),
+            "abort" | "steps" if test_tools() => Some(TaskSupport::Optional),
             other if self.conformance() => fixtures::task_support(other),
             _ => None,
         }
@@ -126,6 +159,24 @@ impl Catalog {
                 .map(|fixture| fixture.map(Call::Fixture))
                 .unwrap_or_else(|| Err(unknown_tool(other))),
             other => Err(unknown_tool(other)),
+        }
+    }
+
+    /// Reads a call of `name` with `arguments`, test-only tools included when they are
+    /// served ([`TEST_TOOLS_ENV`]): what a server runs.
+    ///
+    /// # Errors
+    /// As for [`parse`](Self::parse).
+    pub fn invocation(
+        self,
+        name: &str,
+        arguments: &JsonObject,
+    ) -> Result<Invocation, JsonRpcError> {
+        match name {
+            "abort" | "steps" if test_tools() => {
+                TestCall::parse(name, arguments).map(Invocation::Test)
+            }
+            _ => self.parse(name, arguments).map(Invocation::Tool),
         }
     }
 
@@ -162,6 +213,24 @@ impl Catalog {
             })
             .collect()
     }
+}
+
+/// The test-only tools ([`TEST_TOOLS_ENV`]).
+fn test_only() -> Value {
+    json!([
+        {
+            "name": "abort",
+            "description": "Aborts the process running it (test only: a poison task, redeliverable).",
+            "inputSchema": {"type": "object", "properties": {}},
+            "execution": {"taskSupport": "optional"}
+        },
+        {
+            "name": "steps",
+            "description": "Runs `n` steps of `ms` milliseconds (default 200), checkpointing after each (test only, redeliverable).",
+            "inputSchema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}, "ms": {"type": "integer", "minimum": 0}}, "required": ["n"]},
+            "execution": {"taskSupport": "optional"}
+        }
+    ])
 }
 
 fn examples() -> Value {
@@ -242,6 +311,36 @@ pub enum Call {
     Fixture(Fixture),
 }
 
+/// A call of a test-only tool ([`TEST_TOOLS_ENV`]), apart from [`Call`] so that code
+/// matching on the example tools (the rmcp examples) never sees them.
+pub enum TestCall {
+    /// `abort {}`: aborts the process running it (a poison task).
+    Abort,
+    /// `steps {n, ms?}`: `n` steps of `ms` milliseconds, checkpointed after each.
+    Steps {
+        /// How many steps.
+        n: u64,
+        /// How long each step takes (ms).
+        ms: u64,
+    },
+}
+
+/// A call of any tool a server runs: one of its catalog ([`Catalog::parse`]), or a
+/// test-only one ([`Catalog::invocation`]).
+pub enum Invocation {
+    /// An example tool or a conformance fixture.
+    Tool(Call),
+    /// A test-only tool.
+    Test(TestCall),
+}
+
+/// The most steps `steps` runs.
+const MAX_STEPS: u64 = 1_000;
+/// How long a step of `steps` takes unless told (ms).
+const DEFAULT_STEP_MS: u64 = 200;
+/// The longest step (ms).
+const MAX_STEP_MS: u64 = 60_000;
+
 impl Call {
     /// Reads a call of the example tool `name` with `arguments`.
     fn parse_example(name: &str, arguments: &JsonObject) -> Result<Call, JsonRpcError> {
@@ -276,6 +375,20 @@ impl Call {
             Call::Confirm(_) => "confirm",
             Call::Echo(_) => "echo",
             Call::Fixture(fixture) => fixture.name(),
+        }
+    }
+
+    /// How many attempts the call's task may take, if it is redeliverable: its work may run
+    /// again from the start (or from its last checkpoint) on another instance of a shared
+    /// store when the instance running it stops. `sleep` (checkpointing its progress) and
+    /// `confirm` (checkpointing the answer it read, so a re-run does not ask again) are;
+    /// `fail`, `crash` and `echo` have nothing worth running again, and the conformance
+    /// fixtures keep the behaviour the suite checks (they run once).
+    #[must_use]
+    pub fn redelivery(&self) -> Option<u32> {
+        match self {
+            Call::Sleep(_) | Call::Confirm(_) => Some(ATTEMPTS),
+            Call::Fail | Call::Crash | Call::Echo(_) | Call::Fixture(_) => None,
         }
     }
 
@@ -326,19 +439,154 @@ impl Call {
     /// records the outcome, and a refused transition means the task was cancelled or
     /// expired meanwhile.
     pub fn run_task<T: TaskStore>(self, handle: TaskHandle<Working, T>) {
+        self.run_task_from(handle, None);
+    }
+
+    /// Runs the call as the task behind `handle` from `checkpoint`: the last progress an
+    /// earlier attempt saved ([`TaskHandle::checkpoint`]), for a task claimed for its next
+    /// attempt (`None`: from the start). A handler that finds the task runs elsewhere now
+    /// ([`Error::Superseded`]) stops.
+    pub fn run_task_from<T: TaskStore>(
+        self,
+        handle: TaskHandle<Working, T>,
+        checkpoint: Option<Value>,
+    ) {
         let id = handle.id().clone();
         let outcome = match self {
-            Call::Sleep(ms) => sleep_task(handle, ms),
+            Call::Sleep(ms) => sleep_task(handle, ms, checkpoint.as_ref()),
             Call::Fail => handle
                 .finish(text_result("the fail tool always fails", true))
                 .map(drop),
             Call::Crash => handle.fail(Outcome::Error(crash())).map(drop),
             Call::Echo(text) => handle.complete(text_result(text, false)).map(drop),
-            Call::Confirm(question) => confirm_task(handle, &question),
+            Call::Confirm(question) => confirm_task(handle, &question, checkpoint.as_ref()),
             Call::Fixture(fixture) => fixture.run_task(handle),
         };
         if let Err(err) = outcome {
             eprintln!("task {id}: {err}");
+        }
+    }
+}
+
+impl TestCall {
+    /// Reads a call of the test tool `name` with `arguments`.
+    fn parse(name: &str, arguments: &JsonObject) -> Result<TestCall, JsonRpcError> {
+        match name {
+            "abort" => Ok(TestCall::Abort),
+            "steps" => {
+                let n = arguments
+                    .get("n")
+                    .and_then(Value::as_u64)
+                    .filter(|n| *n <= MAX_STEPS)
+                    .ok_or_else(|| invalid("`steps` needs an integer `n` (at most 1000)"))?;
+                let ms = match arguments.get("ms") {
+                    None => DEFAULT_STEP_MS,
+                    Some(ms) => ms
+                        .as_u64()
+                        .filter(|ms| *ms <= MAX_STEP_MS)
+                        .ok_or_else(|| invalid("`steps` takes an integer `ms` (at most 60000)"))?,
+                };
+                Ok(TestCall::Steps { n, ms })
+            }
+            other => Err(unknown_tool(other)),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            TestCall::Abort => "abort",
+            TestCall::Steps { .. } => "steps",
+        }
+    }
+
+    fn run(self) -> Result<JsonObject, JsonRpcError> {
+        match self {
+            TestCall::Abort => std::process::abort(),
+            TestCall::Steps { n, ms } => {
+                thread::sleep(Duration::from_millis(n.saturating_mul(ms)));
+                Ok(text_result(format!("ran {n} steps"), false))
+            }
+        }
+    }
+
+    fn run_task_from<T: TaskStore>(
+        self,
+        handle: TaskHandle<Working, T>,
+        checkpoint: Option<Value>,
+    ) {
+        let id = handle.id().clone();
+        let outcome = match self {
+            TestCall::Abort => std::process::abort(),
+            TestCall::Steps { n, ms } => steps_task(handle, n, ms, checkpoint.as_ref()),
+        };
+        if let Err(err) = outcome {
+            eprintln!("task {id}: {err}");
+        }
+    }
+}
+
+impl Invocation {
+    /// The tool's name.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Invocation::Tool(call) => call.name(),
+            Invocation::Test(test) => test.name(),
+        }
+    }
+
+    /// How many attempts the call's task may take, if it is redeliverable
+    /// ([`Call::redelivery`]; both test tools are, with [`ATTEMPTS`]).
+    #[must_use]
+    pub fn redelivery(&self) -> Option<u32> {
+        match self {
+            Invocation::Tool(call) => call.redelivery(),
+            Invocation::Test(_) => Some(ATTEMPTS),
+        }
+    }
+
+    /// Whether the call asks the requestor for input while it runs ([`Call::asks_for_input`]).
+    #[must_use]
+    pub fn asks_for_input(&self) -> bool {
+        matches!(self, Invocation::Tool(call) if call.asks_for_input())
+    }
+
+    /// The 2026-07-28 input round before a task is created ([`Call::gather_input`]).
+    ///
+    /// # Errors
+    /// As for [`Call::gather_input`].
+    pub fn gather_input(&mut self, params: Option<&Value>) -> Result<Option<Value>, JsonRpcError> {
+        match self {
+            Invocation::Tool(call) => call.gather_input(params),
+            Invocation::Test(_) => Ok(None),
+        }
+    }
+
+    /// Runs the call as a normal request ([`Call::run`]).
+    ///
+    /// # Errors
+    /// As for [`Call::run`].
+    pub fn run(self) -> Result<JsonObject, JsonRpcError> {
+        match self {
+            Invocation::Tool(call) => call.run(),
+            Invocation::Test(test) => test.run(),
+        }
+    }
+
+    /// Runs the call as the task behind `handle`, to its end ([`Call::run_task`]).
+    pub fn run_task<T: TaskStore>(self, handle: TaskHandle<Working, T>) {
+        self.run_task_from(handle, None);
+    }
+
+    /// Runs the call as the task behind `handle` from `checkpoint` ([`Call::run_task_from`]).
+    pub fn run_task_from<T: TaskStore>(
+        self,
+        handle: TaskHandle<Working, T>,
+        checkpoint: Option<Value>,
+    ) {
+        match self {
+            Invocation::Tool(call) => call.run_task_from(handle, checkpoint),
+            Invocation::Test(test) => test.run_task_from(handle, checkpoint),
         }
     }
 }
@@ -348,16 +596,41 @@ fn crash() -> JsonRpcError {
     JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the crash tool always crashes")
 }
 
-/// Sleeps in small steps so a cancelled task stops early. A store that cannot be reached
-/// for a while (a shared store restarting) says nothing about the task: the sleep goes on,
-/// and the result is written once the store is back.
-fn sleep_task<T: TaskStore>(handle: TaskHandle<Working, T>, ms: u64) -> Result<(), Error> {
-    let end = Instant::now() + Duration::from_millis(ms);
+/// Sleeps in small steps so a cancelled task stops early, saving the time slept as a
+/// checkpoint about every second (`{"elapsed_ms": n}`): a re-run after the instance
+/// stopped sleeps only the rest. A store that cannot be reached for a while (a shared store
+/// restarting) says nothing about the task: the sleep goes on, and the result is written
+/// once the store is back.
+fn sleep_task<T: TaskStore>(
+    handle: TaskHandle<Working, T>,
+    ms: u64,
+    checkpoint: Option<&Value>,
+) -> Result<(), Error> {
+    let done = checkpoint
+        .and_then(|checkpoint| checkpoint.get("elapsed_ms"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(ms);
+    let started = Instant::now();
+    let end = started + Duration::from_millis(ms - done);
+    let mut saved = started;
     while let Some(left) = end.checked_duration_since(Instant::now()) {
         if left.is_zero() {
             break;
         }
         thread::sleep(left.min(Duration::from_millis(50)));
+        if saved.elapsed() >= CHECKPOINT_EVERY {
+            saved = Instant::now();
+            let elapsed = done.saturating_add(millis(started.elapsed())).min(ms);
+            // Another instance runs the task now: stop (dropping the handle changes
+            // nothing: its writes are refused). Anything else (cancelled, unreachable) is
+            // read below, or on the next checkpoint: the work goes on.
+            if let Err(superseded @ Error::Superseded { .. }) =
+                handle.checkpoint(json!({ "elapsed_ms": elapsed }))
+            {
+                return Err(superseded);
+            }
+        }
         let cancel_requested = match handle.snapshot() {
             Ok(task) if task.status() == TaskStatus::Working => task.cancel_requested(),
             // Cancelled (by the requestor) or moved on: nothing more to do.
@@ -382,6 +655,54 @@ fn sleep_task<T: TaskStore>(handle: TaskHandle<Working, T>, ms: u64) -> Result<(
         }
     }
     let _done = handle.complete(text_result(format!("slept {ms} ms"), false))?;
+    Ok(())
+}
+
+/// A duration in whole milliseconds.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `steps {n, ms}` (test only): `n` steps of `ms` each, the number of steps done saved as a
+/// checkpoint (`{"done": k}`) after each, so a re-run starts at the first step not done: at
+/// most one step (the one running when the instance stopped) runs twice. Each step's start
+/// is appended to [`STEPS_FILE_ENV`]'s file, if set.
+fn steps_task<T: TaskStore>(
+    handle: TaskHandle<Working, T>,
+    n: u64,
+    ms: u64,
+    checkpoint: Option<&Value>,
+) -> Result<(), Error> {
+    let first = checkpoint
+        .and_then(|checkpoint| checkpoint.get("done"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(n);
+    let record = std::env::var_os(STEPS_FILE_ENV);
+    for step in first..n {
+        if let Some(path) = &record {
+            let line = format!("{} {step} {}\n", handle.id(), handle.attempt().unwrap_or(1));
+            let written = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut file| file.write_all(line.as_bytes()));
+            if let Err(err) = written {
+                eprintln!("task {}: cannot record step {step}: {err}", handle.id());
+            }
+        }
+        thread::sleep(Duration::from_millis(ms));
+        match handle.checkpoint(json!({ "done": step + 1 })) {
+            Err(superseded @ Error::Superseded { .. }) => return Err(superseded),
+            Ok(()) | Err(Error::Store { .. }) => {}
+            // Cancelled, expired or removed: nothing more to do.
+            Err(_) => {
+                handle.detach();
+                return Ok(());
+            }
+        }
+    }
+    let _done = handle.complete(text_result(format!("ran {n} steps"), false))?;
     Ok(())
 }
 
@@ -453,8 +774,18 @@ pub fn check_answer(request: &InputRequest, answer: &Value) -> Result<(), String
 
 /// `working` → `input_required` (one elicitation) → `working` → `completed`. An answer
 /// that does not match the requested form fails the task with `-32602`; it is never
-/// read as an empty answer.
-fn confirm_task<T: TaskStore>(handle: TaskHandle<Working, T>, question: &str) -> Result<(), Error> {
+/// read as an empty answer. The answer read is saved as a checkpoint (`{"answer": ...}`)
+/// before the task resumes: a re-run on another instance finishes with it instead of
+/// asking again; a re-run of a task that had no answer yet asks again (under new keys).
+fn confirm_task<T: TaskStore>(
+    handle: TaskHandle<Working, T>,
+    question: &str,
+    checkpoint: Option<&Value>,
+) -> Result<(), Error> {
+    if let Some(answer) = checkpoint.and_then(|checkpoint| checkpoint.get("answer")) {
+        let _done = handle.complete(text_result(confirmed(answer), false))?;
+        return Ok(());
+    }
     let mut params = JsonObject::new();
     params.insert("mode".into(), json!("form"));
     params.insert("message".into(), json!(question));
@@ -466,7 +797,10 @@ fn confirm_task<T: TaskStore>(handle: TaskHandle<Working, T>, question: &str) ->
     let deadline = Instant::now() + ANSWER_TIMEOUT;
     let mut answers = loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        match waiting.wait_for_input(Some(left)) {
+        // In short waits: a handler whose task was claimed by another instance (it runs
+        // there now and asks again) must stop before it takes the answers meant for the
+        // re-run.
+        match waiting.wait_for_input(Some(left.min(SUPERSEDED_CHECK))) {
             Ok(answers) => break answers,
             Err(Error::CancelRequested { .. }) => {
                 let _cancelled = waiting
@@ -474,6 +808,8 @@ fn confirm_task<T: TaskStore>(handle: TaskHandle<Working, T>, question: &str) ->
                     .cancel()?;
                 return Ok(());
             }
+            _ if superseded(&waiting) => return Ok(()),
+            Err(Error::Timeout { .. }) if left > SUPERSEDED_CHECK => {}
             // The store cannot be reached right now: that says nothing about the answer.
             Err(Error::Store { .. }) if !left.is_zero() => {
                 thread::sleep(Duration::from_millis(200));
@@ -502,8 +838,38 @@ fn confirm_task<T: TaskStore>(handle: TaskHandle<Working, T>, question: &str) ->
         ))?;
         return Ok(());
     }
+    // Consumed: a re-run must not ask again. A checkpoint that cannot be written now only
+    // means a re-run would ask again; one refused because the task runs elsewhere stops.
+    if let Err(superseded @ Error::Superseded { .. }) =
+        waiting.checkpoint(json!({ "answer": answer }))
+    {
+        return Err(superseded);
+    }
     let working = waiting.resume()?;
-    let text = match answer.get("action").and_then(Value::as_str) {
+    let _done = working.complete(text_result(confirmed(&answer), false))?;
+    Ok(())
+}
+
+/// How often a handler waiting for input looks whether another instance runs its task
+/// now.
+const SUPERSEDED_CHECK: Duration = Duration::from_secs(1);
+
+/// Whether another attempt runs the task behind `handle` now (it was claimed elsewhere):
+/// the handle's writes are refused, and it must neither take the task's answers nor give
+/// up the lease (which the new attempt holds). Dropping the handle is all that is left.
+fn superseded<S: TaskState, T: TaskStore>(handle: &TaskHandle<S, T>) -> bool {
+    let Some(mine) = handle.attempt() else {
+        return false;
+    };
+    handle.snapshot().is_ok_and(|task| {
+        task.attempts()
+            .is_some_and(|attempts| attempts.attempt() != mine)
+    })
+}
+
+/// What `confirm` reports for a (checked) answer.
+fn confirmed(answer: &Value) -> String {
+    match answer.get("action").and_then(Value::as_str) {
         Some("accept") => {
             let said = answer
                 .get("content")
@@ -514,9 +880,7 @@ fn confirm_task<T: TaskStore>(handle: TaskHandle<Working, T>, question: &str) ->
         }
         Some("decline") => "the user declined".to_owned(),
         _ => "the user cancelled".to_owned(),
-    };
-    let _done = working.complete(text_result(text, false))?;
-    Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -212,9 +212,10 @@ impl Instance {
         Self::start_leased(url, "")
     }
 
-    /// An instance whose running tasks hold leases of `lease_ms` (`""`: the default).
+    /// An instance whose running tasks hold leases of `lease_ms` (`""`: the default),
+    /// serving the conformance fixtures too (`slow_compute` is a long task that runs once).
     fn start_leased(url: &str, lease_ms: &str) -> Instance {
-        let mut env = vec![("MCP_TASKS_REDIS_URL", url)];
+        let mut env = vec![("MCP_TASKS_REDIS_URL", url), ("MCP_TASKS_CONFORMANCE", "1")];
         if !lease_ms.is_empty() {
             env.push(("MCP_TASKS_LEASE_MS", lease_ms));
         }
@@ -406,10 +407,11 @@ fn two_http_instances_lose_nothing_across_a_redis_restart() {
     assert!(last_wake < WAIT, "every waiter woke within {WAIT:?}");
 }
 
-/// An instance killed (`SIGKILL`) while it runs a task: with 1 s leases (renewed every
-/// 125 ms), the other instance's `tasks/result` waiter gets the task failed with the
-/// lease's `-32603` within the lease plus one renewal interval, and `tasks/get` there
-/// says `failed`.
+/// An instance killed (`SIGKILL`) while it runs a task that is not redeliverable (the
+/// conformance fixture `slow_compute` runs once): with 1 s leases (renewed every 125 ms),
+/// the other instance's `tasks/result` waiter gets the task failed with the lease's
+/// `-32603` within the lease plus one renewal interval, and `tasks/get` there says
+/// `failed`. (A redeliverable task runs again instead: `tests/fleet.rs`.)
 #[test]
 fn a_killed_instance_fails_its_task_on_the_other_within_lease_and_interval() {
     const LEASE: Duration = Duration::from_millis(1_000);
@@ -427,7 +429,7 @@ fn a_killed_instance_fails_its_task_on_the_other_within_lease_and_interval() {
         .call(
             1,
             "tools/call",
-            &json!({"name": "sleep", "arguments": {"ms": 60_000}, "task": {"ttl": 600_000}}),
+            &json!({"name": "slow_compute", "arguments": {"seconds": 60}, "task": {"ttl": 600_000}}),
         )
         .expect("A creates the task");
     let id = created["task"]["taskId"]

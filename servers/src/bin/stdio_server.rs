@@ -46,6 +46,11 @@
 //! MCP_TASKS_REDIS_URL=redis+unix:///run/redis/redis.sock cargo run -p mcp-tasks-servers --features redis --bin stdio_server
 //! ```
 //!
+//! Over a shared store the server runs a claim loop too: the redeliverable tasks (`sleep`,
+//! `confirm`) of instances that stopped run again here from their last checkpoint (see
+//! the HTTP example for the knobs). Nothing of them is sent to this server's client, which
+//! may not have created them: their requestors poll or wait with `tasks/result`.
+//!
 //! A stdio server's requestor is the owner `stdio`, so servers sharing a store see each
 //! other's tasks; give each requestor its own `MCP_TASKS_OWNER` (for example the user
 //! name) to keep them apart. Built without the feature, a Redis URL is a startup error.
@@ -63,6 +68,7 @@ use mcp_tasks::protocol::{TaskStatusNotification, tag_related_task};
 use mcp_tasks::{
     AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, Task, TaskId, TaskStatus, jsonrpc,
 };
+use mcp_tasks_servers::claims::ClaimLoop;
 use mcp_tasks_servers::framing::{self, Id, Incoming, Refusal};
 use mcp_tasks_servers::outbound;
 use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
@@ -73,6 +79,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The longest message (one line) the server reads: 4 MiB.
 const MAX_MESSAGE: usize = 4 << 20;
+
+/// How long the claim loop may take to end once stdin closed.
+const CLAIM_LOOP_END: Duration = Duration::from_millis(1_500);
 
 /// How often a task waiting for an answer checks whether it was cancelled meanwhile.
 const STATUS_CHECK: Duration = Duration::from_millis(100);
@@ -381,6 +390,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
 
+    // Over a shared store, the redeliverable tasks of instances that stopped are run again
+    // here. Their requestor is not this connection's client (not even a 2025-11-25 one:
+    // nothing says which stdio client created a task), so nothing is forwarded to it: the
+    // requestor polls with tasks/get, or waits with tasks/result.
+    let stopping = Arc::new(AtomicBool::new(false));
+    let claims = if server.is_shared() {
+        let stop = Arc::clone(&stopping);
+        Some(ClaimLoop::start(
+            Arc::clone(&server),
+            move || stop.load(Ordering::SeqCst),
+            |claimed| {
+                let task = claimed.task.clone();
+                if let Ok(job) = &claimed.job {
+                    eprintln!(
+                        "stdio_server: claimed task {task}: `{}`, attempt {} of {}",
+                        job.tool,
+                        claimed.attempts.attempt(),
+                        claimed.attempts.max()
+                    );
+                }
+                let started = std::thread::Builder::new()
+                    .name("mcp-tasks-rerun".into())
+                    .spawn(move || claimed.run());
+                if let Err(err) = started {
+                    // The claim drops with the closure: the task fails, or lapses again.
+                    eprintln!("stdio_server: cannot run claimed task {task}: {err}");
+                }
+            },
+            |warning| eprintln!("stdio_server: claim loop: {warning}"),
+        )?)
+    } else {
+        None
+    };
+
     eprintln!("stdio_server: ready (MCP 2025-11-25 over stdio)");
     let mut stdin = io::stdin().lock();
     let mut line = Vec::new();
@@ -413,5 +456,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     eprintln!("stdio_server: stdin closed, shutting down");
+    stopping.store(true, Ordering::SeqCst);
+    if let Some(claims) = claims {
+        let _ended = claims.join_within(CLAIM_LOOP_END);
+    }
     Ok(())
 }

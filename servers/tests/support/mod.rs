@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 mod mcp_http;
+pub mod streamed;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -1,0 +1,348 @@
+//! Running a claimed task again, without Redis: the example server over a store that
+//! wraps the in-process registry and does what a shared store does on a hand-over (the
+//! task becomes claimable; a claim applies the core's `Update::claim` and hands back the
+//! job and the checkpoint, with a lease fenced by the attempt). What it checks is the
+//! servers' part: the job a redeliverable tool's task keeps, `Server::claim`, and the
+//! handlers' re-runs (`sleep` from its checkpoint, `confirm` asking again or finishing
+//! with the answer it checkpointed), with the old holder's late writes refused.
+
+mod support;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_tasks::{
+    AnyTask, Claim, Error, InputResponses, JsonObject, Lease, Owner, RequestId, StoreFuture,
+    Subscriber, SubscriptionId, Task, TaskOrigin, TaskPage, TaskRegistry, TaskRequest, TaskStatus,
+    TaskStore, TtlPolicy, Update, Working,
+};
+use mcp_tasks_servers::server::{Elicitation, Generation, Job, Reply, Server, Store};
+use mcp_tasks_servers::tools::Catalog;
+use serde_json::{Value, json};
+
+/// The registry, plus hand-over and claims as a shared store does them.
+#[derive(Debug, Default)]
+struct Handing {
+    registry: TaskRegistry,
+    jobs: Mutex<HashMap<String, JsonObject>>,
+    claimable: Mutex<VecDeque<(Owner, String)>>,
+}
+
+impl TaskStore for Handing {
+    fn ttl_policy(&self) -> TtlPolicy {
+        self.registry.ttl_policy()
+    }
+    fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error> {
+        self.insert_leased(owner, request).map(|(task, _)| task)
+    }
+    fn insert_leased(
+        &self,
+        owner: &Owner,
+        request: TaskRequest,
+    ) -> Result<(Task<Working>, Lease), Error> {
+        let job = request.redelivery().map(|r| r.job().clone());
+        let (task, lease) = self.registry.insert_leased(owner, request)?;
+        match job {
+            Some(job) => {
+                self.jobs
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(task.id().to_string(), job);
+                Ok((task, lease.for_attempt(1)))
+            }
+            None => Ok((task, lease)),
+        }
+    }
+    fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        self.registry.get(owner, task_id)
+    }
+    fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
+        self.registry.origin(owner, task_id)
+    }
+    fn list(&self, owner: &Owner, cursor: Option<&str>, size: usize) -> Result<TaskPage, Error> {
+        self.registry.list(owner, cursor, size)
+    }
+    fn update(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
+        self.registry.update(owner, task_id, update)
+    }
+    fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
+        self.registry.remove(owner, task_id)
+    }
+    fn wait(&self, o: &Owner, id: &str, t: Option<Duration>) -> Result<AnyTask, Error> {
+        self.registry.wait(o, id, t)
+    }
+    fn wait_for_input(
+        &self,
+        o: &Owner,
+        id: &str,
+        t: Option<Duration>,
+    ) -> Result<InputResponses, Error> {
+        self.registry.wait_for_input(o, id, t)
+    }
+    fn wait_async<'a>(&'a self, o: &'a Owner, id: &'a str) -> StoreFuture<'a, AnyTask> {
+        self.registry.wait_async(o, id)
+    }
+    fn wait_for_input_async<'a>(
+        &'a self,
+        o: &'a Owner,
+        id: &'a str,
+    ) -> StoreFuture<'a, InputResponses> {
+        self.registry.wait_for_input_async(o, id)
+    }
+    fn wait_for_cancel_async<'a>(&'a self, o: &'a Owner, id: &'a str) -> StoreFuture<'a, ()> {
+        self.registry.wait_for_cancel_async(o, id)
+    }
+    fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
+        self.registry.add_subscriber(subscriber)
+    }
+    fn unsubscribe(&self, id: SubscriptionId) -> bool {
+        self.registry.unsubscribe(id)
+    }
+    fn hand_over(&self, owner: &Owner, task_id: &str) -> Result<bool, Error> {
+        let redeliverable = self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(task_id);
+        let task = self.registry.get(owner, task_id)?;
+        let left = task.attempts().is_some_and(|attempts| attempts.left());
+        if !redeliverable || !left || task.is_terminal() {
+            return Ok(false);
+        }
+        self.claimable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back((owner.clone(), task_id.to_owned()));
+        Ok(true)
+    }
+    fn claim(&self) -> Result<Option<Claim>, Error> {
+        let next = self
+            .claimable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        let Some((owner, task_id)) = next else {
+            return Ok(None);
+        };
+        let claimed = self.registry.update(&owner, &task_id, Update::claim())?;
+        let attempts = claimed
+            .attempts()
+            .expect("a redeliverable task has attempts");
+        let checkpoint = claimed.checkpoint().cloned();
+        let task: Task<Working> = Task::try_from(claimed).expect("a claimed task is working");
+        let job = self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&task_id)
+            .cloned()
+            .unwrap_or_default();
+        Ok(Some(Claim {
+            owner,
+            task,
+            job,
+            attempts,
+            checkpoint,
+            lease: Lease::none().for_attempt(attempts.attempt()),
+        }))
+    }
+    fn job(&self, owner: &Owner, task_id: &str) -> Result<Option<JsonObject>, Error> {
+        self.registry.get(owner, task_id)?;
+        Ok(self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(task_id)
+            .cloned())
+    }
+}
+
+fn server() -> (Arc<Handing>, Server) {
+    let store = Arc::new(Handing::default());
+    let server = Server::new(Arc::clone(&store) as Store, Catalog::Examples, true);
+    (store, server)
+}
+
+/// Starts `tool` as a 2026-07-28 task; returns its id and its first run's work.
+fn start(
+    server: &Server,
+    owner: &Owner,
+    tool: &str,
+    arguments: Value,
+) -> (String, thread::JoinHandle<()>) {
+    let params = support::ext(json!({"name": tool, "arguments": arguments}));
+    let reply = server.request(
+        owner,
+        &RequestId::from(1),
+        "tools/call",
+        Some(params),
+        Elicitation::Unreachable,
+    );
+    let Reply::ThenRun(created, work) = reply else {
+        panic!("{tool} runs as a task");
+    };
+    let id = created["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
+        .to_owned();
+    (id, thread::spawn(work))
+}
+
+fn until(store: &Handing, owner: &Owner, id: &str, status: TaskStatus) -> AnyTask {
+    let started = Instant::now();
+    loop {
+        let task = store.get(owner, id).expect("the task");
+        if task.status() == status {
+            return task;
+        }
+        assert!(
+            started.elapsed() < support::WAIT,
+            "{id} never reached {status}: {task:?}"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn text(task: &AnyTask) -> String {
+    match task.outcome() {
+        Some(mcp_tasks::Outcome::Result(result)) => result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        other => panic!("a result, got {other:?}"),
+    }
+}
+
+/// A `sleep` handed over after a second resumes from its checkpoint on the claim: the
+/// job names the tool, its arguments and the generation; the re-run sleeps only the rest;
+/// the first run's late result is refused; the task has one result.
+#[test]
+fn a_claimed_sleep_sleeps_only_the_rest() {
+    let (store, server) = server();
+    let owner = Owner::new("alice");
+    let (id, first) = start(&server, &owner, "sleep", json!({"ms": 1_600}));
+    let job = store.job(&owner, &id).unwrap().expect("sleep keeps a job");
+    assert_eq!(
+        Job::from_object(&job),
+        Ok(Job {
+            tool: "sleep".into(),
+            arguments: json!({"ms": 1_600}).as_object().unwrap().clone(),
+            generation: Generation::Extension,
+            session: None,
+        })
+    );
+    thread::sleep(Duration::from_millis(1_250));
+    assert!(
+        store.hand_over(&owner, &id).unwrap(),
+        "a running sleep is handed over"
+    );
+    let claimed = server
+        .claim()
+        .unwrap()
+        .expect("the handed-over task is claimable");
+    assert_eq!(claimed.task.to_string(), id);
+    assert_eq!((claimed.attempts.attempt(), claimed.attempts.max()), (2, 3));
+    let resumed = Instant::now();
+    claimed.run();
+    let took = resumed.elapsed();
+    first.join().expect("the first run ends");
+    let task = store.get(&owner, &id).unwrap();
+    eprintln!("a claimed sleep of 1600 ms, handed over after 1250 ms: the re-run took {took:?}");
+    assert_eq!(task.status(), TaskStatus::Completed);
+    assert_eq!(text(&task), "slept 1600 ms");
+    assert!(
+        took < Duration::from_millis(1_000),
+        "the re-run starts from the checkpoint (about 1000 ms slept), took {took:?}"
+    );
+    assert!(server.claim().unwrap().is_none(), "nothing more to claim");
+}
+
+/// A `confirm` handed over while it waits for input is claimed as `working`; the re-run
+/// asks again under a new key and finishes with that answer.
+#[test]
+fn a_claimed_confirm_asks_again() {
+    let (store, server) = server();
+    let owner = Owner::new("alice");
+    let (id, first) = start(&server, &owner, "confirm", json!({"question": "go?"}));
+    let waiting = until(&store, &owner, &id, TaskStatus::InputRequired);
+    let old_keys: Vec<String> = waiting
+        .input_requests()
+        .expect("requests")
+        .iter()
+        .map(|(key, _)| key.to_owned())
+        .collect();
+    assert!(store.hand_over(&owner, &id).unwrap());
+    let claimed = server.claim().unwrap().expect("claimable");
+    assert_eq!(
+        store.get(&owner, &id).unwrap().status(),
+        TaskStatus::Working,
+        "claimed as working"
+    );
+    let rerun = thread::spawn(move || claimed.run());
+    // The first run sees its task runs elsewhere within a second, and stops without
+    // taking the re-run's answers.
+    let claimed_at = Instant::now();
+    first.join().expect("the first run stops");
+    assert!(
+        claimed_at.elapsed() < Duration::from_secs(3),
+        "the first run stopped {:?} after the claim",
+        claimed_at.elapsed()
+    );
+    let asked = until(&store, &owner, &id, TaskStatus::InputRequired);
+    let keys: Vec<String> = asked
+        .input_requests()
+        .expect("requests")
+        .iter()
+        .map(|(key, _)| key.to_owned())
+        .collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert!(
+        !old_keys.contains(&keys[0]),
+        "a new key: {keys:?} after {old_keys:?}"
+    );
+    let mut answers = JsonObject::new();
+    answers.insert(
+        keys[0].clone(),
+        json!({"action": "accept", "content": {"answer": "yes"}}),
+    );
+    store.respond(&owner, &id, answers).unwrap();
+    rerun.join().expect("the re-run ends");
+    let task = until(&store, &owner, &id, TaskStatus::Completed);
+    assert_eq!(text(&task), "the user answered: yes");
+}
+
+/// A `confirm` re-run with the answer it checkpointed finishes with it, never asking
+/// again.
+#[test]
+fn a_confirm_rerun_with_its_answer_does_not_ask_again() {
+    let registry = TaskRegistry::default();
+    let owner = Owner::new("alice");
+    let (handle, task) = registry
+        .create(&owner, TaskRequest::new(1, "tools/call"))
+        .unwrap();
+    let call = Catalog::Examples
+        .parse("confirm", json!({"question": "go?"}).as_object().unwrap())
+        .unwrap_or_else(|err| panic!("{err:?}"));
+    call.run_task_from(
+        handle,
+        Some(json!({"answer": {"action": "accept", "content": {"answer": "yes"}}})),
+    );
+    let done = registry.get(&owner, &task.id().to_string()).unwrap();
+    assert_eq!(done.status(), TaskStatus::Completed);
+    assert_eq!(text(&done), "the user answered: yes");
+}
+
+/// A task that runs once (`fail`, `crash`, `echo`, the fixtures) keeps no job and is never
+/// handed over.
+#[test]
+fn a_task_that_runs_once_is_not_handed_over() {
+    let (store, server) = server();
+    let owner = Owner::new("alice");
+    let (id, first) = start(&server, &owner, "fail", json!({}));
+    first.join().unwrap();
+    assert_eq!(store.job(&owner, &id).unwrap(), None);
+    assert!(!store.hand_over(&owner, &id).unwrap());
+    assert!(server.claim().unwrap().is_none());
+}
