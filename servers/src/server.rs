@@ -430,10 +430,10 @@ fn store_knobs(
         builder = builder.lease_policy(policy);
     }
     if let Some(base) = env_millis(CLAIM_BACKOFF_MS_ENV, true)? {
-        let backoff = mcp_tasks::ClaimBackoff::new(Duration::from_millis(base), CLAIM_BACKOFF_MAX);
-        // MERGE: wire the back-off once the Redis builder has the knob:
-        // builder = builder.claim_backoff(backoff);
-        let _ = backoff;
+        builder = builder.claim_backoff(mcp_tasks::ClaimBackoff::new(
+            Duration::from_millis(base),
+            CLAIM_BACKOFF_MAX,
+        ));
     }
     if let Some(outage) = env_millis(OUTAGE_MS_ENV, false)? {
         builder = builder.outage_timeout(Duration::from_millis(outage));

@@ -81,7 +81,9 @@ impl Candidates {
 /// The leases this instance's handles hold, by task key.
 #[derive(Default)]
 struct Book {
-    held: Mutex<HashMap<String, Hold>>,
+    /// By task key: what to do, and the attempt the lease runs (`""` for a task that runs
+    /// once): a lease another attempt holds now is not this instance's to renew or release.
+    held: Mutex<HashMap<String, (Hold, String)>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +95,7 @@ enum Hold {
 }
 
 impl Book {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Hold>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, (Hold, String)>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -108,13 +110,15 @@ impl LeaseHolder for Holder {
     fn end(self: Box<Self>) {
         let mut held = self.book.lock();
         // A release not sent yet stays: the task must not lapse.
-        if held.get(&self.key) == Some(&Hold::Renew) {
+        if held.get(&self.key).map(|(hold, _)| *hold) == Some(Hold::Renew) {
             held.remove(&self.key);
         }
     }
 
     fn release(self: Box<Self>) {
-        self.book.lock().insert(self.key.clone(), Hold::Release);
+        if let Some(entry) = self.book.lock().get_mut(&self.key) {
+            entry.0 = Hold::Release;
+        }
     }
 }
 
@@ -205,9 +209,13 @@ impl Leases {
         self.lease.as_millis().max(1).to_string()
     }
 
-    /// Starts holding the lease of the task under `key` (just created or claimed with one).
-    pub(crate) fn hold(&self, key: String) -> Lease {
-        self.book.lock().insert(key.clone(), Hold::Renew);
+    /// Starts holding the lease of the task under `key` (just created or claimed with one),
+    /// for `attempt` of a redeliverable task.
+    pub(crate) fn hold(&self, key: String, attempt: Option<u32>) -> Lease {
+        let attempt = attempt
+            .map(|attempt| attempt.to_string())
+            .unwrap_or_default();
+        self.book.lock().insert(key.clone(), (Hold::Renew, attempt));
         Lease::held(Box::new(Holder {
             book: Arc::clone(&self.book),
             key,
@@ -224,11 +232,11 @@ impl Inner {
     /// One renewal round: renews every held lease and sends pending releases, in one
     /// round trip; forgets those found gone, finished, released or lapsed.
     fn renew_leases(&self, leases: &Leases) -> Result<(), Error> {
-        let batch: Vec<(String, Hold)> = leases
+        let batch: Vec<(String, Hold, String)> = leases
             .book
             .lock()
             .iter()
-            .map(|(key, hold)| (key.clone(), *hold))
+            .map(|(key, (hold, attempt))| (key.clone(), *hold, attempt.clone()))
             .collect();
         if batch.is_empty() {
             return Ok(());
@@ -236,10 +244,11 @@ impl Inner {
         let verdicts: Vec<String> = self.with(|connection| {
             let mut invocation = self.renew.key(&leases.index);
             invocation.arg(leases.lease_ms()).arg(&self.channel);
-            for (key, hold) in &batch {
+            for (key, hold, attempt) in &batch {
                 invocation
                     .arg(key)
-                    .arg(if *hold == Hold::Release { "r" } else { "k" });
+                    .arg(if *hold == Hold::Release { "r" } else { "k" })
+                    .arg(attempt);
             }
             invocation.invoke(connection)
         })?;
@@ -247,11 +256,11 @@ impl Inner {
             return Err(unexpected(&verdicts));
         }
         let mut held = leases.book.lock();
-        for ((key, sent), verdict) in batch.into_iter().zip(verdicts) {
+        for ((key, sent, _), verdict) in batch.into_iter().zip(verdicts) {
             let done = match verdict.as_str() {
                 "ok" => false,
                 // A release asked for after this round went out is sent next round.
-                "released" => held.get(&key) == Some(&sent),
+                "released" => held.get(&key).map(|(hold, _)| *hold) == Some(sent),
                 _ => true,
             };
             if done {
@@ -366,7 +375,11 @@ impl Inner {
                 Step::Changed(task) | Step::Quiet(task) => task,
                 Step::Unchanged(_) | Step::Refused(..) => return Ok(None),
             };
+            let Some(next) = claimed.attempts() else {
+                return Ok(None);
+            };
             let condition = Condition::Claim {
+                attempt: next.attempt(),
                 index: &leases.index,
                 backoff_ms: u64::try_from(leases.backoff.after(stopped.attempt()).as_millis())
                     .unwrap_or(u64::MAX),
@@ -402,7 +415,9 @@ impl Inner {
             serde_json::from_str(job)
                 .map_err(|err| Error::store(format!("task `{key}` has a bad job: {err}")))?
         };
-        let lease = leases.hold(key.to_owned()).for_attempt(attempts.attempt());
+        let lease = leases
+            .hold(key.to_owned(), Some(attempts.attempt()))
+            .for_attempt(attempts.attempt());
         let task = Task::try_from(stored).map_err(|err| Error::store(err.to_string()))?;
         Ok(Claim {
             owner,
@@ -425,9 +440,15 @@ impl Inner {
         id: &str,
     ) -> Result<bool, Error> {
         let key = keys.task(id);
-        if leases.book.lock().get(&key) != Some(&Hold::Renew) {
+        let Some(attempt) = leases
+            .book
+            .lock()
+            .get(&key)
+            .filter(|(hold, _)| *hold == Hold::Renew)
+            .map(|(_, attempt)| attempt.clone())
+        else {
             return Ok(false);
-        }
+        };
         let Some(read) = self.read(keys, id)? else {
             return Ok(false);
         };
@@ -441,6 +462,7 @@ impl Inner {
                 .arg(&self.channel)
                 .arg(&key)
                 .arg("h")
+                .arg(&attempt)
                 .invoke(connection)
         })?;
         let handed = verdicts.first().map(String::as_str) == Some("released");

@@ -108,7 +108,7 @@ if lease then
     'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7], 'l', deadline)
   redis.call('ZADD', KEYS[4], deadline, KEYS[1])
   if ARGV[11] ~= '' then
-    redis.call('HSET', KEYS[1], 'j', ARGV[11])
+    redis.call('HSET', KEYS[1], 'j', ARGV[11], 'la', '1')
   end
 else
   redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
@@ -139,8 +139,8 @@ return {'ok', at}
 /// lapsed or `'claim'` to write only if it lapsed at least a back-off ago and then hold a
 /// new lease (`''` otherwise), `'1'` when the change sets another ttl than the task's at
 /// that version (`''` otherwise: its expiry, and its owner's index and counter's, stay as
-/// they are), the next version, and for a claim the back-off and the new lease's length
-/// in ms (a claim answers the task's job after `updated`).
+/// they are), the next version, and for a claim the back-off, the new lease's length in ms
+/// and the attempt it runs (kept in `la`; a claim answers the task's job after `updated`).
 ///
 /// The common change is four commands: read, clock, write, publish.
 /// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'illegal', status}`, or
@@ -172,7 +172,7 @@ elseif ARGV[10] == 'claim' then
     return {'renewed'}
   end
   local deadline = num(now + tonumber(ARGV[14]))
-  redis.call('HSET', KEYS[1], 'l', deadline)
+  redis.call('HSET', KEYS[1], 'l', deadline, 'la', ARGV[15])
   redis.call('ZADD', KEYS[4], deadline, KEYS[1])
 end
 -- The spec's table: an unfinished status moves to any other; a finished one to none.
@@ -235,10 +235,12 @@ return fields
 
 /// Renews, or gives up, the leases an instance holds.
 ///
-/// KEYS: the lease index. ARGV: lease length in ms, channel, then per lease the task key
-/// and `'k'` (keep: renew), `'r'` (release: the handle was detached) or `'h'` (hand over:
-/// the lease lapses now, and the task is claimable at once by another instance, told on
-/// the channel as `tag\nid\nclaimable`).
+/// KEYS: the lease index. ARGV: lease length in ms, channel, then per lease the task key,
+/// `'k'` (keep: renew), `'r'` (release: the handle was detached) or `'h'` (hand over: the
+/// lease lapses now, and the task is claimable at once by another instance, told on the
+/// channel as `tag\nid\nclaimable`), and the attempt the lease runs (`''` for a task
+/// that runs once): a lease of another attempt (`la`) is not this one's, and answers
+/// `'gone'`.
 /// Returns per lease: `'ok'` (renewed), `'released'`, `'gone'` (the task is gone,
 /// finished, or holds no lease) or `'lapsed'` (too late: it is failed or claimed by the
 /// next instance that sees it, and this instance stops renewing it).
@@ -246,12 +248,14 @@ pub(crate) const RENEW: &str = r"
 local now = now_ms()
 local deadline = num(now + tonumber(ARGV[1]))
 local out = {}
-for i = 3, #ARGV, 2 do
-  local key, op = ARGV[i], ARGV[i + 1]
-  local fields = redis.call('HMGET', key, 's', 'l')
+for i = 3, #ARGV, 3 do
+  local key, op, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local fields = redis.call('HMGET', key, 's', 'l', 'la')
   local verdict
   if not fields[1] or not fields[2] or finished(fields[1]) then
     redis.call('ZREM', KEYS[1], key)
+    verdict = 'gone'
+  elseif attempt ~= '' and fields[3] ~= attempt then
     verdict = 'gone'
   elseif op == 'r' then
     redis.call('HDEL', key, 'l')

@@ -129,8 +129,9 @@ impl RedisTaskStore {
             Some("ok") => {
                 let task = fresh(stamp(&reply)?);
                 inner.remember(keys.task(&text), 1, &task.clone().into_any());
-                let mut lease =
-                    leases.map_or_else(Lease::none, |leases| leases.hold(keys.task(&text)));
+                let attempt = task.attempts().map(|attempts| attempts.attempt());
+                let mut lease = leases
+                    .map_or_else(Lease::none, |leases| leases.hold(keys.task(&text), attempt));
                 if let Some(attempts) = task.attempts() {
                     lease = lease.for_attempt(attempts.attempt());
                 }

@@ -52,6 +52,7 @@ pub(crate) enum Condition<'a> {
         index: &'a str,
         backoff_ms: u64,
         lease_ms: &'a str,
+        attempt: u32,
     },
 }
 
@@ -197,10 +198,11 @@ impl Inner {
             if let Condition::Claim {
                 backoff_ms,
                 lease_ms,
+                attempt,
                 ..
             } = condition
             {
-                invocation.arg(*backoff_ms).arg(*lease_ms);
+                invocation.arg(*backoff_ms).arg(*lease_ms).arg(*attempt);
             }
             invocation.invoke(connection)
         })?;

@@ -19,6 +19,7 @@ use mcp_tasks::{
     TaskStatus, TaskStore, TtlPolicy,
 };
 use mcp_tasks_redis::{RedisStoreBuilder, RedisTaskStore};
+use mcp_tasks_test_support::proxy::TcpProxy;
 use mcp_tasks_test_support::redis::RedisServer;
 use mcp_tasks_testkit::support::{BOUND, alice, obj, tool_result};
 use serde_json::json;
@@ -314,4 +315,52 @@ fn a_task_that_runs_once_fails_on_lapse_and_is_never_handed_over() {
     ));
     drop(handle);
     assert!(other.claim().unwrap().is_none());
+}
+
+#[test]
+fn an_old_holder_neither_renews_nor_releases_the_new_holder_s_lease() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    // The old instance reaches Redis through a proxy, to be cut off (a partition) while its
+    // task's lease lapses and another instance claims the task.
+    let proxy = TcpProxy::start(server.socket());
+    let old_instance = builder(&proxy.url(), &prefix)
+        .io_timeout(Duration::from_millis(300))
+        .build()
+        .expect("the old instance, through the proxy");
+    let new_instance = instance(&server, &prefix);
+    let (old, task) = old_instance.create(&alice(), redeliverable(3)).unwrap();
+    let id = task.id().to_string();
+    proxy.pause();
+    let claim = claim_within(&new_instance, BOUND).expect("claimed while the old one is cut off");
+    assert_eq!(claim.attempts.attempt(), 2);
+    let new = TaskHandle::claimed(new_instance.clone(), claim);
+    // The old holder comes back: its renewals must not touch the new holder's lease, and
+    // letting go of its handle must not give that lease up.
+    proxy.resume();
+    thread::sleep(INTERVAL * 5);
+    let _ = old.detach();
+    thread::sleep(INTERVAL * 5);
+    let key = format!("{prefix}:{{o{}}}:t:{id}", hex("alice"));
+    let lease = server.command(&["HGET", &key, "l"]);
+    assert!(
+        lease
+            .lines()
+            .any(|line| line.trim().parse::<u64>().is_ok_and(|l| l > 0)),
+        "the new holder's lease is still there: {lease:?}"
+    );
+    let filed = server.command(&["ZSCORE", &format!("{prefix}:leases"), &key]);
+    assert!(
+        !filed.contains("nil") && !filed.trim().is_empty(),
+        "{filed:?}"
+    );
+    let _done = new.complete(tool_result("done")).unwrap();
+    drop(old_instance);
+}
+
+/// The hex form of an owner key, as the store's key layout names it.
+fn hex(key: &str) -> String {
+    key.bytes().map(|byte| format!("{byte:02x}")).collect()
 }
