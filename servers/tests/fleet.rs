@@ -596,11 +596,14 @@ fn refused_late_writes(fleet: &Fleet) -> usize {
 
 fn report(how: &str, fleet: &Fleet, figures: &Figures) -> Vec<(Duration, Duration, usize)> {
     let per_stop = unowned(fleet, &figures.stops);
-    let longest = per_stop
-        .iter()
-        .map(|(_, l, _)| *l)
-        .max()
-        .unwrap_or_default();
+    // Unowned: after a kill, from the kill to the claim; after a graceful stop, from the
+    // hand-over to the claim, per task (a stop's window also holds the next stop's claims).
+    let longest = if how == "SIGTERM" {
+        hand_over_to_claim(fleet).into_iter().max()
+    } else {
+        per_stop.iter().map(|(_, l, _)| *l).max()
+    }
+    .unwrap_or_default();
     eprintln!(
         "fleet: {how}: {} tasks: completed {}, failed {}, lost {}, twice {}; claims {}; late \
          writes refused {}; longest unowned {longest:?}",
@@ -614,7 +617,7 @@ fn report(how: &str, fleet: &Fleet, figures: &Figures) -> Vec<(Duration, Duratio
     );
     for ((first, longest, claims), (_, slot)) in per_stop.iter().zip(&figures.stops) {
         eprintln!(
-            "fleet: {how}: slot {slot}: {claims} claim(s), first {first:?} and last {longest:?} after the {}",
+            "fleet: {how}: slot {slot}: {claims} claim(s) before the next stop, first {first:?} and last {longest:?} after the {}",
             if how == "SIGTERM" {
                 "hand-over"
             } else {
@@ -628,8 +631,47 @@ fn report(how: &str, fleet: &Fleet, figures: &Figures) -> Vec<(Duration, Duratio
             let summary: String = summary.chars().take(160).collect();
             eprintln!("fleet: SIGTERM: slot {slot}: shutdown: {summary}");
         }
+        let mut handovers = hand_over_to_claim(fleet);
+        handovers.sort();
+        if let (Some(first), Some(last)) = (handovers.first(), handovers.last()) {
+            eprintln!(
+                "fleet: SIGTERM: hand-over to claim, per task handed over ({}): median {:?}, \
+                 max {last:?}, min {first:?}",
+                handovers.len(),
+                handovers[handovers.len() / 2]
+            );
+        }
     }
     per_stop
+}
+
+/// For each task a shutdown handed over: the time from that instance's shutdown line
+/// (read just after its hand-overs) to the task's next claim on another instance.
+fn hand_over_to_claim(fleet: &Fleet) -> Vec<Duration> {
+    let claims = fleet.claims();
+    let mut times = Vec::new();
+    for (at, slot, line) in fleet.shutdowns() {
+        let handed = line
+            .split("handed over")
+            .nth(1)
+            .and_then(|rest| rest.split(" failed").next())
+            .unwrap_or("");
+        for id in handed
+            .split(|c: char| !(c.is_ascii_hexdigit() || c == '-'))
+            .filter(|word| word.len() == 36)
+        {
+            if let Some((claimed, _, _)) = claims
+                .iter()
+                .filter(|(claimed, by, task)| {
+                    task == id && *by != slot && *claimed + Duration::from_secs(1) >= at
+                })
+                .min_by_key(|(claimed, _, _)| *claimed)
+            {
+                times.push(claimed.saturating_duration_since(at));
+            }
+        }
+    }
+    times
 }
 
 /// A rolling restart with `SIGTERM`: every redeliverable task still running after the
