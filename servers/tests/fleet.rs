@@ -298,6 +298,13 @@ fn field(line: &str, name: &str) -> Option<String> {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The fleet tests run one at a time: each starts real processes and bounds how soon a
+/// task resumes, which several fleets at once on two cores would blur.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    lock(&SERIAL)
+}
+
 /// A 2026-07-28 request to the instance at `addr`, declaring the tasks extension: its
 /// `result`, or what went wrong (an instance that is down, an HTTP or JSON-RPC error).
 fn call(addr: &str, method: &str, params: Value) -> Result<Value, String> {
@@ -679,6 +686,7 @@ fn hand_over_to_claim(fleet: &Fleet) -> Vec<Duration> {
 /// results.
 #[test]
 fn a_rolling_restart_with_sigterm_loses_no_task() {
+    let _serial = one_at_a_time();
     let Some((fleet, figures)) = restart_under_load(Stop::Term) else {
         return;
     };
@@ -692,6 +700,7 @@ fn a_rolling_restart_with_sigterm_loses_no_task() {
 /// lease, one renewal interval and the back-off of the kill (plus scheduling slack).
 #[test]
 fn every_task_completes_when_instances_are_killed() {
+    let _serial = one_at_a_time();
     let Some((fleet, figures)) = restart_under_load(Stop::Kill) else {
         return;
     };
@@ -716,6 +725,7 @@ fn every_task_completes_when_instances_are_killed() {
 /// `-32603` naming its attempts, while the `sleep` tasks beside it complete.
 #[test]
 fn a_poison_task_fails_after_its_attempts_and_the_fleet_goes_on() {
+    let _serial = one_at_a_time();
     let Some(redis) = RedisServer::start() else {
         return;
     };
@@ -783,6 +793,7 @@ fn a_poison_task_fails_after_its_attempts_and_the_fleet_goes_on() {
 /// runs, at most one twice, and the re-run starts past the first step.
 #[test]
 fn a_rerun_starts_from_the_last_checkpoint() {
+    let _serial = one_at_a_time();
     let Some(redis) = RedisServer::start() else {
         return;
     };
@@ -848,6 +859,7 @@ fn a_rerun_starts_from_the_last_checkpoint() {
 /// shutdown's `-32603` as before. The shutdown line says so.
 #[test]
 fn a_graceful_shutdown_hands_over_what_may_run_again_and_fails_the_rest() {
+    let _serial = one_at_a_time();
     let Some(redis) = RedisServer::start() else {
         return;
     };
@@ -988,6 +1000,7 @@ fn session_2025(addr: &str) -> String {
 /// `elicitation/create`, and the answer POSTed back finishes the task with it.
 #[test]
 fn a_2025_client_answers_a_rerun_in_a_new_session() {
+    let _serial = one_at_a_time();
     let Some(redis) = RedisServer::start() else {
         return;
     };
