@@ -82,7 +82,7 @@ impl Generation {
 }
 
 /// The job a redeliverable task keeps in the store
-/// ([`Redelivery`](mcp_tasks::Redelivery)): what another instance needs to run the tool
+/// ([`Redelivery`]): what another instance needs to run the tool
 /// again. The owner is the task's own; the rest is here.
 ///
 /// Stored as `{"tool", "arguments", "generation", "session"?}`: the tool's name and
