@@ -1,8 +1,7 @@
 //! Redelivery over one Redis store (feature `redis`): a redeliverable `sleep` started on
 //! one `rmcp_http` instance is finished by another once the first stops, under the same
 //! task id, as its attempt 2, resuming from its checkpoint, with one final result. Needs
-//! `redis-server` on `PATH` (the test says `SKIPPED` without it) and a `RedisTaskStore`
-//! that claims (`TaskStore::claim`, `hand_over`): until the Redis backend implements them
+//! `redis-server` on `PATH` (the test says `SKIPPED` without it).
 #![cfg(feature = "redis")]
 
 mod support;
