@@ -1,166 +1,28 @@
 //! Running a claimed task again, without Redis: the example server over a store that
-//! wraps the in-process registry and does what a shared store does on a hand-over (the
-//! task becomes claimable; a claim applies the core's `Update::claim` and hands back the
-//! job and the checkpoint, with a lease fenced by the attempt). What it checks is the
+//! wraps the in-process registry and does what a shared store does on a hand-over
+//! (`mcp_tasks_test_support::handing`: the task becomes claimable; a claim applies the
+//! core's `Update::claim` and hands back the job and the checkpoint, with a lease fenced
+//! by the attempt). What it checks is the
 //! servers' part: the job a redeliverable tool's task keeps, `Server::claim`, and the
 //! handlers' re-runs (`sleep` from its checkpoint, `confirm` asking again or finishing
 //! with the answer it checkpointed), with the old holder's late writes refused.
 
 mod support;
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_tasks::{
-    AnyTask, Claim, Error, InputResponses, JsonObject, Lease, Owner, RequestId, StoreFuture,
-    Subscriber, SubscriptionId, Task, TaskOrigin, TaskPage, TaskRegistry, TaskRequest, TaskStatus,
-    TaskStore, TtlPolicy, Update, Working,
+    AnyTask, JsonObject, Owner, RequestId, TaskRegistry, TaskRequest, TaskStatus, TaskStore,
 };
 use mcp_tasks_servers::server::{Elicitation, Generation, Job, Reply, Server, Store};
 use mcp_tasks_servers::tools::Catalog;
+use mcp_tasks_test_support::handing::HandingRegistry;
 use serde_json::{Value, json};
 
-/// The registry, plus hand-over and claims as a shared store does them.
-#[derive(Debug, Default)]
-struct Handing {
-    registry: TaskRegistry,
-    jobs: Mutex<HashMap<String, JsonObject>>,
-    claimable: Mutex<VecDeque<(Owner, String)>>,
-}
-
-impl TaskStore for Handing {
-    fn ttl_policy(&self) -> TtlPolicy {
-        self.registry.ttl_policy()
-    }
-    fn insert(&self, owner: &Owner, request: TaskRequest) -> Result<Task<Working>, Error> {
-        self.insert_leased(owner, request).map(|(task, _)| task)
-    }
-    fn insert_leased(
-        &self,
-        owner: &Owner,
-        request: TaskRequest,
-    ) -> Result<(Task<Working>, Lease), Error> {
-        let job = request.redelivery().map(|r| r.job().clone());
-        let (task, lease) = self.registry.insert_leased(owner, request)?;
-        match job {
-            Some(job) => {
-                self.jobs
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(task.id().to_string(), job);
-                Ok((task, lease.for_attempt(1)))
-            }
-            None => Ok((task, lease)),
-        }
-    }
-    fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
-        self.registry.get(owner, task_id)
-    }
-    fn origin(&self, owner: &Owner, task_id: &str) -> Result<TaskOrigin, Error> {
-        self.registry.origin(owner, task_id)
-    }
-    fn list(&self, owner: &Owner, cursor: Option<&str>, size: usize) -> Result<TaskPage, Error> {
-        self.registry.list(owner, cursor, size)
-    }
-    fn update(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
-        self.registry.update(owner, task_id, update)
-    }
-    fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
-        self.registry.remove(owner, task_id)
-    }
-    fn wait(&self, o: &Owner, id: &str, t: Option<Duration>) -> Result<AnyTask, Error> {
-        self.registry.wait(o, id, t)
-    }
-    fn wait_for_input(
-        &self,
-        o: &Owner,
-        id: &str,
-        t: Option<Duration>,
-    ) -> Result<InputResponses, Error> {
-        self.registry.wait_for_input(o, id, t)
-    }
-    fn wait_async<'a>(&'a self, o: &'a Owner, id: &'a str) -> StoreFuture<'a, AnyTask> {
-        self.registry.wait_async(o, id)
-    }
-    fn wait_for_input_async<'a>(
-        &'a self,
-        o: &'a Owner,
-        id: &'a str,
-    ) -> StoreFuture<'a, InputResponses> {
-        self.registry.wait_for_input_async(o, id)
-    }
-    fn wait_for_cancel_async<'a>(&'a self, o: &'a Owner, id: &'a str) -> StoreFuture<'a, ()> {
-        self.registry.wait_for_cancel_async(o, id)
-    }
-    fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
-        self.registry.add_subscriber(subscriber)
-    }
-    fn unsubscribe(&self, id: SubscriptionId) -> bool {
-        self.registry.unsubscribe(id)
-    }
-    fn hand_over(&self, owner: &Owner, task_id: &str) -> Result<bool, Error> {
-        let redeliverable = self
-            .jobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains_key(task_id);
-        let task = self.registry.get(owner, task_id)?;
-        let left = task.attempts().is_some_and(|attempts| attempts.left());
-        if !redeliverable || !left || task.is_terminal() {
-            return Ok(false);
-        }
-        self.claimable
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push_back((owner.clone(), task_id.to_owned()));
-        Ok(true)
-    }
-    fn claim(&self) -> Result<Option<Claim>, Error> {
-        let next = self
-            .claimable
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop_front();
-        let Some((owner, task_id)) = next else {
-            return Ok(None);
-        };
-        let claimed = self.registry.update(&owner, &task_id, Update::claim())?;
-        let attempts = claimed
-            .attempts()
-            .expect("a redeliverable task has attempts");
-        let checkpoint = claimed.checkpoint().cloned();
-        let task: Task<Working> = Task::try_from(claimed).expect("a claimed task is working");
-        let job = self
-            .jobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&task_id)
-            .cloned()
-            .unwrap_or_default();
-        Ok(Some(Claim {
-            owner,
-            task,
-            job,
-            attempts,
-            checkpoint,
-            lease: Lease::none().for_attempt(attempts.attempt()),
-        }))
-    }
-    fn job(&self, owner: &Owner, task_id: &str) -> Result<Option<JsonObject>, Error> {
-        self.registry.get(owner, task_id)?;
-        Ok(self
-            .jobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(task_id)
-            .cloned())
-    }
-}
-
-fn server() -> (Arc<Handing>, Server) {
-    let store = Arc::new(Handing::default());
+fn server() -> (Arc<HandingRegistry>, Server) {
+    let store = Arc::new(HandingRegistry::default());
     let server = Server::new(Arc::clone(&store) as Store, Catalog::Examples, true);
     (store, server)
 }
@@ -190,7 +52,7 @@ fn start(
     (id, thread::spawn(work))
 }
 
-fn until(store: &Handing, owner: &Owner, id: &str, status: TaskStatus) -> AnyTask {
+fn until(store: &HandingRegistry, owner: &Owner, id: &str, status: TaskStatus) -> AnyTask {
     let started = Instant::now();
     loop {
         let task = store.get(owner, id).expect("the task");
