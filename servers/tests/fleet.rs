@@ -1064,31 +1064,17 @@ fn a_2025_client_answers_a_rerun_in_a_new_session() {
         "the new session's tasks/result streams the adopted task"
     );
     let mut seen = Vec::new();
-    let asked = loop {
-        let data = stream
-            .next_data()
-            .unwrap_or_else(|| panic!("the stream ended before the question: {seen:?}"));
-        let message: Value = serde_json::from_str(&data).expect("JSON data");
-        if message["method"] == "elicitation/create" {
-            break message;
-        }
-        seen.push(message);
-    };
+    let asked = stream.next_message(&mut seen, "the question", |message| {
+        message["method"] == "elicitation/create"
+    });
     let asked_after = killed.elapsed();
     let reply = json!({"jsonrpc": "2.0", "id": asked["id"],
         "result": {"action": "accept", "content": {"answer": "yes"}}});
     let accepted = post_2025(&b, Some(&second), &reply);
     assert_eq!(accepted.status, 202);
-    let answer = loop {
-        let data = stream
-            .next_data()
-            .unwrap_or_else(|| panic!("the stream ended without the answer: {seen:?}"));
-        let message: Value = serde_json::from_str(&data).expect("JSON data");
-        if message.get("method").is_none() {
-            break message;
-        }
-        seen.push(message);
-    };
+    let answer = stream.next_message(&mut seen, "the answer", |message| {
+        message.get("method").is_none()
+    });
     eprintln!(
         "fleet: 2025-11-25 re-run: asked again in the new session {asked_after:?} after the \
          kill; answer {answer}"

@@ -74,16 +74,9 @@ fn a_confirm_task_asks_on_the_tasks_result_stream_and_answers_there() {
     assert_eq!(stream.header("content-type"), Some("text/event-stream"));
     // The question comes on this stream, tagged with the task.
     let mut seen = Vec::new();
-    let asked = loop {
-        let data = stream
-            .next_data()
-            .unwrap_or_else(|| panic!("the stream ended before the question: {seen:?}"));
-        let message: Value = serde_json::from_str(&data).expect("JSON data");
-        if message["method"] == "elicitation/create" {
-            break message;
-        }
-        seen.push(message);
-    };
+    let asked = stream.next_message(&mut seen, "the question", |message| {
+        message["method"] == "elicitation/create"
+    });
     assert!(
         asked["id"].is_string() || asked["id"].is_number(),
         "{asked}"
@@ -108,16 +101,9 @@ fn a_confirm_task_asks_on_the_tasks_result_stream_and_answers_there() {
     accepted.body.read_to_string(&mut rest).expect("readable");
 
     // The result ends the stream.
-    let answer = loop {
-        let data = stream
-            .next_data()
-            .unwrap_or_else(|| panic!("the stream ended without the answer: {seen:?}"));
-        let message: Value = serde_json::from_str(&data).expect("JSON data");
-        if message.get("method").is_none() {
-            break message;
-        }
-        seen.push(message);
-    };
+    let answer = stream.next_message(&mut seen, "the answer", |message| {
+        message.get("method").is_none()
+    });
     assert_eq!(answer["id"], 3, "{answer}");
     let text = answer["result"]["content"][0]["text"]
         .as_str()

@@ -98,6 +98,30 @@ impl Streamed {
         }
     }
 
+    /// The next message of the stream (an event's JSON data) for which `want` holds; the
+    /// messages before it go to `seen`.
+    ///
+    /// # Panics
+    /// If the stream ends first (naming `what` was awaited, and what came), or an event's
+    /// data is not JSON.
+    pub fn next_message(
+        &mut self,
+        seen: &mut Vec<serde_json::Value>,
+        what: &str,
+        want: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        loop {
+            let data = self
+                .next_data()
+                .unwrap_or_else(|| panic!("the stream ended before {what}: {seen:?}"));
+            let message: serde_json::Value = serde_json::from_str(&data).expect("JSON data");
+            if want(&message) {
+                return message;
+            }
+            seen.push(message);
+        }
+    }
+
     /// The raw lines of the stream until `want` holds for one, or the stream ends.
     pub fn lines_until(&mut self, want: impl Fn(&str) -> bool) -> Vec<String> {
         let mut lines = Vec::new();
