@@ -213,6 +213,8 @@
 //! [`Error::Timeout`]: mcp_tasks::Error::Timeout
 //! [`Error::Superseded`]: mcp_tasks::Error::Superseded
 
+#![deny(missing_docs)]
+
 mod builder;
 mod connection;
 mod copies;
