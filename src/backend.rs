@@ -51,7 +51,10 @@
 //!   "still working".
 
 pub use crate::error::shorten;
+pub use crate::store::copies::{Copies, DEFAULT_COPIES, StoredParts};
 pub use crate::store::cursor::CursorKey;
+pub use crate::store::feed::Feed;
+pub use crate::store::lease_book::{Claimables, HeldLease, Hold, LeaseBook, Renewal};
 pub use crate::store::notify::Notifier;
 pub use crate::store::record::{decode, encode};
 pub use crate::store::wait::{Events, Listener, Mark, Probe, block, cancel_seen, future};
@@ -60,6 +63,7 @@ pub use crate::store::{LeaseHolder, attempts_exhausted, handle_conflict, take_an
 use crate::any::AnyTask;
 use crate::clock::Timestamp;
 use crate::id::TaskId;
+use crate::store::Owner;
 
 #[doc(no_inline)]
 pub use crate::{
@@ -77,6 +81,42 @@ pub const LEASE_LAPSED: &str =
 #[must_use]
 pub fn is_task_id(text: &str) -> bool {
     TaskId::parse_canonical_uuid(text).is_some()
+}
+
+/// The tag of an owner, for stores that keep owners as text (a key, a column): `a` for
+/// anonymous, else `o` and the owner's key in hex. Tags of different owners differ, and
+/// are made of `[0-9a-fo]` only, so they are safe in keys, channel messages and SQL.
+#[must_use]
+pub fn owner_tag(owner: &Owner) -> String {
+    match owner.key() {
+        None => "a".to_owned(),
+        Some(key) => {
+            let mut tag = String::with_capacity(1 + 2 * key.len());
+            tag.push('o');
+            for byte in key.bytes() {
+                tag.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+                tag.push(char::from(b"0123456789abcdef"[usize::from(byte & 0xf)]));
+            }
+            tag
+        }
+    }
+}
+
+/// The owner whose [`owner_tag`] is `tag`, if it is one.
+#[must_use]
+pub fn owner_of_tag(tag: &str) -> Option<Owner> {
+    if tag == "a" {
+        return Some(Owner::anonymous());
+    }
+    let hex = tag.strip_prefix('o')?;
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    String::from_utf8(bytes).ok().map(Owner::new)
 }
 
 /// Sets when `task` last changed, as a store that keeps time itself recorded the write

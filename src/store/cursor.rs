@@ -67,6 +67,28 @@ impl CursorKey {
         Self { secret }
     }
 
+    /// The key of an operator's passphrase (a configured cursor secret):
+    /// [`derive_secret`](Self::derive_secret) of it.
+    #[must_use]
+    pub fn from_passphrase(passphrase: &str) -> Self {
+        Self::from_secret(Self::derive_secret(passphrase))
+    }
+
+    /// The 128-bit secret of a passphrase: SipHash-2-4 of the text under two fixed keys,
+    /// the same in every process of every build (so instances configured alike accept
+    /// each other's cursors).
+    #[must_use]
+    pub fn derive_secret(passphrase: &str) -> u128 {
+        let half = |k0: u64, k1: u64| {
+            #[allow(deprecated)]
+            let mut hasher = std::hash::SipHasher::new_with_keys(k0, k1);
+            passphrase.hash(&mut hasher);
+            hasher.finish()
+        };
+        (u128::from(half(0x6d63_702d_7461_736b, 1)) << 64)
+            | u128::from(half(0x6375_7273_6f72_7321, 2))
+    }
+
     /// SipHash-2-4 keyed by the secret: the same answer in every process of one build.
     fn hasher(&self) -> impl Hasher {
         // `SipHasher` is deprecated only in favour of `DefaultHasher`, whose algorithm and

@@ -11,9 +11,12 @@
 //! guarantees is atomicity: an update is decided on the task as stored and written only if
 //! nobody changed the task meanwhile.
 
+pub(crate) mod copies;
 pub(crate) mod cursor;
+pub(crate) mod feed;
 mod handle;
 mod lease;
+pub(crate) mod lease_book;
 pub(crate) mod notify;
 mod owner;
 mod policy;

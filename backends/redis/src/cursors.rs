@@ -42,17 +42,10 @@ pub(crate) fn parse_secret(key: &str, text: &str) -> Result<u128, Error> {
     })
 }
 
-/// The 128-bit key of an operator's cursor secret: SipHash-2-4 of the text under two fixed
-/// keys, the same in every process of every build.
+/// The 128-bit key of an operator's cursor secret (the core's derivation, the same in
+/// every backend).
 pub(crate) fn derive_secret(secret: &str) -> u128 {
-    use std::hash::{Hash, Hasher};
-    let half = |k0: u64, k1: u64| {
-        #[allow(deprecated)]
-        let mut hasher = std::hash::SipHasher::new_with_keys(k0, k1);
-        secret.hash(&mut hasher);
-        hasher.finish()
-    };
-    (u128::from(half(0x6d63_702d_7461_736b, 1)) << 64) | u128::from(half(0x6375_7273_6f72_7321, 2))
+    CursorKey::derive_secret(secret)
 }
 
 /// The secrets `tasks/list` cursors are signed with.

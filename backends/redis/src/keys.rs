@@ -13,32 +13,9 @@ pub(crate) fn not_found(task_id: &str) -> Error {
     }
 }
 
-/// The hash tag of an owner: `a` for anonymous, else `o` and the key in hex.
-pub(crate) fn owner_tag(owner: &Owner) -> String {
-    match owner.key() {
-        None => "a".to_owned(),
-        Some(key) => {
-            let mut tag = String::with_capacity(1 + 2 * key.len());
-            tag.push('o');
-            for byte in key.bytes() {
-                tag.push_str(&format!("{byte:02x}"));
-            }
-            tag
-        }
-    }
-}
-
-pub(crate) fn owner_of_tag(tag: &str) -> Option<Owner> {
-    if tag == "a" {
-        return Some(Owner::anonymous());
-    }
-    let hex = tag.strip_prefix('o')?;
-    let bytes = (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect::<Option<Vec<u8>>>()?;
-    String::from_utf8(bytes).ok().map(Owner::new)
-}
+/// The hash tag of an owner: the core's [`owner_tag`](backend::owner_tag), made of
+/// `[0-9a-fo]` only (no brace), so every key of an owner lands in one cluster slot.
+pub(crate) use mcp_tasks::backend::{owner_of_tag, owner_tag};
 
 /// The keys of one owner.
 pub(crate) struct Keys {

@@ -1,0 +1,210 @@
+//! The engine: a small tokio runtime of the store's own, a bounded pool of connections on
+//! it, and the bridge every synchronous call crosses. A call sends its statement to the
+//! runtime and blocks on a plain channel for the answer, so it works from any thread,
+//! including a worker of another async runtime (where `Handle::block_on`, and the blocking
+//! `postgres` crate built on it, panic).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use mcp_tasks::Error;
+use tokio::runtime::Runtime;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Config, NoTls, Row};
+
+/// The parameters of one statement, owned (they cross to the store's runtime).
+pub(crate) type Params = Vec<Box<dyn ToSql + Send + Sync>>;
+
+/// The application name of the pool's connections (`pg_stat_activity` shows it).
+pub const POOL_NAME: &str = "mcp-tasks";
+
+/// The runtime and the pool. Dropping it stops the runtime without waiting (it may be
+/// dropped inside another runtime, where a blocking shutdown would panic).
+pub(crate) struct Engine {
+    runtime: Option<Runtime>,
+    pub(crate) pool: Pool,
+    pub(crate) config: Config,
+    pub(crate) io_timeout: Duration,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Whether `err` means the connection is unusable (closed, reset, refused, the server
+/// shutting down or starting up): the statement may be sent again on a fresh one.
+pub(crate) fn is_connection_error(err: &tokio_postgres::Error) -> bool {
+    if err.is_closed() {
+        return true;
+    }
+    match err.code() {
+        Some(code) => {
+            code.code().starts_with("08")
+                || [
+                    SqlState::ADMIN_SHUTDOWN,
+                    SqlState::CRASH_SHUTDOWN,
+                    SqlState::CANNOT_CONNECT_NOW,
+                ]
+                .contains(code)
+        }
+        // No SQL state: an I/O error or a protocol failure.
+        None => true,
+    }
+}
+
+/// Why a statement failed, as a store error keeping the client's error as its source.
+enum Failure {
+    /// The connection broke, or none could be had: worth one more try on a fresh one.
+    Connection(Error),
+    /// Anything else (the statement itself failed): final.
+    Other(Error),
+}
+
+impl Engine {
+    /// Starts the runtime (two worker threads) and the pool of at most `pool_size`
+    /// connections to `config`.
+    pub(crate) fn start(
+        mut config: Config,
+        pool_size: usize,
+        io_timeout: Duration,
+    ) -> Result<Engine, Error> {
+        config
+            .application_name(POOL_NAME)
+            .connect_timeout(io_timeout)
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(10));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("mcp-tasks-postgres")
+            .enable_all()
+            .build()
+            .map_err(|err| {
+                Error::store_caused("cannot start the PostgreSQL store's runtime", err)
+            })?;
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(io_timeout))
+            .create_timeout(Some(io_timeout))
+            .recycle_timeout(Some(io_timeout))
+            .build()
+            .map_err(|err| Error::store_caused("cannot build the connection pool", err))?;
+        Ok(Engine {
+            runtime: Some(runtime),
+            pool,
+            config,
+            io_timeout,
+        })
+    }
+
+    /// Runs `future` on the store's runtime and blocks until it answers. Safe on any
+    /// thread: it never enters a runtime, it only waits on a channel.
+    pub(crate) fn block_on<T, F>(&self, future: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, Error>> + Send + 'static,
+    {
+        let Some(runtime) = &self.runtime else {
+            return Err(Error::store("the PostgreSQL store is shut down"));
+        };
+        let (answer, answered) = mpsc::sync_channel(1);
+        runtime.spawn(async move {
+            let _ = answer.send(future.await);
+        });
+        answered
+            .recv()
+            .unwrap_or_else(|_| Err(Error::store("the PostgreSQL store is shut down")))
+    }
+
+    /// Spawns `future` on the store's runtime (background work: the listener).
+    pub(crate) fn spawn<F>(&self, future: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        if let Some(runtime) = &self.runtime {
+            runtime.spawn(future);
+        }
+    }
+
+    /// Runs one statement (prepared once per connection) and answers its rows. A broken
+    /// connection drops every idle one of the pool (all are as old as it) and the
+    /// statement is sent once more on a fresh connection: statements that write carry a
+    /// write id, so a replay of one that was applied answers as the first did.
+    pub(crate) fn query(&self, sql: Arc<str>, params: Params) -> Result<Vec<Row>, Error> {
+        let pool = self.pool.clone();
+        let io_timeout = self.io_timeout;
+        self.block_on(async move {
+            let params = Arc::new(params);
+            match once(&pool, &sql, &params, io_timeout).await {
+                Ok(rows) => Ok(rows),
+                Err(Failure::Other(error)) => Err(error),
+                Err(Failure::Connection(_)) => {
+                    pool.retain(|_, _| false);
+                    match once(&pool, &sql, &params, io_timeout).await {
+                        Ok(rows) => Ok(rows),
+                        Err(Failure::Other(error) | Failure::Connection(error)) => Err(error),
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// One attempt of a statement on a pooled connection, bounded by the I/O timeout.
+async fn once(
+    pool: &Pool,
+    sql: &str,
+    params: &Params,
+    io_timeout: Duration,
+) -> Result<Vec<Row>, Failure> {
+    let client = pool.get().await.map_err(|err| {
+        Failure::Connection(Error::store_caused(
+            "cannot get a connection to PostgreSQL",
+            err,
+        ))
+    })?;
+    let refs: Vec<&(dyn ToSql + Sync)> = params
+        .iter()
+        .map(|param| param.as_ref() as &(dyn ToSql + Sync))
+        .collect();
+    let run = async {
+        let statement = client.prepare_cached(sql).await?;
+        client.query(&statement, &refs).await
+    };
+    match tokio::time::timeout(io_timeout, run).await {
+        Ok(Ok(rows)) => Ok(rows),
+        Ok(Err(err)) if is_connection_error(&err) => {
+            let _ = Object::take(client);
+            Err(Failure::Connection(Error::store_caused(
+                "the connection to PostgreSQL failed",
+                err,
+            )))
+        }
+        Ok(Err(err)) => Err(Failure::Other(Error::store_caused(
+            "PostgreSQL refused a statement of the task store",
+            err,
+        ))),
+        Err(_) => {
+            // The connection may still carry the statement's answer: never reuse it.
+            let _ = Object::take(client);
+            Err(Failure::Connection(Error::store(format!(
+                "PostgreSQL did not answer within the I/O timeout ({io_timeout:?})"
+            ))))
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The statements of the store, written once for its schema: each is one round trip.
+
+use std::sync::Arc;
+
+use crate::schema::quoted;
+
+/// Every statement the store sends, for one schema.
+pub(crate) struct Statements {
+    pub(crate) read: Arc<str>,
+    pub(crate) create: Arc<str>,
+    pub(crate) commit: Arc<str>,
+    pub(crate) remove: Arc<str>,
+    pub(crate) list: Arc<str>,
+    pub(crate) origin: Arc<str>,
+    pub(crate) job: Arc<str>,
+    pub(crate) renew: Arc<str>,
+    pub(crate) lapsed: Arc<str>,
+    pub(crate) sweep: Arc<str>,
+    pub(crate) now: Arc<str>,
+    pub(crate) share_secret: Arc<str>,
+}
+
+impl Statements {
+    pub(crate) fn new(schema: &str) -> Self {
+        let s = quoted(schema);
+        let live = "(expires IS NULL OR expires > {s}.now_ms())";
+        let sql =
+            |text: &str| -> Arc<str> { Arc::from(text.replace("{live}", live).replace("{s}", &s)) };
+        Statements {
+            read: sql(
+                "SELECT version, status, body, created, updated, expires - {s}.now_ms() \
+                 FROM {s}.tasks WHERE id = $1 AND owner = $2 AND {live}",
+            ),
+            create: sql(
+                "SELECT outcome, at FROM {s}.create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+                 $10, $11)",
+            ),
+            commit: sql(
+                "SELECT outcome, version, status, body, created, updated, job FROM \
+                 {s}.commit_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            ),
+            remove: sql(
+                "SELECT status, body, created, updated FROM {s}.remove_task($1, $2, $3, $4, $5)",
+            ),
+            list: sql(
+                "SELECT id, seq, status, body, created, updated FROM {s}.tasks \
+                 WHERE owner = $1 AND seq > $2 AND {live} ORDER BY seq LIMIT $3",
+            ),
+            origin: sql(
+                "SELECT request_id, method FROM {s}.tasks WHERE id = $1 AND owner = $2 AND {live}",
+            ),
+            job: sql("SELECT job FROM {s}.tasks WHERE id = $1 AND owner = $2 AND {live}"),
+            renew: sql("SELECT {s}.renew_leases($1, $2, $3, $4, $5)"),
+            lapsed: sql(
+                "SELECT id, owner, lease FROM {s}.tasks WHERE lease IS NOT NULL \
+                 AND lease <= {s}.now_ms() AND NOT {s}.finished(status) ORDER BY lease LIMIT $1",
+            ),
+            sweep: sql(
+                "WITH gone AS (DELETE FROM {s}.tasks WHERE id IN (SELECT id FROM {s}.tasks \
+                 WHERE expires <= {s}.now_ms() LIMIT $1) RETURNING 1) SELECT count(*) FROM gone",
+            ),
+            now: sql("SELECT {s}.now_ms()"),
+            share_secret: sql(
+                "WITH mine AS (INSERT INTO {s}.settings (name, value) VALUES ('cursor-secret', $1) \
+                 ON CONFLICT (name) DO NOTHING RETURNING value) \
+                 SELECT value FROM mine UNION ALL \
+                 SELECT value FROM {s}.settings WHERE name = 'cursor-secret' LIMIT 1",
+            ),
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! The store test kit against `PostgresTaskStore`: each store is a fresh schema on one
+//! private PostgreSQL cluster per test (without PostgreSQL installed, the tests say
+//! `SKIPPED` and pass).
+
+use mcp_tasks::TaskStore;
+use mcp_tasks_postgres::PostgresTaskStore;
+use mcp_tasks_test_support::postgres::PostgresServer;
+use mcp_tasks_testkit::{Backend, Config};
+
+/// `PostgresTaskStore` on a private server; each store is a fresh schema on it.
+struct Postgres {
+    server: PostgresServer,
+}
+
+impl Postgres {
+    fn start() -> Option<Postgres> {
+        PostgresServer::start().map(|server| Postgres { server })
+    }
+}
+
+impl Backend for Postgres {
+    type Store = PostgresTaskStore;
+
+    fn store(&self, config: Config) -> PostgresTaskStore {
+        PostgresTaskStore::builder(&self.server.url())
+            .schema(format!("suite_{}", uuid::Uuid::new_v4().simple()))
+            .ttl_policy(config.ttl)
+            .limits(config.limits)
+            .poll_interval(config.poll_interval)
+            .build()
+            .expect("a PostgresTaskStore on the test server")
+    }
+
+    fn another_instance(&self, store: &PostgresTaskStore) -> Option<PostgresTaskStore> {
+        let built = PostgresTaskStore::builder(&self.server.url())
+            .schema(store.schema())
+            .ttl_policy(store.ttl_policy())
+            .build()
+            .expect("another instance on the test server");
+        Some(built)
+    }
+}
+
+mcp_tasks_testkit::store_suite!(postgres, Postgres::start());
