@@ -406,6 +406,54 @@ impl PostgresServer {
     }
 }
 
+/// The one server of the test process ([`shared_url`]).
+static SHARED: std::sync::Mutex<Option<PostgresServer>> = std::sync::Mutex::new(None);
+
+/// The URL of one server shared by every test of the process that asks, started on first
+/// use, or `None` (after the `SKIPPED` line) if PostgreSQL is not installed. Tests keep
+/// apart by database or schema; they must not crash or stop it (start their own for that).
+///
+/// It is started by a thread that lives as long as the process (so `PR_SET_PDEATHSIG`
+/// fires only when the process ends), and stopped, with its directory removed, when the
+/// process exits (`atexit`).
+///
+/// # Panics
+/// As for [`PostgresServer::start`].
+#[must_use]
+pub fn shared_url() -> Option<String> {
+    static URL: OnceLock<Option<String>> = OnceLock::new();
+    URL.get_or_init(|| {
+        let (started, url) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("shared-postgres".into())
+            .spawn(move || {
+                let server = PostgresServer::start();
+                let url = server.as_ref().map(PostgresServer::url);
+                if let Some(server) = server {
+                    *SHARED
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(server);
+                    sys::at_exit(stop_shared);
+                }
+                let _ = started.send(url);
+                loop {
+                    std::thread::park();
+                }
+            })
+            .expect("a thread for the shared PostgreSQL server");
+        url.recv()
+            .expect("the shared PostgreSQL server started or skipped")
+    })
+    .clone()
+}
+
+/// Stops the shared server at process exit (kills it, removes its directory).
+extern "C" fn stop_shared() {
+    if let Ok(mut shared) = SHARED.lock() {
+        drop(shared.take());
+    }
+}
+
 impl Drop for PostgresServer {
     fn drop(&mut self) {
         let _ = self.kill_all();
@@ -695,6 +743,12 @@ mod sys {
         /// The effective user id (`uid_t` is `u32` on the unix systems Rust supports).
         pub(super) safe fn geteuid() -> u32;
         safe fn kill(pid: c_int, signal: c_int) -> c_int;
+        safe fn atexit(callback: extern "C" fn()) -> c_int;
+    }
+
+    /// Runs `callback` when the process exits normally.
+    pub(super) fn at_exit(callback: extern "C" fn()) {
+        let _ = atexit(callback);
     }
 
     /// Sends `signal` to the process `pid` (ignoring failure: it may be gone).

@@ -1,20 +1,20 @@
 //! The store test kit against `PostgresTaskStore`: each store is a fresh schema on one
-//! private PostgreSQL cluster per test (without PostgreSQL installed, the tests say
-//! `SKIPPED` and pass).
+//! private PostgreSQL cluster shared by the tests of this binary (without PostgreSQL
+//! installed, the tests say `SKIPPED` and pass).
 
 use mcp_tasks::TaskStore;
 use mcp_tasks_postgres::PostgresTaskStore;
-use mcp_tasks_test_support::postgres::PostgresServer;
+use mcp_tasks_test_support::postgres::shared_url;
 use mcp_tasks_testkit::{Backend, Config};
 
-/// `PostgresTaskStore` on a private server; each store is a fresh schema on it.
+/// `PostgresTaskStore` on the binary's server; each store is a fresh schema on it.
 struct Postgres {
-    server: PostgresServer,
+    url: String,
 }
 
 impl Postgres {
     fn start() -> Option<Postgres> {
-        PostgresServer::start().map(|server| Postgres { server })
+        shared_url().map(|url| Postgres { url })
     }
 }
 
@@ -22,7 +22,7 @@ impl Backend for Postgres {
     type Store = PostgresTaskStore;
 
     fn store(&self, config: Config) -> PostgresTaskStore {
-        PostgresTaskStore::builder(&self.server.url())
+        PostgresTaskStore::builder(&self.url)
             .schema(format!("suite_{}", uuid::Uuid::new_v4().simple()))
             .ttl_policy(config.ttl)
             .limits(config.limits)
@@ -32,7 +32,7 @@ impl Backend for Postgres {
     }
 
     fn another_instance(&self, store: &PostgresTaskStore) -> Option<PostgresTaskStore> {
-        let built = PostgresTaskStore::builder(&self.server.url())
+        let built = PostgresTaskStore::builder(&self.url)
             .schema(store.schema())
             .ttl_policy(store.ttl_policy())
             .build()
