@@ -1,9 +1,151 @@
 //! [`PostgresTaskStore`]: a durable [`TaskStore`] shared by several server instances
 //! through PostgreSQL.
 //!
-//! (The full guarantees are in the crate's README and in the sections below.)
+//! Each instance builds a `PostgresTaskStore` on the same database and schema; they share
+//! the tasks, and every guarantee of the in-process [`TaskRegistry`] holds across them,
+//! with what PostgreSQL adds: a change the store acknowledged is committed, and a committed
+//! row survives a crash of the server (see [Durability](crate#durability)).
+//!
+//! # How it keeps the guarantees
+//! - **One state machine, one round trip per operation.** A read is one `SELECT`. A
+//!   change is decided by the core ([`Update::apply`]) on the task as known with its
+//!   version, then written by one call of a server-side function (`commit_task`) that
+//!   locks the task's row, writes only if the version is unchanged and the move is one the
+//!   spec's table allows, and otherwise answers the task as it is, so the instance decides
+//!   again on that. Creating (`create_task`), removing (`remove_task`) and renewing leases
+//!   (`renew_leases`) are one call each too. The first terminal status stays, a cancelled
+//!   task never gains a result, and cancelling a terminal task is the spec's `-32602`.
+//! - **Isolation.** Every statement runs in its own transaction at PostgreSQL's default,
+//!   `READ COMMITTED`, and that is enough: a function decides on a row it has locked
+//!   (`SELECT … FOR UPDATE`), and the lock makes a concurrent writer of the same task wait
+//!   and then read the version the first one committed (PostgreSQL re-reads a locked row
+//!   after the wait). No decision reads a set of rows that another transaction could
+//!   change unseen, except the per-owner count of a create, which runs after the owner's
+//!   row is locked (each statement of a function sees what committed before it started),
+//!   so two creates of one owner cannot both pass the limit. `SERIALIZABLE` would add
+//!   retries and nothing these writes need.
+//! - **Owners by column.** Every statement names the task's id *and* its owner's tag
+//!   ([`owner_tag`](mcp_tasks::backend::owner_tag)): another owner's task does not exist for
+//!   you (the error of an unknown id).
+//! - **One clock.** `createdAt`, `lastUpdatedAt`, expiries and lease deadlines come from
+//!   the server's `clock_timestamp()`: no skew between instances, and `lastUpdatedAt`
+//!   never moves backwards.
+//! - **TTL.** A task's row holds its expiry (`createdAt + ttl`); every statement ignores
+//!   expired rows, so an expired task is gone for every instance at once, and each
+//!   instance's lease thread deletes them in batches.
+//! - **Keyset cursors.** Tasks are listed by a per-owner creation sequence; a cursor
+//!   names the last one shown, encrypted and tagged per owner ([`CursorKey`]) under a
+//!   secret every instance shares (configured, or stored once in the schema's `settings`
+//!   table), so a cursor from one instance continues on another, survives deletions,
+//!   expiry and restarts, and reveals nothing.
+//! - **Wake-ups across instances.** Every function that changes a task sends it with
+//!   `pg_notify` in the writing transaction (delivered at commit, in commit order). Each
+//!   instance keeps one listening connection (`application_name` [`LISTENER_NAME`]); its
+//!   notifications keep the instance's copies of unfinished tasks current, reach
+//!   [subscribers](mcp_tasks::TaskStore::subscribe), and wake the instance's waits. A wait
+//!   registers *before* it reads (no lost wake-up). While the listening connection is
+//!   down, notifications are lost, so waits read their task every
+//!   [fallback poll](PostgresStoreBuilder::fallback_poll) (1 s by default); when it is
+//!   back, every wait reads once more. The connection is checked with a `SELECT 1` after
+//!   a second of silence, so a hung server takes it down like a lost one.
+//! - **Subscribers** of every instance see the changes made on any instance, in order,
+//!   from the moment [`build`](PostgresStoreBuilder::build) returns; changes made while an
+//!   instance's listening connection is down reach its waits but not its subscribers
+//!   (status notifications are advisory in MCP). They run on the instance's event thread:
+//!   keep them short.
+//!
+//! # Using it from synchronous and asynchronous code
+//! The store owns a small tokio runtime (two worker threads) on which its connections
+//! live; a call sends its statement there and blocks on a plain channel for the answer.
+//! So the same store works from plain threads and from handlers running on any async
+//! runtime, tokio's included (where the blocking `postgres` crate panics: it enters a
+//! runtime of its own). A call blocks its thread for one round trip, like the Redis store:
+//! from async code prefer `spawn_blocking` for long sequences. The waits are also futures
+//! ([`wait_async`](mcp_tasks::TaskStore::wait_async)) that need no runtime: woken by the
+//! instance's notifications and the store layer's timer, each woken poll reads once.
+//! Connections come from a pool of at most [`pool_size`](PostgresStoreBuilder::pool_size)
+//! (16 by default, plus the listening one); a call waits for a free one at most the
+//! [I/O timeout](PostgresStoreBuilder::io_timeout) (10 s), which also bounds connecting
+//! and every statement. TLS is not built in: use a unix socket, a private network or a
+//! TLS sidecar.
+//!
+//! # Faults
+//! - **A broken connection is retried once, exactly.** When a statement's connection
+//!   breaks (the server restarted, the connection was cut, or it did not answer within
+//!   the I/O timeout), the instance drops every idle pooled connection and sends the
+//!   statement once more on a fresh one; only if that fails too does the caller get
+//!   [`Error::Store`]. Every write carries a random write id
+//!   stored with what it wrote, so a replay of a write that was applied answers as the
+//!   first attempt did and changes nothing more (a create answers the task, a commit
+//!   `ok`, a removal the removed task, kept 30 s).
+//! - **Bounded waits.** A wait whose read fails reads again every fallback poll; if the
+//!   store stays unreachable until the wait's timeout, or for the
+//!   [outage timeout](PostgresStoreBuilder::outage_timeout) (30 s), it answers
+//!   [`Error::Store`], never a state ("still working", "gone").
+//! - **Finished work is not lost to an outage.** A typed handle's finishing write
+//!   (`complete`, `fail`, `finish`, `cancel`) is retried with backoff (10 ms doubling to
+//!   1 s) until it lands, the task turns out gone or moved on, or the outage timeout
+//!   passes; then it answers [`Error::Store`] saying it gave up.
+//!
+//! # Dead instances and redelivery
+//! The same contract as the Redis store's (`mcp-tasks-redis`), on rows. A task created
+//! for a typed handle ([`TaskStore::create`](mcp_tasks::TaskStore::create)) has a lease
+//! deadline in its row; each instance's lease thread renews every lease its live handles
+//! hold in one call per [renewal interval](LeasePolicy) (40 s leases renewed every 5 s by
+//! default), and fails, with `-32603`, the tasks whose lease lapsed (any instance's), in a
+//! write that lands only while the lease is still lapsed; a stale holder's later writes
+//! find a newer version and are refused. A task created
+//! [`with_redelivery`](mcp_tasks::TaskRequest::with_redelivery) keeps its job and
+//! checkpoint: when its lease lapses with attempts left, every instance files it as
+//! claimable after the [`ClaimBackoff`](mcp_tasks::ClaimBackoff), and one
+//! [claim](mcp_tasks::TaskStore::claim) wins (a conditional write that takes a new lease
+//! for the next attempt; the old holder is [superseded](mcp_tasks::Error::Superseded)).
+//! A [hand-over](mcp_tasks::TaskStore::hand_over) lapses the lease at once and tells
+//! every instance, which claims without waiting. A task whose instance stopped fails (or
+//! becomes claimable) within the lease plus one renewal interval.
+//!
+//! # Schema and migrations
+//! The tables and functions live in one schema ([`DEFAULT_SCHEMA`], or
+//! [`schema`](PostgresStoreBuilder::schema)); instances on the same database and schema
+//! share tasks. The schema is versioned (`<schema>.migrations`); [`build`] applies the
+//! migrations it lacks in one transaction under an advisory lock, so instances starting
+//! at once apply each once, and refuses a schema newer than the build. Where the
+//! application's role may not create tables, build with
+//! [`migrate(false)`](PostgresStoreBuilder::migrate) (it then checks the version) and run
+//! [`PostgresTaskStore::migrate`] as a deploy step. PostgreSQL 13 or newer.
+//!
+//! # Durability
+//! A change is acknowledged once its transaction committed. With PostgreSQL's defaults,
+//! `fsync = on` and `synchronous_commit = on`, a commit is on disk (its WAL flushed)
+//! before the server confirms it, so an acknowledged result survives `kill -9` of
+//! PostgreSQL, a crash of its host, or a power loss (on storage that honours flushes).
+//! The fault suite proves it for `kill -9`: handlers finishing tasks while the server is
+//! killed and restarted lose no acknowledged result. What relaxing them trades:
+//! - `synchronous_commit = off`: commits are confirmed before their WAL is flushed; a
+//!   crash of PostgreSQL loses up to about three times `wal_writer_delay` (600 ms by
+//!   default) of acknowledged changes, without corrupting anything: the same window as
+//!   Redis's `appendfsync everysec`. It can be set for this store's role alone
+//!   (`ALTER ROLE … SET synchronous_commit = off`).
+//! - `fsync = off`: a crash of the host (not just of PostgreSQL) can corrupt the
+//!   database. Never on data you keep.
+//! - With streaming replicas, `synchronous_commit = remote_apply` (and
+//!   `synchronous_standby_names`) makes an acknowledged change survive a failover too;
+//!   asynchronous replication can lose the last acknowledged changes on a failover, as
+//!   Redis replication does.
+//!
+//! # Costs
+//! A read is one round trip; a change is one round trip when the instance knows the
+//! task's latest version (it wrote it or heard its notification, which carries the task
+//! when it fits in a notification's 8,000 bytes), two otherwise (a read first). Leases
+//! cost each instance two round trips per renewal interval (renew all it holds, look for
+//! lapsed ones), and a row update per held lease per interval inside PostgreSQL. Expired
+//! tasks are deleted by every instance's lease thread, 1,000 per interval.
 //!
 //! [`TaskStore`]: mcp_tasks::TaskStore
+//! [`TaskRegistry`]: mcp_tasks::TaskRegistry
+//! [`Update::apply`]: mcp_tasks::Update::apply
+//! [`CursorKey`]: mcp_tasks::backend::CursorKey
+//! [`build`]: PostgresStoreBuilder::build
 
 #![deny(missing_docs)]
 
