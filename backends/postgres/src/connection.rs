@@ -55,8 +55,9 @@ pub(crate) fn is_connection_error(err: &tokio_postgres::Error) -> bool {
                 ]
                 .contains(code)
         }
-        // No SQL state: an I/O error or a protocol failure.
-        None => true,
+        // No SQL state: the connection's I/O failed, or something of this side (a value
+        // that does not convert), which another connection would not mend.
+        None => std::error::Error::source(err).is_some_and(|source| source.is::<std::io::Error>()),
     }
 }
 
@@ -76,7 +77,15 @@ impl Engine {
         pool_size: usize,
         io_timeout: Duration,
     ) -> Result<Engine, Error> {
+        // The server gives up a statement the client stopped waiting for, too.
+        // (After the URL's own `options`, if any.)
+        let statement_timeout = format!("-c statement_timeout={}", io_timeout.as_millis().max(1));
+        let options = match config.get_options() {
+            Some(own) => format!("{own} {statement_timeout}"),
+            None => statement_timeout,
+        };
         config
+            .options(options)
             .application_name(POOL_NAME)
             .connect_timeout(io_timeout)
             .keepalives(true)

@@ -53,11 +53,13 @@ impl Statements {
             renew: sql("SELECT {s}.renew_leases($1, $2, $3, $4, $5)"),
             lapsed: sql(
                 "SELECT id, owner, lease FROM {s}.tasks WHERE lease IS NOT NULL \
-                 AND lease <= {s}.now_ms() AND NOT {s}.finished(status) ORDER BY lease LIMIT $1",
+                 AND lease <= (SELECT {s}.now_ms()) AND NOT {s}.finished(status) \
+                 ORDER BY lease LIMIT $1",
             ),
             sweep: sql(
                 "WITH gone AS (DELETE FROM {s}.tasks WHERE id IN (SELECT id FROM {s}.tasks \
-                 WHERE expires <= {s}.now_ms() LIMIT $1) RETURNING 1) SELECT count(*) FROM gone",
+                 WHERE expires <= (SELECT {s}.now_ms()) LIMIT $1) RETURNING 1) \
+                 SELECT count(*) FROM gone",
             ),
             now: sql("SELECT {s}.now_ms()"),
             share_secret: sql(
