@@ -447,6 +447,20 @@ pub fn shared_url() -> Option<String> {
     .clone()
 }
 
+/// Runs SQL with `psql` on the shared server ([`shared_url`], started first if need be), as
+/// [`PostgresServer::psql`] does; `None` if PostgreSQL is not installed.
+///
+/// # Panics
+/// As for [`PostgresServer::psql`].
+#[must_use]
+pub fn shared_psql(sql: &str) -> Option<String> {
+    shared_url()?;
+    let shared = SHARED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    shared.as_ref().map(|server| server.psql(sql))
+}
+
 /// Stops the shared server at process exit (kills it, removes its directory).
 extern "C" fn stop_shared() {
     if let Ok(mut shared) = SHARED.lock() {
