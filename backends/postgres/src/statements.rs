@@ -62,11 +62,12 @@ impl Statements {
                  SELECT count(*) FROM gone",
             ),
             now: sql("SELECT {s}.now_ms()"),
+            // `DO UPDATE` (to the value already there) rather than `DO NOTHING`: it waits
+            // for an instance inserting at the same moment and answers the value it wrote,
+            // where a read in the same statement would not see it.
             share_secret: sql(
-                "WITH mine AS (INSERT INTO {s}.settings (name, value) VALUES ('cursor-secret', $1) \
-                 ON CONFLICT (name) DO NOTHING RETURNING value) \
-                 SELECT value FROM mine UNION ALL \
-                 SELECT value FROM {s}.settings WHERE name = 'cursor-secret' LIMIT 1",
+                "INSERT INTO {s}.settings AS t (name, value) VALUES ('cursor-secret', $1) \
+                 ON CONFLICT (name) DO UPDATE SET value = t.value RETURNING t.value",
             ),
         }
     }
