@@ -1,13 +1,12 @@
 //! [`RedisStoreBuilder`]: the settings of a store and what `build` checks before it
 //! connects.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_tasks::backend::Notifier;
+use mcp_tasks::backend::{Copies, Notifier};
 use mcp_tasks::{ClaimBackoff, Error, LeasePolicy, Limits, TtlPolicy};
 use redis::{Client, Connection, Script};
 
@@ -253,7 +252,7 @@ impl RedisStoreBuilder {
             cursors,
             waiters: Waiters::default(),
             notifier: Notifier::default(),
-            recent: Mutex::new(HashMap::new()),
+            copies: Copies::default(),
             leases,
             create: Script::new(&scripts::source(scripts::CREATE)),
             commit: Script::new(&scripts::source(scripts::COMMIT)),

@@ -357,7 +357,7 @@ impl Inner {
             return Ok(None);
         };
         let lease_ms = leases.lease_ms();
-        let mut known = self.recall(key, id);
+        let mut known = self.copies.recall(&key.to_owned(), id);
         for _ in 0..CLAIM_ATTEMPTS {
             let (version, task) = match known.take() {
                 Some(known) => known,

@@ -217,7 +217,6 @@
 
 mod builder;
 mod connection;
-mod copies;
 mod cursors;
 mod keys;
 mod lease;
@@ -227,17 +226,15 @@ mod waiters;
 mod waits;
 mod writes;
 
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_tasks::backend::Notifier;
+use mcp_tasks::backend::{Copies, Notifier};
 use mcp_tasks::{Error, Timestamp, TtlPolicy};
 use redis::{Client, Connection, Script};
 
 pub use builder::{DEFAULT_IO_TIMEOUT, DEFAULT_OUTAGE_TIMEOUT, DEFAULT_PREFIX, RedisStoreBuilder};
-use copies::Kept;
 use cursors::Cursors;
 use lease::Leases;
 /// The policy of a task's lease (re-exported from the core: every shared store has one).
@@ -287,10 +284,11 @@ struct Inner {
     waiters: Waiters,
     notifier: Notifier,
     /// Unfinished tasks at the latest version this instance knows, by task key: as it
-    /// wrote them, or as the event of another instance's write told it. A change to one is
-    /// decided on that copy and written in one round trip if the version still holds;
-    /// otherwise the script answers the task as it is, and the change is decided again.
-    recent: Mutex<HashMap<String, (u64, Kept)>>,
+    /// wrote them, or as the event of another instance's write told it (at most
+    /// [`DEFAULT_COPIES`](mcp_tasks::backend::DEFAULT_COPIES)). A change to one is decided
+    /// on that copy and written in one round trip if the version still holds; otherwise
+    /// the script answers the task as it is, and the change is decided again.
+    copies: Copies<String>,
     /// The leases of running tasks, unless the [`LeasePolicy`] is to leave them.
     leases: Option<Leases>,
     create: Script,

@@ -38,6 +38,7 @@ impl RedisTaskStore {
         // wrote or heard of); a refusal is decided again on a fresh read, and a write that
         // finds another version on the task as the script answers it.
         let mut known = inner
+            .copies
             .recall(&keys.task(id), id)
             .map(|(version, task)| (version, task, false));
         for _ in 0..MAX_ATTEMPTS {
@@ -128,7 +129,9 @@ impl RedisTaskStore {
         match reply.first().map(String::as_str) {
             Some("ok") => {
                 let task = fresh(stamp(&reply)?);
-                inner.remember(keys.task(&text), 1, &task.clone().into_any());
+                inner
+                    .copies
+                    .remember(keys.task(&text), 1, &task.clone().into_any());
                 let attempt = task.attempts().map(|attempts| attempts.attempt());
                 let mut lease = leases
                     .map_or_else(Lease::none, |leases| leases.hold(keys.task(&text), attempt));
@@ -284,7 +287,7 @@ impl TaskStore for RedisTaskStore {
         let inner = &*self.inner;
         let id = canonical(task_id)?;
         let keys = inner.keys(owner);
-        inner.forget(&keys.task(id));
+        inner.copies.forget(&keys.task(id));
         let write = write_id();
         let fields: Vec<Option<String>> = inner.with(|connection| {
             inner

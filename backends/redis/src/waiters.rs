@@ -12,13 +12,11 @@
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use mcp_tasks::backend::Events;
 use mcp_tasks::backend::Listener as Wait;
+use mcp_tasks::backend::{Events, StoredParts};
 
 use crate::Inner;
-use crate::copies::Raw;
 use crate::keys::owner_of_tag;
-use crate::writes::decode;
 
 /// The waits of one instance and the state of its subscription.
 #[derive(Default)]
@@ -213,28 +211,35 @@ impl Listener for Inner {
             parts.next(),
         ) else {
             // A removal.
-            self.forget(&key);
+            self.copies.forget(&key);
             self.waiters.bump(&key);
             return;
         };
-        if let Ok(version) = version.parse() {
-            let raw = Raw {
+        let parts = match (created.parse(), updated.parse()) {
+            (Ok(created), Ok(updated)) => Some(StoredParts {
                 status: status.to_owned(),
-                created: created.to_owned(),
-                updated: updated.to_owned(),
+                created,
+                updated,
                 body: body.to_owned(),
-            };
-            self.learn(key.clone(), version, status, raw);
+            }),
+            _ => None,
+        };
+        // Decoded before the parts are kept, told after.
+        let told = if notify == "1" && self.notifier.has_subscribers() {
+            owner_of_tag(tag).zip(parts.as_ref().and_then(|parts| parts.decode(id).ok()))
+        } else {
+            None
+        };
+        if let Ok(version) = version.parse() {
+            match parts {
+                Some(parts) => self.copies.learn(key.clone(), version, parts),
+                // Not learned; an older copy goes too (the task is read when it changes).
+                None => self.copies.outdate(&key, version),
+            }
         }
         // Subscribers are told before the waiters wake, as in the registry: a server
         // answering a waiter has sent the task's status notification first.
-        if notify == "1"
-            && self.notifier.has_subscribers()
-            && let (Some(owner), Ok(task)) = (
-                owner_of_tag(tag),
-                decode(id, status, created, updated, body),
-            )
-        {
+        if let Some((owner, task)) = told {
             self.notifier.queue(&owner, &task);
             self.notifier.deliver();
         }
