@@ -230,7 +230,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_tasks::backend::{Copies, Notifier};
+use mcp_tasks::backend::{Copies, Feed, Notifier};
 use mcp_tasks::{Error, Timestamp, TtlPolicy};
 use redis::{Client, Connection, Script};
 
@@ -239,7 +239,6 @@ use cursors::Cursors;
 use lease::Leases;
 /// The policy of a task's lease (re-exported from the core: every shared store has one).
 pub use mcp_tasks::LeasePolicy;
-use waiters::Waiters;
 
 /// The name of each instance's subscriber connection (`CLIENT LIST` shows it).
 pub const SUBSCRIBER_NAME: &str = "mcp-tasks-subscriber";
@@ -281,7 +280,9 @@ struct Inner {
     per_owner: Option<usize>,
     poll_interval: Option<u64>,
     cursors: Cursors,
-    waiters: Waiters,
+    /// The waits of this instance by task key, and whether its subscription (the change
+    /// feed) is up.
+    feed: Feed<String>,
     notifier: Notifier,
     /// Unfinished tasks at the latest version this instance knows, by task key: as it
     /// wrote them, or as the event of another instance's write told it (at most
@@ -311,7 +312,7 @@ impl RedisTaskStore {
     /// `wait_for_input` in progress and each future of theirs not yet resolved or dropped.
     #[must_use]
     pub fn pending_waits(&self) -> usize {
-        self.inner.waiters.pending()
+        self.inner.feed.pending()
     }
 
     /// The current time on the Redis server's clock (the one every timestamp comes from).
