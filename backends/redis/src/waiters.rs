@@ -117,12 +117,12 @@ impl Listener for Inner {
         if let Some(leases) = &self.leases {
             if notify == "claimable" {
                 // Handed over by its instance: claimable at once, here too.
-                leases.file(key, std::time::Instant::now());
+                leases.claimables.file(key, Instant::now());
                 return;
             }
             // Any change (a claim, a finish, a removal) ends a candidacy; a task still
             // claimable is filed again by the next lease round that sees it lapsed.
-            leases.unfile(&key);
+            leases.claimables.unfile(&key);
         }
         let (Some(version), Some(status), Some(created), Some(updated), Some(body)) = (
             parts.next(),
