@@ -1,20 +1,18 @@
 //! [`RedisStoreBuilder`]: the settings of a store and what `build` checks before it
 //! connects.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_tasks::backend::Notifier;
+use mcp_tasks::backend::{Copies, Feed, Notifier};
 use mcp_tasks::{ClaimBackoff, Error, LeasePolicy, Limits, TtlPolicy};
 use redis::{Client, Connection, Script};
 
 use crate::connection::{connect, store_error};
 use crate::cursors::{Cursors, derive_secret, parse_secret, share_secret};
 use crate::lease::Leases;
-use crate::waiters::Waiters;
 use crate::{Inner, RedisTaskStore};
 use crate::{lease, scripts, waiters};
 
@@ -251,9 +249,9 @@ impl RedisStoreBuilder {
             per_owner: self.limits.per_owner,
             poll_interval: self.poll_interval,
             cursors,
-            waiters: Waiters::default(),
+            feed: Feed::default(),
             notifier: Notifier::default(),
-            recent: Mutex::new(HashMap::new()),
+            copies: Copies::default(),
             leases,
             create: Script::new(&scripts::source(scripts::CREATE)),
             commit: Script::new(&scripts::source(scripts::COMMIT)),
@@ -278,7 +276,7 @@ impl RedisStoreBuilder {
                 .map_err(|err| Error::store_caused("cannot start the lease thread", err))?;
         }
         // Subscribers registered right after `build` must see every change from then on.
-        if !inner.waiters.wait_live(Duration::from_secs(5)) {
+        if !inner.feed.wait_live(Duration::from_secs(5)) {
             return Err(Error::store(format!(
                 "could not subscribe to `{}` within 5 s",
                 inner.channel

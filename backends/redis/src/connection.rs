@@ -103,7 +103,7 @@ impl Inner {
 
     /// The disconnections this instance has seen (pool and subscription).
     pub(crate) fn disconnections(&self) -> u64 {
-        self.broken.load(Ordering::Relaxed) + self.waiters.epoch()
+        self.broken.load(Ordering::Relaxed) + self.feed.epoch()
     }
 
     pub(crate) fn connect(&self) -> Result<Connection, Error> {

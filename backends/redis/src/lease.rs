@@ -27,14 +27,17 @@
 //! claiming one task, the second finds a newer version, decides again on it, and finds the
 //! lease held. A redeliverable task whose attempts ran out fails when its last lease
 //! lapses, with a message that says how many ran.
+//!
+//! What an instance keeps in memory is the core's: a [`LeaseBook`] of the leases its
+//! handles hold, and the [`Claimables`] it heard of. The `RENEW` script takes a lease's
+//! attempt as text, `''` for a task that runs once.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use mcp_tasks::backend::{LEASE_LAPSED, LeaseHolder, attempts_exhausted};
+use mcp_tasks::backend::{Claimables, Hold, LEASE_LAPSED, LeaseBook, Renewal, attempts_exhausted};
 use mcp_tasks::{
-    AnyTask, Claim, ClaimBackoff, Error, JsonObject, Lease, LeasePolicy, Owner, Step, Task, Update,
+    AnyTask, Claim, ClaimBackoff, Error, JsonObject, LeasePolicy, Owner, Step, Task, Update,
 };
 
 use crate::Inner;
@@ -53,73 +56,16 @@ const REAP_BATCH: usize = 100;
 /// The most batches of lapsed leases one reaper round takes.
 const REAP_ROUNDS: usize = 10;
 
-/// An instance's leases: what it holds, and how long they last.
+/// An instance's leases: what it holds, how long they last, what it may claim.
 pub(crate) struct Leases {
     /// The store-wide lease index.
     pub(crate) index: String,
     lease: Duration,
-    book: Arc<Book>,
+    /// The leases this instance's handles hold, by task key.
+    pub(crate) book: LeaseBook<String>,
     backoff: ClaimBackoff,
     /// Tasks this instance may claim, by task key, with when.
-    candidates: Candidates,
-}
-
-/// Claimable tasks this instance heard of, by task key: when each may be claimed.
-#[derive(Default)]
-struct Candidates {
-    due: Mutex<HashMap<String, Instant>>,
-    /// Woken when a candidate is filed.
-    filed: Condvar,
-}
-
-impl Candidates {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Instant>> {
-        self.due.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// The leases this instance's handles hold, by task key.
-#[derive(Default)]
-struct Book {
-    /// By task key: what to do, and the attempt the lease runs (`""` for a task that runs
-    /// once): a lease another attempt holds now is not this instance's to renew or release.
-    held: Mutex<HashMap<String, (Hold, String)>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Hold {
-    /// Renew it.
-    Renew,
-    /// Give it up (the handle was detached), then forget it.
-    Release,
-}
-
-impl Book {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, (Hold, String)>> {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// A handle's hold on one lease.
-struct Holder {
-    book: Arc<Book>,
-    key: String,
-}
-
-impl LeaseHolder for Holder {
-    fn end(self: Box<Self>) {
-        let mut held = self.book.lock();
-        // A release not sent yet stays: the task must not lapse.
-        if held.get(&self.key).map(|(hold, _)| *hold) == Some(Hold::Renew) {
-            held.remove(&self.key);
-        }
-    }
-
-    fn release(self: Box<Self>) {
-        if let Some(entry) = self.book.lock().get_mut(&self.key) {
-            entry.0 = Hold::Release;
-        }
-    }
+    pub(crate) claimables: Claimables<String>,
 }
 
 impl Leases {
@@ -129,102 +75,32 @@ impl Leases {
         Some(Leases {
             index: format!("{prefix}:leases"),
             lease,
-            book: Arc::default(),
+            book: LeaseBook::default(),
             backoff,
-            candidates: Candidates::default(),
+            claimables: Claimables::default(),
         })
-    }
-
-    /// Files the task under `key` as claimable from `due` (kept if filed already for
-    /// sooner), and wakes the claim loops.
-    pub(crate) fn file(&self, key: String, due: Instant) {
-        let mut candidates = self.candidates.lock();
-        let entry = candidates.entry(key).or_insert(due);
-        *entry = (*entry).min(due);
-        drop(candidates);
-        self.candidates.filed.notify_all();
-    }
-
-    /// Forgets the candidate under `key` (it changed: claimed, finished, removed).
-    pub(crate) fn unfile(&self, key: &str) {
-        self.candidates.lock().remove(key);
-    }
-
-    /// Takes a candidate that is due now, if any.
-    fn take_due(&self) -> Option<String> {
-        let now = Instant::now();
-        let mut candidates = self.candidates.lock();
-        let key = candidates
-            .iter()
-            .find(|(_, due)| **due <= now)
-            .map(|(key, _)| key.clone())?;
-        candidates.remove(&key);
-        Some(key)
-    }
-
-    /// Blocks until a candidate is due or filed, or `timeout` passes.
-    pub(crate) fn wait_due(&self, timeout: Option<Duration>) {
-        let until = timeout.map(|timeout| Instant::now() + timeout);
-        let mut candidates = self.candidates.lock();
-        loop {
-            let now = Instant::now();
-            let next = candidates.values().min().copied();
-            if next.is_some_and(|due| due <= now) {
-                return;
-            }
-            let wake = match (next, until) {
-                (Some(due), Some(until)) => Some(due.min(until)),
-                (due, until) => due.or(until),
-            };
-            let Some(wake) = wake else {
-                candidates = self
-                    .candidates
-                    .filed
-                    .wait(candidates)
-                    .unwrap_or_else(PoisonError::into_inner);
-                // Filed: look again (it may be due later).
-                if candidates.values().any(|due| *due <= Instant::now()) {
-                    return;
-                }
-                continue;
-            };
-            if until.is_some_and(|until| until <= now) {
-                return;
-            }
-            let before = candidates.len();
-            let (guard, _) = self
-                .candidates
-                .filed
-                .wait_timeout(candidates, wake.saturating_duration_since(now))
-                .unwrap_or_else(PoisonError::into_inner);
-            candidates = guard;
-            if candidates.len() != before && candidates.values().any(|due| *due <= Instant::now()) {
-                return;
-            }
-        }
     }
 
     /// The lease length in milliseconds, as the scripts take it.
     pub(crate) fn lease_ms(&self) -> String {
         self.lease.as_millis().max(1).to_string()
     }
+}
 
-    /// Starts holding the lease of the task under `key` (just created or claimed with one),
-    /// for `attempt` of a redeliverable task.
-    pub(crate) fn hold(&self, key: String, attempt: Option<u32>) -> Lease {
-        let attempt = attempt
-            .map(|attempt| attempt.to_string())
-            .unwrap_or_default();
-        self.book.lock().insert(key.clone(), (Hold::Renew, attempt));
-        Lease::held(Box::new(Holder {
-            book: Arc::clone(&self.book),
-            key,
-        }))
-    }
+/// A lease's attempt as the `RENEW` script takes it: `''` for a task that runs once.
+fn attempt_arg(attempt: Option<u32>) -> String {
+    attempt
+        .map(|attempt| attempt.to_string())
+        .unwrap_or_default()
+}
 
-    /// How many leases this instance holds (renewing or releasing).
-    pub(crate) fn held(&self) -> usize {
-        self.book.lock().len()
+/// What the `RENEW` script answered for one lease.
+fn renewal(verdict: &str) -> Renewal {
+    match verdict {
+        "ok" => Renewal::Renewed,
+        "released" => Renewal::Released,
+        "lapsed" => Renewal::Lapsed,
+        _ => Renewal::Gone,
     }
 }
 
@@ -232,41 +108,28 @@ impl Inner {
     /// One renewal round: renews every held lease and sends pending releases, in one
     /// round trip; forgets those found gone, finished, released or lapsed.
     fn renew_leases(&self, leases: &Leases) -> Result<(), Error> {
-        let batch: Vec<(String, Hold, String)> = leases
-            .book
-            .lock()
-            .iter()
-            .map(|(key, (hold, attempt))| (key.clone(), *hold, attempt.clone()))
-            .collect();
-        if batch.is_empty() {
+        let round = leases.book.round();
+        if round.is_empty() {
             return Ok(());
         }
         let verdicts: Vec<String> = self.with(|connection| {
             let mut invocation = self.renew.key(&leases.index);
             invocation.arg(leases.lease_ms()).arg(&self.channel);
-            for (key, hold, attempt) in &batch {
+            for (key, hold, attempt) in &round {
                 invocation
                     .arg(key)
                     .arg(if *hold == Hold::Release { "r" } else { "k" })
-                    .arg(attempt);
+                    .arg(attempt_arg(*attempt));
             }
             invocation.invoke(connection)
         })?;
-        if verdicts.len() != batch.len() {
+        if verdicts.len() != round.len() {
             return Err(unexpected(&verdicts));
         }
-        let mut held = leases.book.lock();
-        for ((key, sent, _), verdict) in batch.into_iter().zip(verdicts) {
-            let done = match verdict.as_str() {
-                "ok" => false,
-                // A release asked for after this round went out is sent next round.
-                "released" => held.get(&key).map(|(hold, _)| *hold) == Some(sent),
-                _ => true,
-            };
-            if done {
-                held.remove(&key);
-            }
-        }
+        // A release asked for after this round went out is sent next round.
+        leases
+            .book
+            .settle(round, verdicts.iter().map(|verdict| renewal(verdict)));
         Ok(())
     }
 
@@ -286,7 +149,7 @@ impl Inner {
                     return Err(unexpected(&lapsed));
                 };
                 // A candidate filed already is not read again every round.
-                if leases.candidates.lock().contains_key(key) {
+                if leases.claimables.contains(key) {
                     continue;
                 }
                 if self.settle_lapsed(leases, key, deadline == "0")? {
@@ -319,7 +182,9 @@ impl Inner {
                 } else {
                     leases.backoff.after(attempts.attempt())
                 };
-                leases.file(key.to_owned(), Instant::now() + wait);
+                leases
+                    .claimables
+                    .file(key.to_owned(), Instant::now() + wait);
                 return Ok(false);
             }
             Some(attempts) => attempts_exhausted(attempts, LAPSED_WHY),
@@ -339,8 +204,8 @@ impl Inner {
 
     /// Claims a due candidate, if any (see the module docs).
     pub(crate) fn claim_due(&self, leases: &Leases) -> Result<Option<Claim>, Error> {
-        while let Some(key) = leases.take_due() {
-            if let Some(claim) = self.claim_key(leases, &key)? {
+        while let Some(key) = leases.claimables.take_due() {
+            if let Some(claim) = self.claim_key(leases, key)? {
                 return Ok(Some(claim));
             }
         }
@@ -349,15 +214,15 @@ impl Inner {
 
     /// Claims the task under `key` for its next attempt, if its lease lapsed long enough
     /// ago and it has attempts left.
-    fn claim_key(&self, leases: &Leases, key: &str) -> Result<Option<Claim>, Error> {
-        let Some((keys, id)) = self.parse_task_key(key) else {
+    fn claim_key(&self, leases: &Leases, key: String) -> Result<Option<Claim>, Error> {
+        let Some((keys, id)) = self.parse_task_key(&key) else {
             return Ok(None);
         };
         let Some(owner) = owner_of_tag(&keys.tag) else {
             return Ok(None);
         };
         let lease_ms = leases.lease_ms();
-        let mut known = self.recall(key, id);
+        let mut known = self.copies.recall(&key, id);
         for _ in 0..CLAIM_ATTEMPTS {
             let (version, task) = match known.take() {
                 Some(known) => known,
@@ -387,7 +252,7 @@ impl Inner {
             };
             match self.write(&keys, id, on, &claimed, true, &condition)? {
                 Written::Claimed(stored, job) => {
-                    return self.claimed(leases, key, owner, stored, &job).map(Some);
+                    return self.claimed(leases, &key, owner, stored, &job).map(Some);
                 }
                 Written::Ok(_) | Written::Stale(None) => return Ok(None),
                 Written::Stale(Some(current)) => known = Some(current),
@@ -415,9 +280,7 @@ impl Inner {
             serde_json::from_str(job)
                 .map_err(|err| Error::store(format!("task `{key}` has a bad job: {err}")))?
         };
-        let lease = leases
-            .hold(key.to_owned(), Some(attempts.attempt()))
-            .for_attempt(attempts.attempt());
+        let lease = leases.book.hold(key.to_owned(), Some(attempts.attempt()));
         let task = Task::try_from(stored).map_err(|err| Error::store(err.to_string()))?;
         Ok(Claim {
             owner,
@@ -440,13 +303,7 @@ impl Inner {
         id: &str,
     ) -> Result<bool, Error> {
         let key = keys.task(id);
-        let Some(attempt) = leases
-            .book
-            .lock()
-            .get(&key)
-            .filter(|(hold, _)| *hold == Hold::Renew)
-            .map(|(_, attempt)| attempt.clone())
-        else {
+        let Some(attempt) = leases.book.renewing(&key) else {
             return Ok(false);
         };
         let Some(read) = self.read(keys, id)? else {
@@ -462,14 +319,14 @@ impl Inner {
                 .arg(&self.channel)
                 .arg(&key)
                 .arg("h")
-                .arg(&attempt)
+                .arg(attempt_arg(attempt))
                 .invoke(connection)
         })?;
-        let handed = verdicts.first().map(String::as_str) == Some("released");
-        if handed || verdicts.first().map(String::as_str) != Some("ok") {
-            leases.book.lock().remove(&key);
+        let verdict = verdicts.first().map(|verdict| renewal(verdict));
+        if verdict != Some(Renewal::Renewed) {
+            leases.book.forget(&key);
         }
-        Ok(handed)
+        Ok(verdict == Some(Renewal::Released))
     }
 
     /// The owner keys and id of a task key (`{prefix}:{tag}:t:{id}`).

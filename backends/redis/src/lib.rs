@@ -217,7 +217,6 @@
 
 mod builder;
 mod connection;
-mod copies;
 mod cursors;
 mod keys;
 mod lease;
@@ -227,22 +226,19 @@ mod waiters;
 mod waits;
 mod writes;
 
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_tasks::backend::Notifier;
+use mcp_tasks::backend::{Copies, Feed, Notifier};
 use mcp_tasks::{Error, Timestamp, TtlPolicy};
 use redis::{Client, Connection, Script};
 
 pub use builder::{DEFAULT_IO_TIMEOUT, DEFAULT_OUTAGE_TIMEOUT, DEFAULT_PREFIX, RedisStoreBuilder};
-use copies::Kept;
 use cursors::Cursors;
 use lease::Leases;
 /// The policy of a task's lease (re-exported from the core: every shared store has one).
 pub use mcp_tasks::LeasePolicy;
-use waiters::Waiters;
 
 /// The name of each instance's subscriber connection (`CLIENT LIST` shows it).
 pub const SUBSCRIBER_NAME: &str = "mcp-tasks-subscriber";
@@ -284,13 +280,16 @@ struct Inner {
     per_owner: Option<usize>,
     poll_interval: Option<u64>,
     cursors: Cursors,
-    waiters: Waiters,
+    /// The waits of this instance by task key, and whether its subscription (the change
+    /// feed) is up.
+    feed: Feed<String>,
     notifier: Notifier,
     /// Unfinished tasks at the latest version this instance knows, by task key: as it
-    /// wrote them, or as the event of another instance's write told it. A change to one is
-    /// decided on that copy and written in one round trip if the version still holds;
-    /// otherwise the script answers the task as it is, and the change is decided again.
-    recent: Mutex<HashMap<String, (u64, Kept)>>,
+    /// wrote them, or as the event of another instance's write told it (at most
+    /// [`DEFAULT_COPIES`](mcp_tasks::backend::DEFAULT_COPIES)). A change to one is decided
+    /// on that copy and written in one round trip if the version still holds; otherwise
+    /// the script answers the task as it is, and the change is decided again.
+    copies: Copies<String>,
     /// The leases of running tasks, unless the [`LeasePolicy`] is to leave them.
     leases: Option<Leases>,
     create: Script,
@@ -313,7 +312,7 @@ impl RedisTaskStore {
     /// `wait_for_input` in progress and each future of theirs not yet resolved or dropped.
     #[must_use]
     pub fn pending_waits(&self) -> usize {
-        self.inner.waiters.pending()
+        self.inner.feed.pending()
     }
 
     /// The current time on the Redis server's clock (the one every timestamp comes from).

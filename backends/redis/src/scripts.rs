@@ -23,8 +23,9 @@
 //! store's channel: `tag\nid\nnotify\nversion\nstatus\ncreated\nupdated\nrecord`
 //! (`notify` is `'1'` when the wire-visible task changed, always `'0'` for a creation);
 //! `REMOVE` publishes `tag\nid\n0`. So every instance holds the latest version of the
-//! unfinished tasks (see [`RECENT`](super::RECENT)) and decides a change on it, written in
-//! one round trip when the version still holds.
+//! unfinished tasks (up to [`DEFAULT_COPIES`](mcp_tasks::backend::DEFAULT_COPIES), kept in
+//! the core's [`Copies`](mcp_tasks::backend::Copies)) and decides a change on it, written
+//! in one round trip when the version still holds.
 
 /// Shared Lua helpers, prepended to the scripts that need them.
 const HELPERS: &str = r"

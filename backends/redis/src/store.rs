@@ -38,6 +38,7 @@ impl RedisTaskStore {
         // wrote or heard of); a refusal is decided again on a fresh read, and a write that
         // finds another version on the task as the script answers it.
         let mut known = inner
+            .copies
             .recall(&keys.task(id), id)
             .map(|(version, task)| (version, task, false));
         for _ in 0..MAX_ATTEMPTS {
@@ -128,13 +129,14 @@ impl RedisTaskStore {
         match reply.first().map(String::as_str) {
             Some("ok") => {
                 let task = fresh(stamp(&reply)?);
-                inner.remember(keys.task(&text), 1, &task.clone().into_any());
+                inner
+                    .copies
+                    .remember(keys.task(&text), 1, &task.clone().into_any());
                 let attempt = task.attempts().map(|attempts| attempts.attempt());
-                let mut lease = leases
-                    .map_or_else(Lease::none, |leases| leases.hold(keys.task(&text), attempt));
-                if let Some(attempts) = task.attempts() {
-                    lease = lease.for_attempt(attempts.attempt());
-                }
+                // For a redeliverable task, the lease names its attempt.
+                let lease = leases.map_or_else(Lease::none, |leases| {
+                    leases.book.hold(keys.task(&text), attempt)
+                });
                 Ok((task, lease))
             }
             Some("limit") => Err(Error::LimitExceeded {
@@ -284,7 +286,7 @@ impl TaskStore for RedisTaskStore {
         let inner = &*self.inner;
         let id = canonical(task_id)?;
         let keys = inner.keys(owner);
-        inner.forget(&keys.task(id));
+        inner.copies.forget(&keys.task(id));
         let write = write_id();
         let fields: Vec<Option<String>> = inner.with(|connection| {
             inner
@@ -377,7 +379,7 @@ impl TaskStore for RedisTaskStore {
 
     fn wait_for_claimable(&self, timeout: Option<Duration>) -> Result<(), Error> {
         match &self.inner.leases {
-            Some(leases) => leases.wait_due(timeout),
+            Some(leases) => leases.claimables.wait_due(timeout),
             None => std::thread::sleep(timeout.unwrap_or(Duration::from_secs(3_600))),
         }
         Ok(())
@@ -424,7 +426,10 @@ impl fmt::Debug for RedisTaskStore {
             .field("prefix", &self.inner.prefix)
             .field("ttl", &self.inner.ttl)
             .field("per_owner", &self.inner.per_owner)
-            .field("leases_held", &self.inner.leases.as_ref().map(Leases::held))
+            .field(
+                "leases_held",
+                &self.inner.leases.as_ref().map(|leases| leases.book.len()),
+            )
             .finish_non_exhaustive()
     }
 }

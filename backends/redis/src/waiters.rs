@@ -1,113 +1,32 @@
 //! Local waits of one instance, woken by the store's pub/sub channel.
 //!
 //! Every change a script makes is published in the same atomic step. One subscriber
-//! thread per instance listens on the channel and notifies the event of the task each
-//! message names ([`Events`], the store layer's wait primitive, shared by blocking waits
-//! and futures). A wait marks the event *before* it reads the task (no lost wakeup), and
-//! reads only while the subscription is confirmed. When the subscriber's connection drops
-//! or comes back, every wait wakes: while the subscription is down it waits for it
-//! (bounded by the outage timeout), and once it is back it reads again, since messages
-//! sent meanwhile are lost.
+//! thread per instance listens on the channel and bumps the task each message names in
+//! the instance's [`Feed`] (the core's waits of a shared store: a wait marks its task's
+//! event *before* it reads the task, so no wakeup is lost, and reads only while the feed
+//! is up). The subscription is the feed: when its connection drops or comes back, every
+//! wait wakes; while it is down a wait waits for it (bounded by the outage timeout), and
+//! once it is back it reads again, since messages sent meanwhile are lost.
 
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use mcp_tasks::backend::Events;
-use mcp_tasks::backend::Listener as Wait;
+use mcp_tasks::backend::{Feed, StoredParts};
 
 use crate::Inner;
-use crate::copies::Raw;
 use crate::keys::owner_of_tag;
-use crate::writes::decode;
-
-/// The waits of one instance and the state of its subscription.
-#[derive(Default)]
-pub(crate) struct Waiters {
-    state: Mutex<State>,
-    /// Signalled when the subscription comes up or goes down.
-    link: Condvar,
-    /// The events of the tasks waited on, by task key.
-    events: Events<String>,
-}
-
-#[derive(Default)]
-struct State {
-    /// Moves on whenever the subscription is lost.
-    epoch: u64,
-    /// Whether the subscription is confirmed now.
-    live: bool,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Waiters {
-    /// Registers a wait on the task under `key`.
-    pub(crate) fn register(&self, key: &str) -> Wait<'_, String> {
-        self.events.listen(key.to_owned())
-    }
-
-    /// A message named the task under `key`: wake its waits.
-    pub(crate) fn bump(&self, key: &str) {
-        self.events.notify(&key.to_owned());
-    }
-
-    /// Waits up to `timeout` for a confirmed subscription; returns whether there is one.
-    pub(crate) fn wait_live(&self, timeout: Duration) -> bool {
-        let state = lock(&self.state);
-        let (state, _) = self
-            .link
-            .wait_timeout_while(state, timeout, |state| !state.live)
-            .unwrap_or_else(PoisonError::into_inner);
-        state.live
-    }
-
-    /// Whether the subscription is confirmed now (a wait may read the task).
-    pub(crate) fn live(&self) -> bool {
-        lock(&self.state).live
-    }
-
-    /// How many times the subscription was lost so far.
-    pub(crate) fn epoch(&self) -> u64 {
-        lock(&self.state).epoch
-    }
-
-    /// The number of waits registered now.
-    pub(crate) fn pending(&self) -> usize {
-        self.events.listeners()
-    }
-
-    /// The subscription is confirmed: every wait reads again.
-    pub(crate) fn up(&self) {
-        lock(&self.state).live = true;
-        self.link.notify_all();
-        self.events.notify_all();
-    }
-
-    /// The subscription is lost: every wait learns it, and reads again once it is back.
-    pub(crate) fn down(&self) {
-        {
-            let mut state = lock(&self.state);
-            state.live = false;
-            state.epoch += 1;
-        }
-        self.link.notify_all();
-        self.events.notify_all();
-    }
-}
 
 /// What the subscriber thread needs of its store, held weakly so that the thread ends
 /// once the store is dropped.
 pub(crate) trait Listener: Send + Sync + 'static {
     /// Handles one message of the channel.
     fn on_message(&self, payload: &str);
-    /// The waiters to tell about the subscription's state.
-    fn waiters(&self) -> &Waiters;
+    /// The feed to tell about the subscription's state.
+    fn feed(&self) -> &Feed<String>;
 }
 
-/// Runs the subscriber: connect, subscribe, deliver messages; on any error, tell the
-/// waiters, back off, and reconnect. Ends when the listener is gone.
+/// Runs the subscriber: connect, subscribe, deliver messages; on any error, take the feed
+/// down, back off, and reconnect. Ends when the listener is gone.
 pub(crate) fn run<L: Listener>(
     client: &redis::Client,
     channel: &str,
@@ -120,7 +39,7 @@ pub(crate) fn run<L: Listener>(
         let Some(alive) = listener.upgrade() else {
             return;
         };
-        alive.waiters().down();
+        alive.feed().down();
         drop(alive);
         if session.is_ok() {
             return;
@@ -156,7 +75,7 @@ fn subscribe<L: Listener>(
     pubsub.set_read_timeout(Some(tick))?;
     let mut heard = Instant::now();
     match listener.upgrade() {
-        Some(alive) => alive.waiters().up(),
+        Some(alive) => alive.feed().up(),
         None => return Ok(()),
     }
     loop {
@@ -176,7 +95,7 @@ fn subscribe<L: Listener>(
                 }
                 if heard.elapsed() >= IDLE_CHECK {
                     // Silent for a while: is Redis still there? (A timeout here ends the
-                    // session, and the waiters learn that the subscription is down.)
+                    // session, and the feed goes down.)
                     pubsub.set_read_timeout(Some(io_timeout))?;
                     pubsub.ping::<redis::Value>()?;
                     pubsub.set_read_timeout(Some(tick))?;
@@ -198,12 +117,12 @@ impl Listener for Inner {
         if let Some(leases) = &self.leases {
             if notify == "claimable" {
                 // Handed over by its instance: claimable at once, here too.
-                leases.file(key, std::time::Instant::now());
+                leases.claimables.file(key, Instant::now());
                 return;
             }
             // Any change (a claim, a finish, a removal) ends a candidacy; a task still
             // claimable is filed again by the next lease round that sees it lapsed.
-            leases.unfile(&key);
+            leases.claimables.unfile(&key);
         }
         let (Some(version), Some(status), Some(created), Some(updated), Some(body)) = (
             parts.next(),
@@ -213,70 +132,42 @@ impl Listener for Inner {
             parts.next(),
         ) else {
             // A removal.
-            self.forget(&key);
-            self.waiters.bump(&key);
+            self.copies.forget(&key);
+            self.feed.bump(&key);
             return;
         };
-        if let Ok(version) = version.parse() {
-            let raw = Raw {
+        let parts = match (created.parse(), updated.parse()) {
+            (Ok(created), Ok(updated)) => Some(StoredParts {
                 status: status.to_owned(),
-                created: created.to_owned(),
-                updated: updated.to_owned(),
+                created,
+                updated,
                 body: body.to_owned(),
-            };
-            self.learn(key.clone(), version, status, raw);
+            }),
+            _ => None,
+        };
+        // Decoded before the parts are kept, told after.
+        let told = if notify == "1" && self.notifier.has_subscribers() {
+            owner_of_tag(tag).zip(parts.as_ref().and_then(|parts| parts.decode(id).ok()))
+        } else {
+            None
+        };
+        if let Ok(version) = version.parse() {
+            match parts {
+                Some(parts) => self.copies.learn(key.clone(), version, parts),
+                // Not learned; an older copy goes too (the task is read when it changes).
+                None => self.copies.outdate(&key, version),
+            }
         }
         // Subscribers are told before the waiters wake, as in the registry: a server
         // answering a waiter has sent the task's status notification first.
-        if notify == "1"
-            && self.notifier.has_subscribers()
-            && let (Some(owner), Ok(task)) = (
-                owner_of_tag(tag),
-                decode(id, status, created, updated, body),
-            )
-        {
+        if let Some((owner, task)) = told {
             self.notifier.queue(&owner, &task);
             self.notifier.deliver();
         }
-        self.waiters.bump(&key);
+        self.feed.bump(&key);
     }
 
-    fn waiters(&self) -> &Waiters {
-        &self.waiters
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_message_or_a_change_of_the_subscription_ends_a_sleep() {
-        let waiters = Waiters::default();
-        waiters.up();
-        let listener = waiters.register("task");
-        for change in [
-            &|waiters: &Waiters| waiters.bump("task"),
-            &|waiters: &Waiters| waiters.down(),
-            &|waiters: &Waiters| waiters.up(),
-        ] as [&dyn Fn(&Waiters); 3]
-        {
-            let mark = listener.mark();
-            change(&waiters);
-            let started = Instant::now();
-            listener.sleep(mark, Some(Duration::from_secs(10)));
-            assert!(
-                started.elapsed() < Duration::from_secs(5),
-                "a wakeup was lost"
-            );
-        }
-        waiters.down();
-        assert!(
-            !waiters.live(),
-            "no wait may read while the subscription is down"
-        );
-        assert_eq!(waiters.pending(), 1);
-        drop(listener);
-        assert_eq!(waiters.pending(), 0, "a dropped wait leaves nothing");
+    fn feed(&self) -> &Feed<String> {
+        &self.feed
     }
 }

@@ -51,7 +51,7 @@ impl Inner {
         down_since: &mut Option<Instant>,
         check: &mut impl FnMut(&Keys, Read) -> Result<Check<R>, Error>,
     ) -> Probe<R> {
-        if !self.waiters.live() {
+        if !self.feed.live() {
             let since = *down_since.get_or_insert_with(Instant::now);
             let outage = since + self.outage_timeout;
             let until = deadline.map_or(outage, |deadline| deadline.min(outage));
@@ -89,7 +89,7 @@ impl Inner {
         let id = canonical(task_id)?;
         let keys = self.keys(owner);
         let deadline = timeout.map(|timeout| Instant::now() + timeout);
-        let listener = self.waiters.register(&keys.task(id));
+        let listener = self.feed.register(keys.task(id));
         let mut down_since = None;
         backend::block(&listener, task_id, timeout, || {
             self.probe(&keys, id, deadline, &mut down_since, &mut check)
@@ -109,7 +109,7 @@ impl Inner {
             Err(error) => return Box::pin(std::future::ready(Err(error))),
         };
         let keys = self.keys(owner);
-        let listener = self.waiters.register(&keys.task(id));
+        let listener = self.feed.register(keys.task(id));
         let mut down_since = None;
         backend::future(listener, move || {
             self.probe(&keys, id, None, &mut down_since, &mut check)

@@ -211,7 +211,7 @@ impl Inner {
                 // What was written, with the server's time of the write.
                 let mut stored = task.clone();
                 backend::set_last_updated_at(&mut stored, stamp(&reply)?);
-                self.remember(keys.task(id), version + 1, &stored);
+                self.copies.remember(keys.task(id), version + 1, &stored);
                 match condition {
                     Condition::Claim { .. } => {
                         let job = reply.get(2).cloned().unwrap_or_default();
