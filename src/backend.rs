@@ -11,7 +11,7 @@
 //! (cancel, status updates, results, answers, TTL changes) are provided on top of
 //! [`update`](crate::TaskStore::update). What it must guarantee:
 //!
-//! - **Owners.** Every operation names the caller's [`Owner`](crate::Owner); a task is
+//! - **Owners.** Every operation names the caller's [`Owner`]; a task is
 //!   visible to the exact owner it was created for and to nobody else, who gets the error
 //!   of an unknown id ([`Error::TaskNotFound`]). Ids are fresh
 //!   [`TaskId::random`](crate::TaskId::random)s; only ids a store could have issued name
@@ -46,6 +46,13 @@
 //!   refused. [`LeasePolicy`] is the operator's knob. A handle's finishing writes
 //!   ([`Update::finishing_target`]) carry work already done: retry them through a
 //!   transient fault rather than lose them.
+//! - **Stores that write with a version check** (a compare-and-set, as Redis and
+//!   PostgreSQL do) share the decisions around their writes: [`update_versioned`] (decide,
+//!   write at the version decided on, decide again on what the store answers),
+//!   [`retry_finishing`] (a handle's finishing write through an outage), [`lapse`] (the
+//!   verdict on a lapsed lease), [`claim_next`] and [`claim_of`] (a claim). And what an
+//!   instance keeps: [`Copies`] of unfinished tasks at their latest version, the [`Feed`]
+//!   of its waits and its change feed's state, its [`LeaseBook`] and [`Claimables`].
 //! - **Faults are errors.** A store that cannot answer says [`Error::store`] or
 //!   [`Error::store_caused`] (`-32603`), never a state: not "cancelled", not "gone", not
 //!   "still working".
@@ -57,6 +64,10 @@ pub use crate::store::feed::Feed;
 pub use crate::store::lease_book::{Claimables, HeldLease, Hold, LeaseBook, Renewal};
 pub use crate::store::notify::Notifier;
 pub use crate::store::record::{decode, encode};
+pub use crate::store::versioned::{
+    DecidedOn, LEASE_LAPSED, Lapse, MAX_DECISIONS, Written, claim_next, claim_of, lapse,
+    retry_finishing, update_versioned,
+};
 pub use crate::store::wait::{Events, Listener, Mark, Probe, block, cancel_seen, future};
 pub use crate::store::{LeaseHolder, attempts_exhausted, handle_conflict, take_answers};
 
@@ -69,11 +80,6 @@ use crate::store::Owner;
 pub use crate::{
     Attempts, Claim, ClaimBackoff, Error, Lease, LeasePolicy, Redelivery, Step, Update,
 };
-
-/// The message (and `-32603` error) of a task whose lease lapsed: its instance stopped
-/// renewing it before the task finished.
-pub const LEASE_LAPSED: &str =
-    "the server instance running the task stopped: its lease lapsed before the task finished";
 
 /// Whether `text` is a task id a store could have issued: the canonical lowercase,
 /// hyphenated form of a UUID. Anything else names no task (answer

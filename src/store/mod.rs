@@ -23,6 +23,7 @@ mod policy;
 pub(crate) mod record;
 mod redelivery;
 mod update;
+pub(crate) mod versioned;
 pub(crate) mod wait;
 
 use std::sync::Arc;

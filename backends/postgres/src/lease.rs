@@ -8,16 +8,11 @@
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use mcp_tasks::backend::{
-    Claimables, LEASE_LAPSED, LeaseBook, Renewal, attempts_exhausted, owner_of_tag,
-};
-use mcp_tasks::{AnyTask, Claim, ClaimBackoff, Error, JsonObject, Owner, Step, Task, Update};
+use mcp_tasks::backend::{self, Claimables, DecidedOn, Lapse, LeaseBook, Renewal, owner_of_tag};
+use mcp_tasks::{Claim, ClaimBackoff, Error, Owner};
 
 use crate::Inner;
-use crate::rows::{Condition, DecidedOn, Written, column, millis, unexpected};
-
-/// Why the last attempt of a redeliverable task stopped when its lease lapsed.
-const LAPSED_WHY: &str = "its server instance stopped (its lease lapsed)";
+use crate::rows::{Condition, Wrote, column, millis, unexpected};
 
 /// How often a claim is decided again when other writers keep changing the task first.
 const CLAIM_ATTEMPTS: usize = 8;
@@ -132,12 +127,15 @@ impl Inner {
         Ok(failed)
     }
 
-    /// Settles a task whose lease lapsed (`handed_over`: at once, by its instance); see
-    /// the Redis store's reaper, which this follows.
+    /// Settles a task whose lease lapsed (`handed_over`: at once, by its instance): a
+    /// redeliverable task with attempts left is filed as claimable, any other fails if
+    /// its lease is still lapsed when the write lands ([`backend::lapse`]). Answers whether
+    /// it failed the task. One attempt: a task changed or renewed meanwhile is looked at
+    /// again next round.
     fn settle_lapsed(
         &self,
         leases: &Leases,
-        candidate: (uuid::Uuid, String),
+        candidate: Candidate,
         handed_over: bool,
     ) -> Result<bool, Error> {
         let Some(owner) = owner_of_tag(&candidate.1) else {
@@ -147,29 +145,18 @@ impl Inner {
         let Some(read) = self.read(&owner, id)? else {
             return Ok(false);
         };
-        let message = match read.task.attempts() {
-            Some(attempts) if attempts.left() && !read.task.is_terminal() => {
-                let wait = if handed_over {
-                    Duration::ZERO
-                } else {
-                    leases.backoff.after(attempts.attempt())
-                };
-                leases.claimables.file(candidate, Instant::now() + wait);
-                return Ok(false);
-            }
-            Some(attempts) => attempts_exhausted(attempts, LAPSED_WHY),
-            None => LEASE_LAPSED.to_owned(),
-        };
-        let at = read.task.last_updated_at();
         let on = DecidedOn::new(read.version, &read.task);
-        let task = match Update::abandon(&message).apply(read.task, at) {
-            Step::Changed(task) | Step::Quiet(task) => task,
-            Step::Unchanged(_) | Step::Refused(..) => return Ok(false),
-        };
-        Ok(matches!(
-            self.write(&owner, id, on, &task, true, &Condition::Lapsed)?,
-            Written::Ok(_)
-        ))
+        match backend::lapse(read.task, &leases.backoff, handed_over) {
+            Lapse::Claimable(wait) => {
+                leases.claimables.file(candidate, Instant::now() + wait);
+                Ok(false)
+            }
+            Lapse::Fail(task) => Ok(matches!(
+                self.write(&owner, id, on, &task, true, &Condition::Lapsed)?,
+                Wrote::Ok(_)
+            )),
+            Lapse::Nothing => Ok(false),
+        }
     }
 
     /// Claims a due candidate, if any.
@@ -183,7 +170,9 @@ impl Inner {
     }
 
     /// Claims a task for its next attempt, if its lease lapsed long enough ago and it has
-    /// attempts left.
+    /// attempts left: a write that lands only at the version decided on and then holds a
+    /// new lease; of two instances claiming at once, the second finds a newer version,
+    /// decides again on it, and finds the lease held.
     fn claim_candidate(
         &self,
         leases: &Leases,
@@ -192,77 +181,38 @@ impl Inner {
         let Some(owner) = owner_of_tag(tag) else {
             return Ok(None);
         };
-        let mut known = self.copies.recall(id, &id.to_string());
+        let mut known = self
+            .copies
+            .recall(id, &id.to_string())
+            .map(|(version, task)| (i64::try_from(version).unwrap_or(0), task));
         for _ in 0..CLAIM_ATTEMPTS {
             let (version, task) = match known.take() {
-                Some((version, task)) => (i64::try_from(version).unwrap_or(i64::MAX), task),
+                Some(known) => known,
                 None => match self.read(&owner, *id)? {
                     Some(read) => (read.version, read.task),
                     None => return Ok(None),
                 },
             };
-            let Some(stopped) = task.attempts() else {
-                return Ok(None);
-            };
-            let at = task.last_updated_at();
             let on = DecidedOn::new(version, &task);
-            let claimed = match Update::claim().apply(task, at) {
-                Step::Changed(task) | Step::Quiet(task) => task,
-                Step::Unchanged(_) | Step::Refused(..) => return Ok(None),
-            };
-            let Some(next) = claimed.attempts() else {
+            let Some((claimed, backoff, attempt)) = backend::claim_next(task, &leases.backoff)
+            else {
                 return Ok(None);
             };
             let condition = Condition::Claim {
-                attempt: i32::try_from(next.attempt()).unwrap_or(i32::MAX),
-                backoff_ms: millis(
-                    u64::try_from(leases.backoff.after(stopped.attempt()).as_millis())
-                        .unwrap_or(u64::MAX),
-                ),
+                attempt: i32::try_from(attempt).unwrap_or(i32::MAX),
+                backoff_ms: millis(u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX)),
                 lease_ms: leases.lease_ms(),
             };
             match self.write(&owner, *id, on, &claimed, true, &condition)? {
-                Written::Claimed(stored, job) => {
-                    return self.claimed(leases, *id, owner, stored, &job).map(Some);
+                Wrote::Claimed(stored, job) => {
+                    let lease = leases.book.hold(*id, Some(attempt));
+                    return backend::claim_of(owner, stored, &job, lease).map(Some);
                 }
-                Written::Ok(_) | Written::Stale(None) => return Ok(None),
-                Written::Stale(Some((version, task))) => {
-                    known = Some((u64::try_from(version).unwrap_or(0), task));
-                }
+                Wrote::Ok(_) | Wrote::Stale(None) => return Ok(None),
+                Wrote::Stale(Some(current)) => known = Some(current),
             }
         }
         Ok(None)
-    }
-
-    /// The claim of a task just claimed: this instance holds its lease now.
-    fn claimed(
-        &self,
-        leases: &Leases,
-        id: uuid::Uuid,
-        owner: Owner,
-        stored: AnyTask,
-        job: &str,
-    ) -> Result<Claim, Error> {
-        let attempts = stored
-            .attempts()
-            .ok_or_else(|| Error::store(format!("claimed task `{id}` has no attempts")))?;
-        let checkpoint = stored.checkpoint().cloned();
-        let job: JsonObject = if job.is_empty() {
-            JsonObject::new()
-        } else {
-            serde_json::from_str(job)
-                .map_err(|err| Error::store(format!("task `{id}` has a bad job: {err}")))?
-        };
-        let lease = leases.book.hold(id, Some(attempts.attempt()));
-        let task = Task::try_from(stored).map_err(|err| Error::store(err.to_string()))?;
-        Ok(Claim {
-            owner,
-            task,
-            job,
-            attempts,
-            checkpoint,
-            lease,
-        })
     }
 
     /// Hands the lease of the task `id` over: it lapses at once, and every instance is

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks::backend::{self, shorten};
+use mcp_tasks::backend::{self, DecidedOn, Written, shorten};
 use mcp_tasks::{AnyTask, Error, Owner, TaskStatus};
 use tokio_postgres::Row;
 
@@ -41,22 +41,6 @@ pub(crate) struct Read {
     pub(crate) expires_in: Option<Duration>,
 }
 
-/// The version of a task a change was decided on, and the task's ttl at that version.
-#[derive(Clone, Copy)]
-pub(crate) struct DecidedOn {
-    pub(crate) version: i64,
-    pub(crate) ttl: Option<u64>,
-}
-
-impl DecidedOn {
-    pub(crate) fn new(version: i64, task: &AnyTask) -> Self {
-        DecidedOn {
-            version,
-            ttl: task.ttl(),
-        }
-    }
-}
-
 /// The lease condition of a conditional write.
 pub(crate) enum Condition {
     /// None: the version alone decides.
@@ -73,8 +57,8 @@ pub(crate) enum Condition {
     },
 }
 
-/// What a conditional write came to.
-pub(crate) enum Written {
+/// What a conditional write with a lease condition came to.
+pub(crate) enum Wrote {
     /// Written: the task as stored, with the server's time of the write.
     Ok(AnyTask),
     /// A claim written: the task as stored, and its job (JSON text, empty if none).
@@ -140,11 +124,16 @@ impl Inner {
         &self,
         owner: &Owner,
         id: uuid::Uuid,
-        on: DecidedOn,
+        on: DecidedOn<i64>,
         task: &AnyTask,
         notify: bool,
-    ) -> Result<Written, Error> {
-        self.write(owner, id, on, task, notify, &Condition::None)
+    ) -> Result<Written<i64>, Error> {
+        Ok(
+            match self.write(owner, id, on, task, notify, &Condition::None)? {
+                Wrote::Ok(stored) | Wrote::Claimed(stored, _) => Written::Stored(stored),
+                Wrote::Stale(current) => Written::Stale(current),
+            },
+        )
     }
 
     /// The conditional write of [`commit`](Self::commit), with a lease condition
@@ -153,11 +142,11 @@ impl Inner {
         &self,
         owner: &Owner,
         id: uuid::Uuid,
-        on: DecidedOn,
+        on: DecidedOn<i64>,
         task: &AnyTask,
         notify: bool,
         condition: &Condition,
-    ) -> Result<Written, Error> {
+    ) -> Result<Wrote, Error> {
         let DecidedOn { version, ttl } = on;
         let status = task.status();
         let (name, backoff, lease, attempt) = match condition {
@@ -202,9 +191,9 @@ impl Inner {
                 match condition {
                     Condition::Claim { .. } => {
                         let job: Option<String> = column(row, 6)?;
-                        Ok(Written::Claimed(stored, job.unwrap_or_default()))
+                        Ok(Wrote::Claimed(stored, job.unwrap_or_default()))
                     }
-                    _ => Ok(Written::Ok(stored)),
+                    _ => Ok(Wrote::Ok(stored)),
                 }
             }
             "stale" => {
@@ -214,9 +203,9 @@ impl Inner {
                 let created: i64 = column(row, 4)?;
                 let updated: i64 = column(row, 5)?;
                 let task = backend::decode(&id.to_string(), &status, created, updated, &body)?;
-                Ok(Written::Stale(Some((version, task))))
+                Ok(Wrote::Stale(Some((version, task))))
             }
-            "renewed" => Ok(Written::Stale(None)),
+            "renewed" => Ok(Wrote::Stale(None)),
             "gone" => Err(not_found(&id.to_string())),
             "illegal" => {
                 let from: Option<String> = column(row, 2)?;

@@ -2,66 +2,40 @@
 //! written in one call, removals and waits.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use mcp_tasks::backend::{self, shorten};
+use mcp_tasks::backend;
 use mcp_tasks::{
     AnyTask, Claim, Error, InputResponses, JsonObject, Lease, LimitScope, MAX_PAGE_SIZE, Owner,
-    Redelivery, RequestId, Step, StoreFuture, Subscriber, SubscriptionId, Task, TaskId, TaskOrigin,
+    Redelivery, RequestId, StoreFuture, Subscriber, SubscriptionId, Task, TaskId, TaskOrigin,
     TaskPage, TaskRequest, TaskStore, Timestamp, TtlPolicy, Update, Working,
 };
 
 use crate::PostgresTaskStore;
 use crate::owners::owner_tag;
-use crate::rows::{DecidedOn, Written, canonical, column, millis, not_found, unexpected, write_id};
+use crate::rows::{canonical, column, millis, not_found, unexpected, write_id};
 use crate::waits::{Check, until_terminal};
-
-/// How often a change is decided again when other writers keep changing the task first.
-const MAX_ATTEMPTS: usize = 64;
 
 /// How long a removed task's fields let a replayed removal answer as the first one.
 const REPLAY_WINDOW_MS: i64 = 30_000;
 
 impl PostgresTaskStore {
-    /// One decision and conditional write of `update`.
+    /// One decision and conditional write of `update` (see [`TaskStore::update`]),
+    /// decided first on the copy this instance keeps, if any.
     fn update_once(&self, owner: &Owner, task_id: &str, update: &Update) -> Result<AnyTask, Error> {
         let inner = &*self.inner;
         let id = canonical(task_id)?;
-        // Decided first on the copy this instance keeps, if any (the latest version it
-        // wrote or heard of); a refusal is decided again on a fresh read, and a write that
-        // finds another version on the task as the call answers it.
-        let mut known = inner
+        let known = inner
             .copies
             .recall(&id, task_id)
-            .map(|(version, task)| (i64::try_from(version).unwrap_or(0), task, false));
-        for _ in 0..MAX_ATTEMPTS {
-            let (version, task, fresh) = match known.take() {
-                Some(known) => known,
-                None => match inner.read(owner, id)? {
-                    Some(read) => (read.version, read.task, true),
-                    None => return Err(not_found(task_id)),
-                },
-            };
-            let at = task.last_updated_at();
-            let on = DecidedOn::new(version, &task);
-            let (task, notify) = match update.clone().apply(task, at) {
-                Step::Changed(task) => (task, true),
-                Step::Quiet(task) => (task, false),
-                Step::Unchanged(task) if fresh => return Ok(task),
-                Step::Refused(_, error) if fresh => return Err(error),
-                Step::Unchanged(_) | Step::Refused(..) => continue,
-            };
-            match inner.commit(owner, id, on, &task, notify)? {
-                Written::Ok(stored) | Written::Claimed(stored, _) => return Ok(stored),
-                Written::Stale(current) => {
-                    known = current.map(|(version, task)| (version, task, true));
-                }
-            }
-        }
-        Err(Error::store(format!(
-            "task `{}` kept changing under {MAX_ATTEMPTS} attempts to update it: try again",
-            shorten(task_id)
-        )))
+            .map(|(version, task)| (i64::try_from(version).unwrap_or(0), task));
+        backend::update_versioned(
+            update,
+            task_id,
+            known,
+            || Ok(inner.read(owner, id)?.map(|read| (read.version, read.task))),
+            |on, task, notify| inner.commit(owner, id, on, task, notify),
+        )
     }
 
     /// Creates a task, with a lease held by this instance if `leased` and the policy has
@@ -239,40 +213,12 @@ impl TaskStore for PostgresTaskStore {
     }
 
     fn update(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
-        let Some(target) = update.finishing_target() else {
-            return self.update_once(owner, task_id, &update);
-        };
-        // A handle's finishing write carries work already done: through an outage it is
-        // tried again, with backoff, until it lands, the task is found gone or moved on, or
-        // the outage timeout passes.
-        let deadline = Instant::now() + self.inner.outage_timeout;
-        let mut backoff = Duration::from_millis(10);
-        let mut attempts = 1;
-        loop {
-            match self.update_once(owner, task_id, &update) {
-                Err(Error::Store { .. }) if Instant::now() + backoff < deadline => {
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
-                    attempts += 1;
-                }
-                Err(Error::Store { message, cause }) if attempts > 1 => {
-                    return Err(Error::Store {
-                        message: format!(
-                            "{message} (the task's finishing write was tried {attempts} times \
-                             over {:?}, then given up)",
-                            self.inner.outage_timeout
-                        ),
-                        cause,
-                    });
-                }
-                // An earlier attempt landed although its answer was lost in the outage:
-                // the task already has the status this write gives it.
-                Err(Error::IllegalTransition { from, .. }) if attempts > 1 && from == target => {
-                    return self.get(owner, task_id);
-                }
-                other => return other,
-            }
-        }
+        backend::retry_finishing(
+            &update,
+            self.inner.outage_timeout,
+            || self.update_once(owner, task_id, &update),
+            || self.get(owner, task_id),
+        )
     }
 
     fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {

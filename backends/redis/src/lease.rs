@@ -35,17 +35,12 @@
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use mcp_tasks::backend::{Claimables, Hold, LEASE_LAPSED, LeaseBook, Renewal, attempts_exhausted};
-use mcp_tasks::{
-    AnyTask, Claim, ClaimBackoff, Error, JsonObject, LeasePolicy, Owner, Step, Task, Update,
-};
+use mcp_tasks::backend::{self, Claimables, DecidedOn, Hold, Lapse, LeaseBook, Renewal};
+use mcp_tasks::{Claim, ClaimBackoff, Error, LeasePolicy};
 
 use crate::Inner;
 use crate::keys::{Keys, owner_of_tag};
-use crate::writes::{Condition, DecidedOn, Written, unexpected};
-
-/// Why the last attempt of a redeliverable task stopped when its lease lapsed.
-const LAPSED_WHY: &str = "its server instance stopped (its lease lapsed)";
+use crate::writes::{Condition, Wrote, unexpected};
 
 /// How often a claim is decided again when other writers keep changing the task first.
 const CLAIM_ATTEMPTS: usize = 8;
@@ -166,8 +161,9 @@ impl Inner {
     /// Settles the task under `key`, whose lease lapsed (`handed_over`: at once, by its
     /// instance): a redeliverable task with attempts left is filed as a candidate (due
     /// after the back-off, at once if handed over); any other task fails, if its lease is
-    /// still lapsed when the write lands. Answers whether it failed the task. One attempt:
-    /// a task changed or renewed meanwhile is looked at again next round.
+    /// still lapsed when the write lands ([`backend::lapse`]). Answers whether it failed
+    /// the task. One attempt: a task changed or renewed meanwhile is looked at again next
+    /// round.
     fn settle_lapsed(&self, leases: &Leases, key: &str, handed_over: bool) -> Result<bool, Error> {
         let Some((keys, id)) = self.parse_task_key(key) else {
             return Ok(false);
@@ -175,31 +171,20 @@ impl Inner {
         let Some(read) = self.read(&keys, id)? else {
             return Ok(false);
         };
-        let message = match read.task.attempts() {
-            Some(attempts) if attempts.left() && !read.task.is_terminal() => {
-                let wait = if handed_over {
-                    Duration::ZERO
-                } else {
-                    leases.backoff.after(attempts.attempt())
-                };
+        let on = DecidedOn::new(read.version, &read.task);
+        match backend::lapse(read.task, &leases.backoff, handed_over) {
+            Lapse::Claimable(wait) => {
                 leases
                     .claimables
                     .file(key.to_owned(), Instant::now() + wait);
-                return Ok(false);
+                Ok(false)
             }
-            Some(attempts) => attempts_exhausted(attempts, LAPSED_WHY),
-            None => LEASE_LAPSED.to_owned(),
-        };
-        let at = read.task.last_updated_at();
-        let on = DecidedOn::new(read.version, &read.task);
-        let task = match Update::abandon(&message).apply(read.task, at) {
-            Step::Changed(task) | Step::Quiet(task) => task,
-            Step::Unchanged(_) | Step::Refused(..) => return Ok(false),
-        };
-        Ok(matches!(
-            self.write(&keys, id, on, &task, true, &Condition::Lapsed)?,
-            Written::Ok(_)
-        ))
+            Lapse::Fail(task) => Ok(matches!(
+                self.write(&keys, id, on, &task, true, &Condition::Lapsed)?,
+                Wrote::Ok(_)
+            )),
+            Lapse::Nothing => Ok(false),
+        }
     }
 
     /// Claims a due candidate, if any (see the module docs).
@@ -213,7 +198,7 @@ impl Inner {
     }
 
     /// Claims the task under `key` for its next attempt, if its lease lapsed long enough
-    /// ago and it has attempts left.
+    /// ago and it has attempts left ([`backend::claim_next`]).
     fn claim_key(&self, leases: &Leases, key: String) -> Result<Option<Claim>, Error> {
         let Some((keys, id)) = self.parse_task_key(&key) else {
             return Ok(None);
@@ -231,65 +216,27 @@ impl Inner {
                     None => return Ok(None),
                 },
             };
-            let Some(stopped) = task.attempts() else {
-                return Ok(None);
-            };
-            let at = task.last_updated_at();
             let on = DecidedOn::new(version, &task);
-            let claimed = match Update::claim().apply(task, at) {
-                Step::Changed(task) | Step::Quiet(task) => task,
-                Step::Unchanged(_) | Step::Refused(..) => return Ok(None),
-            };
-            let Some(next) = claimed.attempts() else {
+            let Some((claimed, backoff, attempt)) = backend::claim_next(task, &leases.backoff)
+            else {
                 return Ok(None);
             };
             let condition = Condition::Claim {
-                attempt: next.attempt(),
+                attempt,
                 index: &leases.index,
-                backoff_ms: u64::try_from(leases.backoff.after(stopped.attempt()).as_millis())
-                    .unwrap_or(u64::MAX),
+                backoff_ms: u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
                 lease_ms: &lease_ms,
             };
             match self.write(&keys, id, on, &claimed, true, &condition)? {
-                Written::Claimed(stored, job) => {
-                    return self.claimed(leases, &key, owner, stored, &job).map(Some);
+                Wrote::Claimed(stored, job) => {
+                    let lease = leases.book.hold(key, Some(attempt));
+                    return backend::claim_of(owner, stored, &job, lease).map(Some);
                 }
-                Written::Ok(_) | Written::Stale(None) => return Ok(None),
-                Written::Stale(Some(current)) => known = Some(current),
+                Wrote::Ok(_) | Wrote::Stale(None) => return Ok(None),
+                Wrote::Stale(Some(current)) => known = Some(current),
             }
         }
         Ok(None)
-    }
-
-    /// The claim of a task just claimed under `key`: this instance holds its lease now.
-    fn claimed(
-        &self,
-        leases: &Leases,
-        key: &str,
-        owner: Owner,
-        stored: AnyTask,
-        job: &str,
-    ) -> Result<Claim, Error> {
-        let attempts = stored
-            .attempts()
-            .ok_or_else(|| Error::store(format!("claimed task `{key}` has no attempts")))?;
-        let checkpoint = stored.checkpoint().cloned();
-        let job: JsonObject = if job.is_empty() {
-            JsonObject::new()
-        } else {
-            serde_json::from_str(job)
-                .map_err(|err| Error::store(format!("task `{key}` has a bad job: {err}")))?
-        };
-        let lease = leases.book.hold(key.to_owned(), Some(attempts.attempt()));
-        let task = Task::try_from(stored).map_err(|err| Error::store(err.to_string()))?;
-        Ok(Claim {
-            owner,
-            task,
-            job,
-            attempts,
-            checkpoint,
-            lease,
-        })
     }
 
     /// Hands the lease of the task under `key` over (see [`TaskStore::hand_over`]): it

@@ -4,12 +4,12 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_tasks::backend::{self, Probe, shorten, take_answers};
+use mcp_tasks::backend::{self, DecidedOn, Probe, Written, shorten, take_answers};
 use mcp_tasks::{AnyTask, Error, InputResponses, Owner, StoreFuture};
 
 use crate::Inner;
 use crate::keys::{Keys, canonical, not_found};
-use crate::writes::{DecidedOn, Read, Written};
+use crate::writes::Read;
 
 /// What a waiter's check makes of the task it read.
 pub(crate) enum Check<R> {
@@ -132,7 +132,7 @@ impl Inner {
             None => Ok(Check::Wait),
             Some(Err(error)) => Err(error),
             Some(Ok(answers)) => Ok(match self.commit(keys, task_id, on, &task, false)? {
-                Written::Ok(_) | Written::Claimed(..) => Check::Done(answers),
+                Written::Stored(_) => Check::Done(answers),
                 Written::Stale(_) => Check::Again,
             }),
         }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mcp_tasks::backend::{self, shorten};
+use mcp_tasks::backend::{self, DecidedOn, Written, shorten};
 use mcp_tasks::{AnyTask, Error, TaskStatus, Timestamp};
 
 use crate::Inner;
@@ -21,22 +21,6 @@ pub(crate) struct Read {
     pub(crate) task: AnyTask,
     /// Time left before the task expires, if it has a TTL.
     pub(crate) expires_in: Option<Duration>,
-}
-
-/// The version of a task a change was decided on, and the task's ttl at that version.
-#[derive(Clone, Copy)]
-pub(crate) struct DecidedOn {
-    pub(crate) version: u64,
-    pub(crate) ttl: Option<u64>,
-}
-
-impl DecidedOn {
-    pub(crate) fn new(version: u64, task: &AnyTask) -> Self {
-        DecidedOn {
-            version,
-            ttl: task.ttl(),
-        }
-    }
 }
 
 /// The lease condition of a conditional write.
@@ -67,8 +51,8 @@ impl Condition<'_> {
     }
 }
 
-/// What a conditional write came to.
-pub(crate) enum Written {
+/// What a conditional write with a lease condition came to.
+pub(crate) enum Wrote {
     /// Written: the task as stored, with the server's time of the write.
     Ok(AnyTask),
     /// A claim written: the task as stored, and its job (JSON text, empty if none).
@@ -153,11 +137,16 @@ impl Inner {
         &self,
         keys: &Keys,
         id: &str,
-        on: DecidedOn,
+        on: DecidedOn<u64>,
         task: &AnyTask,
         notify: bool,
-    ) -> Result<Written, Error> {
-        self.write(keys, id, on, task, notify, &Condition::None)
+    ) -> Result<Written<u64>, Error> {
+        Ok(
+            match self.write(keys, id, on, task, notify, &Condition::None)? {
+                Wrote::Ok(stored) | Wrote::Claimed(stored, _) => Written::Stored(stored),
+                Wrote::Stale(current) => Written::Stale(current),
+            },
+        )
     }
 
     /// The conditional write of [`commit`](Self::commit), with the script's lease
@@ -167,11 +156,11 @@ impl Inner {
         &self,
         keys: &Keys,
         id: &str,
-        on: DecidedOn,
+        on: DecidedOn<u64>,
         task: &AnyTask,
         notify: bool,
         condition: &Condition<'_>,
-    ) -> Result<Written, Error> {
+    ) -> Result<Wrote, Error> {
         let DecidedOn { version, ttl } = on;
         let body = backend::encode(task);
         let status = task.status();
@@ -215,20 +204,20 @@ impl Inner {
                 match condition {
                     Condition::Claim { .. } => {
                         let job = reply.get(2).cloned().unwrap_or_default();
-                        Ok(Written::Claimed(stored, job))
+                        Ok(Wrote::Claimed(stored, job))
                     }
-                    _ => Ok(Written::Ok(stored)),
+                    _ => Ok(Wrote::Ok(stored)),
                 }
             }
             Some("stale") => match &reply[1..] {
                 [version, status, body, created, updated] => {
                     let version = version.parse().map_err(|_| unexpected(&reply))?;
                     let task = decode(id, status, created, updated, body)?;
-                    Ok(Written::Stale(Some((version, task))))
+                    Ok(Wrote::Stale(Some((version, task))))
                 }
-                _ => Ok(Written::Stale(None)),
+                _ => Ok(Wrote::Stale(None)),
             },
-            Some("renewed") => Ok(Written::Stale(None)),
+            Some("renewed") => Ok(Wrote::Stale(None)),
             Some("gone") => Err(not_found(id)),
             Some("illegal") => {
                 let from = reply
