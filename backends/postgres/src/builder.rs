@@ -287,8 +287,8 @@ impl PostgresStoreBuilder {
 }
 
 /// Applies the migrations (`migrate`) or checks that the schema is at this build's
-/// version.
-fn prepare_schema(engine: &Engine, schema: &str, migrate: bool) -> Result<(), Error> {
+/// version; answers that version.
+pub(crate) fn prepare_schema(engine: &Engine, schema: &str, migrate: bool) -> Result<i32, Error> {
     let pool = engine.pool.clone();
     let schema = schema.to_owned();
     engine.block_on(async move {
@@ -297,12 +297,10 @@ fn prepare_schema(engine: &Engine, schema: &str, migrate: bool) -> Result<(), Er
             .await
             .map_err(|err| Error::store_caused("cannot connect to PostgreSQL", err))?;
         if migrate {
-            schema::migrate(&mut client, &schema)
-                .await
-                .map(|_| ())
-                .map_err(Error::store)
+            schema::migrate(&mut client, &schema).await
         } else {
-            schema::check(&client, &schema).await.map_err(Error::store)
+            schema::check(&client, &schema).await
         }
+        .map_err(Error::store)
     })
 }

@@ -270,17 +270,7 @@ impl PostgresTaskStore {
             Error::InvalidConfig(format!("`{url}` is not a PostgreSQL URL: {err}"))
         })?;
         let engine = Engine::start(config, 1, DEFAULT_IO_TIMEOUT)?;
-        let pool = engine.pool.clone();
-        let schema = schema.to_owned();
-        engine.block_on(async move {
-            let mut client = pool
-                .get()
-                .await
-                .map_err(|err| Error::store_caused("cannot connect to PostgreSQL", err))?;
-            schema::migrate(&mut client, &schema)
-                .await
-                .map_err(Error::store)
-        })
+        builder::prepare_schema(&engine, schema, true)
     }
 }
 

@@ -360,7 +360,7 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<i32, St
 }
 
 /// Checks that `schema` is at this build's version (for instances that do not migrate).
-pub(crate) async fn check(client: &Client, schema: &str) -> Result<(), String> {
+pub(crate) async fn check(client: &Client, schema: &str) -> Result<i32, String> {
     let name = quoted(schema);
     let row = client
         .query_one(
@@ -376,7 +376,7 @@ pub(crate) async fn check(client: &Client, schema: &str) -> Result<(), String> {
         })?;
     let current: i32 = row.get(0);
     if current == VERSION {
-        Ok(())
+        Ok(current)
     } else {
         Err(format!(
             "the schema `{schema}` is at version {current}; this build needs {VERSION}: \
