@@ -22,7 +22,7 @@ use mcp_tasks_servers::{input_fixtures, mrtr};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
     GetPromptResponse, Implementation, InputRequest, ListPromptsResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -212,8 +212,11 @@ impl ServerHandler for ExampleServer {
         let support = self.catalog.task_support(call.name());
         let declared = declares_tasks(&context);
         // The tools that only run as tasks need the extension, unless they can ask for
-        // their input in rounds and run at once (`confirm`).
-        if support == Some(TaskSupport::Required) && !declared && !call.asks_inline() {
+        // their input in rounds and run at once (`confirm`), which 2026-07-28 has.
+        let rounds = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        if support == Some(TaskSupport::Required) && !declared && !(rounds && call.asks_inline()) {
             return Err(ErrorData::missing_required_client_capability(
                 rmcp::model::ClientCapabilities::builder()
                     .enable_tasks()
