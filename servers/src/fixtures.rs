@@ -36,7 +36,7 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mcp_tasks::ext::{Ask, Round};
+use mcp_tasks::ext::Ask;
 use mcp_tasks::protocol::TaskSupport;
 use mcp_tasks::{
     Error, InputRequest, InputRequests, InputRequired, InputResponses, JsonObject, JsonRpcError,
@@ -363,7 +363,7 @@ impl Fixture {
             }
             _ => return Ok(None),
         };
-        match name_round(before.round())? {
+        match name_round(before)? {
             NameRound::Ask(ask) => Ok(Some(ask)),
             NameRound::Got(got) => {
                 *gathered = got;
@@ -481,19 +481,11 @@ enum NameRound {
 
 /// The SEP-2322 round that asks the user's name: asks (when the round carries no answer)
 /// or reads the checked answer.
-fn name_round(round: &Round) -> Result<NameRound, JsonRpcError> {
-    let request = user_name_request();
-    let Some(answer) = round.response(USER_NAME) else {
-        return Ok(NameRound::Ask(Ask::new(
-            InputRequests::new().with(USER_NAME, request),
-        )));
+fn name_round(before: &Before<'_>) -> Result<NameRound, JsonRpcError> {
+    let answer = match before.answer_or_ask(USER_NAME, user_name_request())? {
+        Ok(answer) => answer,
+        Err(ask) => return Ok(NameRound::Ask(ask)),
     };
-    let answer = Value::Object(answer.clone());
-    check_answer(&request, &answer).map_err(|why| {
-        invalid(&format!(
-            "`inputResponses.{USER_NAME}` does not match the request it answers: {why}"
-        ))
-    })?;
     Ok(NameRound::Got(match given_text(&answer, "name") {
         Some(name) => Gathered::Name(name),
         None => Gathered::Refused,

@@ -15,16 +15,16 @@
 //! | `test_input_required_result_capabilities` | only what the client declared (`preference` by elicitation, `suggestion` by sampling) | what was answered |
 //! | prompt `test_input_required_result_prompt` | `user_context` (elicitation) | a `GetPromptResult` using it |
 //!
-//! Every answer is checked against its question ([`check_answer`]): a mismatch is
+//! Every answer is checked against its question ([`check_answer`](crate::tools::check_answer)): a mismatch is
 //! `-32602`. An answer to a key the fixture did not ask is ignored; a missing one is asked
 //! again. The rounds are read and sealed by [`mrtr::round_trip`](crate::mrtr::round_trip).
 
 use mcp_tasks::ext::Ask;
-use mcp_tasks::{InputRequest, InputRequests, JsonObject, JsonRpcError, jsonrpc};
+use mcp_tasks::{InputRequest, InputRequests, JsonObject, JsonRpcError};
 use serde_json::{Value, json};
 
-use crate::mrtr::Before;
-use crate::tools::{check_answer, text_result};
+use crate::mrtr::{Before, checked};
+use crate::tools::text_result;
 
 /// The tools, in the order `tools/list` shows them.
 pub const NAMES: [&str; 8] = [
@@ -142,12 +142,7 @@ impl InputFixture {
     /// `elicitation` nor `sampling`.
     pub fn gather(&mut self, before: &Before<'_>) -> Result<Option<Ask>, JsonRpcError> {
         let round = before.round();
-        let one = |key: &str, request: InputRequest| -> Result<Result<Value, Ask>, JsonRpcError> {
-            match round.response(key) {
-                Some(answer) => checked(key, &request, answer).map(Ok),
-                None => Ok(Err(Ask::new(InputRequests::new().with(key, request)))),
-            }
-        };
+        let one = |key: &str, request: InputRequest| before.answer_or_ask(key, request);
         let text = match self.kind {
             Kind::Elicitation => match one("user_name", name_form("What is your name?"))? {
                 Ok(answer) => format!("Hello, {}!", given(&answer, "name")),
@@ -319,18 +314,6 @@ fn gather_all(
     }
 }
 
-/// `answer` to `request`, checked.
-fn checked(key: &str, request: &InputRequest, answer: &JsonObject) -> Result<Value, JsonRpcError> {
-    let answer = Value::Object(answer.clone());
-    check_answer(request, &answer).map_err(|why| {
-        JsonRpcError::new(
-            jsonrpc::INVALID_PARAMS,
-            format!("invalid params: `inputResponses.{key}` does not match the request it answers: {why}"),
-        )
-    })?;
-    Ok(answer)
-}
-
 /// A form-mode `elicitation/create` asking `message`, every field of `properties`
 /// required.
 fn form(message: &str, properties: Value) -> InputRequest {
@@ -421,7 +404,7 @@ fn keys(answers: &JsonObject) -> String {
 
 #[cfg(test)]
 mod tests {
-    use mcp_tasks::Owner;
+    use mcp_tasks::{Owner, jsonrpc};
 
     use super::*;
     use crate::mrtr::{States, random_states, round_trip};

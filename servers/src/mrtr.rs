@@ -17,7 +17,7 @@
 
 use hmac::{Hmac, KeyInit, Mac};
 use mcp_tasks::ext::{self, Ask, RequestStates, Round, StateMac, StateScope, TAG_LEN};
-use mcp_tasks::{Error, JsonRpcError, Owner};
+use mcp_tasks::{Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Owner};
 use serde_json::Value;
 use sha2::Sha256;
 
@@ -163,6 +163,44 @@ impl<'a> Before<'a> {
     pub fn declares(&self, capability: &str) -> bool {
         ext::declares_capability(self.params, capability)
     }
+
+    /// The round's answer under `key` to `request`, checked against it
+    /// ([`check_answer`](crate::tools::check_answer)); or, when there is none, the [`Ask`]
+    /// for it alone.
+    ///
+    /// # Errors
+    /// `-32602` for an answer that does not match the request.
+    pub fn answer_or_ask(
+        &self,
+        key: &str,
+        request: InputRequest,
+    ) -> Result<Result<Value, Ask>, JsonRpcError> {
+        match self.round.response(key) {
+            Some(answer) => checked(key, &request, answer).map(Ok),
+            None => Ok(Err(Ask::new(InputRequests::new().with(key, request)))),
+        }
+    }
+}
+
+/// `answer`, the answer under `key` to `request`, checked against it.
+///
+/// # Errors
+/// `-32602` naming `inputResponses.<key>` and what does not match.
+pub fn checked(
+    key: &str,
+    request: &InputRequest,
+    answer: &JsonObject,
+) -> Result<Value, JsonRpcError> {
+    let answer = Value::Object(answer.clone());
+    crate::tools::check_answer(request, &answer).map_err(|why| {
+        JsonRpcError::new(
+            mcp_tasks::jsonrpc::INVALID_PARAMS,
+            format!(
+                "invalid params: `inputResponses.{key}` does not match the request it answers: {why}"
+            ),
+        )
+    })?;
+    Ok(answer)
 }
 
 /// Runs the input round of `owner`'s request `method` with `params`: reads the retry,
@@ -213,7 +251,6 @@ pub fn round_trip(
 
 #[cfg(test)]
 mod tests {
-    use mcp_tasks::{InputRequest, InputRequests, JsonObject};
     use serde_json::json;
 
     use super::*;

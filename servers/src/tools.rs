@@ -458,18 +458,10 @@ impl Call {
     pub fn gather(&mut self, before: &Before<'_>) -> Result<Option<Ask>, JsonRpcError> {
         match self {
             Call::Confirm(question) if !before.as_task() => {
-                let request = confirm_request(question);
-                let Some(answer) = before.round().response(CONFIRM_KEY) else {
-                    return Ok(Some(Ask::new(
-                        InputRequests::new().with(CONFIRM_KEY, request),
-                    )));
+                let answer = match before.answer_or_ask(CONFIRM_KEY, confirm_request(question))? {
+                    Ok(answer) => answer,
+                    Err(ask) => return Ok(Some(ask)),
                 };
-                let answer = Value::Object(answer.clone());
-                check_answer(&request, &answer).map_err(|why| {
-                    invalid(&format!(
-                        "`inputResponses.{CONFIRM_KEY}` does not match the request it answers: {why}"
-                    ))
-                })?;
                 *self = Call::Confirmed {
                     question: std::mem::take(question),
                     answer,
