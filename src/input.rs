@@ -43,6 +43,30 @@ impl InputRequest {
     pub fn elicitation(params: JsonObject) -> Self {
         Self::new("elicitation/create", params)
     }
+
+    /// A `sampling/createMessage` request with these params.
+    #[must_use]
+    pub fn sampling(params: JsonObject) -> Self {
+        Self::new("sampling/createMessage", params)
+    }
+
+    /// A `roots/list` request.
+    #[must_use]
+    pub fn roots() -> Self {
+        Self::new("roots/list", JsonObject::new())
+    }
+
+    /// The client capability a requestor must have declared before it may be sent this
+    /// request: `elicitation`, `sampling` or `roots` (`None` for another method).
+    #[must_use]
+    pub fn capability(&self) -> Option<&'static str> {
+        match self.method.as_str() {
+            "elicitation/create" => Some("elicitation"),
+            "sampling/createMessage" => Some("sampling"),
+            "roots/list" => Some("roots"),
+            _ => None,
+        }
+    }
 }
 
 /// Values by string key, in key order: a task's input requests ([`InputRequests`]) and

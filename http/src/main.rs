@@ -7,7 +7,9 @@
 //!
 //! Same tools, routing and handlers as `stdio_server` (`servers/src`): `sleep` {ms},
 //! `fail` {}, `crash` {} (task optional), `confirm` {question} (task required, asks the
-//! user), `echo` {text} (never a task), and the conformance suite's fixture tools.
+//! user; on 2026-07-28 without the tasks extension it asks through an
+//! `InputRequiredResult` instead), `echo` {text} (never a task), and the conformance
+//! suite's fixture tools.
 //!
 //! # MCP 2025-11-25 (sessions)
 //! - `POST` carries one JSON-RPC message. `initialize` opens a session (`Mcp-Session-Id`);
@@ -88,7 +90,11 @@
 //! is `listening on http://ADDR/mcp`), `MCP_TASKS_PAGE_SIZE`, `MCP_TASKS_TRACE_DIR`,
 //! `MCP_TASKS_REDIS_URL` or `--redis URL` (cargo feature `redis`) and the knobs above,
 //! `MCP_TASKS_CONFORMANCE=1` or `--conformance` (the conformance suite's fixture tools too),
-//! `MCP_TASKS_TEST_TOOLS=1` (test only: the `abort` and `steps` tools).
+//! `MCP_TASKS_TEST_TOOLS=1` (test only: the `abort` and `steps` tools),
+//! `MCP_TASKS_REQUEST_STATE_KEY` (at least 32 bytes; the same on every instance behind one
+//! load balancer; unset: random per process) and `MCP_TASKS_REQUEST_STATE_TTL_MS` (default
+//! ten minutes), the key and lifetime of a 2026-07-28 `requestState` (SEP-2322, see
+//! `mcp_tasks_servers::mrtr`).
 //! `RUST_LOG` filters the log on stderr (default `info`); `RUST_LOG=mcp_http=debug` adds
 //! one line per request: HTTP method, JSON-RPC method, principal, status, latency.
 

@@ -29,11 +29,12 @@ pub const SUPPORTED: [&str; 1] = [ext::PROTOCOL_VERSION];
 
 /// The requests this server serves on the stateless wire; any other method is answered
 /// `-32601` before its routing headers are looked at (`tasks/result`, say, is removed).
-pub const METHODS: [&str; 10] = [
+pub const METHODS: [&str; 11] = [
     "server/discover",
     "tools/list",
     "tools/call",
     "prompts/list",
+    "prompts/get",
     "resources/list",
     "resources/templates/list",
     "resources/read",

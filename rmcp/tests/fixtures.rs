@@ -118,3 +118,47 @@ async fn a_task_only_fixture_is_refused_without_the_extension() {
     assert_eq!(code(refused), -32021);
     client.cancel().await.expect("the client closes");
 }
+
+#[tokio::test]
+async fn confirm_asks_in_a_round_for_a_2026_client_without_the_extension() {
+    // 2026-07-28 (server/discover), form elicitation, no tasks extension.
+    let mut config = tasks_client();
+    config.capabilities.extensions = None;
+    let client = spawn_stdio(config, discover()).await;
+    let question = || call("confirm", json!({"question": "Deploy?"}));
+    let asked = match client.call_tool_once(question()).await {
+        Ok(CallToolResponse::InputRequired(asked)) => asked,
+        other => panic!("expected an input_required result, got {other:?}"),
+    };
+    let requests = asked.input_requests.expect("the question is in the result");
+    assert!(requests.contains_key("confirm"), "{requests:?}");
+    let state = asked.request_state.expect("a requestState");
+
+    let mut answer = InputResponses::new();
+    answer.insert(
+        "confirm".into(),
+        json!({"action": "accept", "content": {"answer": "yes"}}),
+    );
+    // A changed state is -32602.
+    let mut forged = question().with_input_responses(answer.clone());
+    forged.request_state = Some(format!("{state}-TAMPERED"));
+    assert_eq!(
+        code(client.call_tool_once(forged).await.unwrap_err()),
+        -32602
+    );
+
+    let mut retry = question().with_input_responses(answer);
+    retry.request_state = Some(state);
+    match client.call_tool_once(retry).await {
+        Ok(CallToolResponse::Complete(result)) => {
+            let result = serde_json::to_value(result).expect("serializes");
+            let result = result.as_object().cloned().unwrap_or_default();
+            assert_eq!(
+                text_of(&result),
+                ("the user answered: yes".to_owned(), false)
+            );
+        }
+        other => panic!("expected the answer inline, got {other:?}"),
+    }
+    client.cancel().await.expect("the client closes");
+}

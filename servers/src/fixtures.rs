@@ -36,6 +36,7 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
+use mcp_tasks::ext::Ask;
 use mcp_tasks::protocol::TaskSupport;
 use mcp_tasks::{
     Error, InputRequest, InputRequests, InputRequired, InputResponses, JsonObject, JsonRpcError,
@@ -43,6 +44,7 @@ use mcp_tasks::{
 };
 use serde_json::{Value, json};
 
+use crate::mrtr::Before;
 use crate::tools::{check_answer, text_result};
 
 /// The fixtures' names, in the order `tools/list` shows them.
@@ -331,19 +333,20 @@ impl Fixture {
         )
     }
 
-    /// The 2026-07-28 round before the call runs or a task exists (SEP-2322), given the
-    /// request's `params`. `test_tool_with_task` and `test_streaming_elicitation` need the
-    /// user's name first: without an answer in the request's `inputResponses`, returns the
-    /// `InputRequiredResult` to send now; with one, keeps it and returns `None` (go on).
+    /// The 2026-07-28 round before the call runs or a task exists (SEP-2322), given what
+    /// the request carries ([`Before`]). `test_tool_with_task` and
+    /// `test_streaming_elicitation` need the user's name first: without an answer, returns
+    /// what to ask ([`mrtr::round_trip`](crate::mrtr::round_trip) sends it as an
+    /// `InputRequiredResult`, and refuses it with `-32021` if the client did not declare
+    /// `elicitation`); with one, keeps it and returns `None` (go on).
     /// `test_missing_capability` checks the declared client capabilities. Every other
     /// fixture returns `None` at once.
     ///
     /// # Errors
-    /// `-32602` for `inputResponses` that is not an object or an answer that does not
-    /// match the question; `-32021` (with `data.requiredCapabilities`) when the request
-    /// does not declare the client capability the call needs (`elicitation`, `sampling`).
-    pub fn gather_input(&mut self, params: Option<&Value>) -> Result<Option<Value>, JsonRpcError> {
-        let tool = self.name();
+    /// `-32602` for an answer that does not match the question; `-32021` (with
+    /// `data.requiredCapabilities`) when the request does not declare `sampling` for
+    /// `test_missing_capability`.
+    pub fn gather(&mut self, before: &Before<'_>) -> Result<Option<Ask>, JsonRpcError> {
         let gathered = match self {
             Fixture::TestToolWithTask(gathered)
             | Fixture::Diagnostic(Diagnostic::StreamingElicitation(gathered))
@@ -351,17 +354,17 @@ impl Fixture {
             {
                 gathered
             }
-            Fixture::Diagnostic(Diagnostic::MissingCapability) if !declares(params, "sampling") => {
-                return Err(capability_missing(
+            Fixture::Diagnostic(Diagnostic::MissingCapability) if !before.declares("sampling") => {
+                return Err(ext::capability_required(
+                    "sampling",
                     "`test_missing_capability` needs the `sampling` client capability: \
                      declare it in `_meta[\"io.modelcontextprotocol/clientCapabilities\"]`",
-                    "sampling",
                 ));
             }
             _ => return Ok(None),
         };
-        match name_round(tool, params)? {
-            NameRound::Ask(asked) => Ok(Some(asked)),
+        match name_round(before)? {
+            NameRound::Ask(ask) => Ok(Some(ask)),
             NameRound::Got(got) => {
                 *gathered = got;
                 Ok(None)
@@ -470,52 +473,23 @@ impl Diagnostic {
 
 /// The outcome of the name-asking round of 2026-07-28.
 enum NameRound {
-    /// No answer yet: the `InputRequiredResult` to send.
-    Ask(Value),
+    /// No answer yet: what to ask.
+    Ask(Ask),
     /// The answer, checked.
     Got(Gathered),
 }
 
-/// The SEP-2322 round of `tool`, which asks the user's name: asks (when the request
-/// carries no answer and declares `elicitation`) or reads the checked answer.
-fn name_round(tool: &str, params: Option<&Value>) -> Result<NameRound, JsonRpcError> {
-    let request = user_name_request();
-    let answer = match params.and_then(|params| params.get("inputResponses")) {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(responses)) => responses.get(USER_NAME),
-        Some(_) => return Err(invalid("`inputResponses` must be an object")),
+/// The SEP-2322 round that asks the user's name: asks (when the round carries no answer)
+/// or reads the checked answer.
+fn name_round(before: &Before<'_>) -> Result<NameRound, JsonRpcError> {
+    let answer = match before.answer_or_ask(USER_NAME, user_name_request())? {
+        Ok(answer) => answer,
+        Err(ask) => return Ok(NameRound::Ask(ask)),
     };
-    let Some(answer) = answer else {
-        if !declares(params, "elicitation") {
-            return Err(capability_missing(
-                &format!(
-                    "`{tool}` asks the user's name through `elicitation/create`: declare the \
-                     `elicitation` client capability"
-                ),
-                "elicitation",
-            ));
-        }
-        return Ok(NameRound::Ask(json!({
-            "resultType": "input_required",
-            "inputRequests": {USER_NAME: request},
-        })));
-    };
-    check_answer(&request, answer).map_err(|why| {
-        invalid(&format!(
-            "`inputResponses.{USER_NAME}` does not match the request it answers: {why}"
-        ))
-    })?;
-    Ok(NameRound::Got(match given_text(answer, "name") {
+    Ok(NameRound::Got(match given_text(&answer, "name") {
         Some(name) => Gathered::Name(name),
         None => Gathered::Refused,
     }))
-}
-
-/// `-32021` naming the one client `capability` a call needs in `data.requiredCapabilities`
-/// (a `ClientCapabilities` object: `{"sampling": {}}`).
-fn capability_missing(message: &str, capability: &str) -> JsonRpcError {
-    JsonRpcError::new(ext::MISSING_REQUIRED_CLIENT_CAPABILITY, message)
-        .with_data(json!({"requiredCapabilities": {capability: {}}}))
 }
 
 fn slow_compute(arguments: &JsonObject) -> Result<Fixture, JsonRpcError> {
@@ -548,16 +522,6 @@ fn protocol_error() -> JsonRpcError {
         jsonrpc::INTERNAL_ERROR,
         "protocol_error_job always fails with a protocol error",
     )
-}
-
-/// Whether a 2026-07-28 request declares the client `capability` (`elicitation`,
-/// `sampling`) in `_meta["io.modelcontextprotocol/clientCapabilities"]`.
-fn declares(params: Option<&Value>, capability: &str) -> bool {
-    params
-        .and_then(|params| params.get("_meta"))
-        .and_then(|meta| meta.get(ext::META_CLIENT_CAPABILITIES))
-        .and_then(|capabilities| capabilities.get(capability))
-        .is_some_and(Value::is_object)
 }
 
 /// A form-mode `elicitation/create` asking `message`, for the fields of `properties` (all
@@ -791,6 +755,21 @@ mod tests {
         }})
     }
 
+    /// The fixture's input round for a request with `params`, through the servers' round
+    /// trip (which also checks the capabilities the questions need).
+    fn gather(call: &mut Fixture, params: Option<&Value>) -> Result<Option<Value>, JsonRpcError> {
+        static STATES: std::sync::OnceLock<crate::mrtr::States> = std::sync::OnceLock::new();
+        let states = STATES.get_or_init(crate::mrtr::random_states);
+        crate::mrtr::round_trip(
+            states,
+            &mcp_tasks::Owner::anonymous(),
+            "tools/call",
+            params,
+            false,
+            |before| call.gather(before),
+        )
+    }
+
     fn parse(name: &str, arguments: Value) -> Result<Fixture, JsonRpcError> {
         let arguments = arguments.as_object().cloned().unwrap_or_default();
         Fixture::parse(name, &arguments).unwrap_or_else(|| panic!("{name} is not a fixture"))
@@ -849,9 +828,7 @@ mod tests {
             Some(meta(json!({}))),
             Some(meta(json!({"sampling": true}))),
         ] {
-            let error = call
-                .gather_input(params.as_ref())
-                .expect_err("sampling is not declared");
+            let error = gather(&mut call, params.as_ref()).expect_err("sampling is not declared");
             assert_eq!(error.code, ext::MISSING_REQUIRED_CLIENT_CAPABILITY);
             assert_eq!(
                 error.data,
@@ -859,7 +836,7 @@ mod tests {
             );
         }
         let declared = meta(json!({"sampling": {}}));
-        assert_eq!(call.gather_input(Some(&declared)), Ok(None));
+        assert_eq!(gather(&mut call, Some(&declared)), Ok(None));
         let result = call.run().expect("a result");
         assert_eq!(result["isError"], false);
     }
@@ -867,9 +844,8 @@ mod tests {
     #[test]
     fn test_streaming_elicitation_asks_then_greets() {
         let mut call = parse("test_streaming_elicitation", json!({})).expect("parsed");
-        let error = call
-            .gather_input(Some(&meta(json!({}))))
-            .expect_err("elicitation is not declared");
+        let error =
+            gather(&mut call, Some(&meta(json!({})))).expect_err("elicitation is not declared");
         assert_eq!(error.code, ext::MISSING_REQUIRED_CLIENT_CAPABILITY);
         assert_eq!(
             error.data,
@@ -877,8 +853,7 @@ mod tests {
         );
 
         let eliciting = meta(json!({"elicitation": {}}));
-        let asked = call
-            .gather_input(Some(&eliciting))
+        let asked = gather(&mut call, Some(&eliciting))
             .expect("asks")
             .expect("an InputRequiredResult");
         assert_eq!(asked["resultType"], "input_required");
@@ -890,25 +865,25 @@ mod tests {
 
         let mut bad = eliciting.clone();
         bad["inputResponses"] = json!({USER_NAME: {"action": "accept", "content": {"name": 3}}});
-        let error = call.gather_input(Some(&bad)).expect_err("a wrong answer");
+        let error = gather(&mut call, Some(&bad)).expect_err("a wrong answer");
         assert_eq!(error.code, jsonrpc::INVALID_PARAMS);
         let mut not_object = eliciting.clone();
         not_object["inputResponses"] = json!([1]);
-        assert!(call.gather_input(Some(&not_object)).is_err());
+        assert!(gather(&mut call, Some(&not_object)).is_err());
 
         let mut answered = eliciting.clone();
         answered["inputResponses"] =
             json!({USER_NAME: {"action": "accept", "content": {"name": "Ada"}}});
-        assert_eq!(call.gather_input(Some(&answered)), Ok(None));
+        assert_eq!(gather(&mut call, Some(&answered)), Ok(None));
         let result = call.clone().run().expect("a result");
         assert_eq!(first_text(&result), "Hello, Ada!");
         // Once gathered, no second round.
-        assert_eq!(call.gather_input(Some(&eliciting)), Ok(None));
+        assert_eq!(gather(&mut call, Some(&eliciting)), Ok(None));
 
         let mut declined = eliciting;
         declined["inputResponses"] = json!({USER_NAME: {"action": "decline"}});
         let mut refused = parse("test_streaming_elicitation", json!({})).expect("parsed");
-        assert_eq!(refused.gather_input(Some(&declined)), Ok(None));
+        assert_eq!(gather(&mut refused, Some(&declined)), Ok(None));
         let result = refused.run().expect("a result");
         assert_eq!(first_text(&result), "the user did not give a name");
 
@@ -948,7 +923,7 @@ mod tests {
             ("test_logging_tool", "test_logging_tool done (no log sent)"),
         ] {
             let mut call = parse(name, json!({})).expect("parsed");
-            assert_eq!(call.gather_input(None), Ok(None), "{name}");
+            assert_eq!(gather(&mut call, None), Ok(None), "{name}");
             let result = call.run().expect("a result");
             assert_eq!(first_text(&result), expected);
             assert_eq!(result["isError"], false);

@@ -4,6 +4,9 @@
 //!   both generations of MCP tasks.
 //! - [`fixtures`]: the fixture tools of the official conformance suite's `tasks-*`
 //!   scenarios, registered beside the example tools.
+//! - [`mrtr`]: input before (or without) a task on the 2026-07-28 wire (SEP-2322): the
+//!   rounds of `InputRequiredResult` and retry, and the `requestState` key.
+//! - [`input_fixtures`]: the fixtures of the suite's `input-required-result-*` scenarios.
 //! - [`claims`]: the claim loop that runs again, here, the redeliverable tasks of
 //!   instances that stopped (over a shared store).
 //! - [`access`]: bearer-token principals, the anonymous loopback mode, allowed origins.
@@ -25,6 +28,8 @@ pub mod claims;
 pub mod fixtures;
 pub mod framing;
 pub mod headers;
+pub mod input_fixtures;
+pub mod mrtr;
 pub mod outbound;
 pub mod server;
 pub mod tools;

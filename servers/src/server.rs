@@ -29,6 +29,8 @@ use mcp_tasks::{
 use mcp_tasks_redis::RedisTaskStore;
 use serde_json::{Value, json};
 
+use crate::input_fixtures;
+use crate::mrtr::{self, States};
 use crate::tools::{self, Catalog, Invocation};
 
 /// A request's answer: now, or from work the transport runs on a thread that may block.
@@ -497,6 +499,8 @@ pub struct Server {
     v1_tasks: Mutex<HashSet<TaskId>>,
     /// Whether the store is shared with other instances.
     shared: bool,
+    /// The issuer and checker of 2026-07-28 `requestState` ([`mrtr`]).
+    states: States,
 }
 
 impl Server {
@@ -516,7 +520,10 @@ impl Server {
             .unwrap_or(protocol::DEFAULT_PAGE_SIZE);
         let options = Options::from_env().map_err(StartupError)?;
         let store = open_store(options.redis.as_deref()).map_err(StartupError)?;
-        Ok(Self::new(store, options.catalog, options.redis.is_some()).with_page_size(page_size))
+        let states = mrtr::states_from_env().map_err(StartupError)?;
+        Ok(Self::new(store, options.catalog, options.redis.is_some())
+            .with_page_size(page_size)
+            .with_request_states(states))
     }
 
     /// A server of `catalog` over `store` (`shared`: other instances share it, so tasks
@@ -531,7 +538,16 @@ impl Server {
             capabilities: ServerTasksCapability::all(),
             catalog,
             v1_tasks: Mutex::new(HashSet::new()),
+            states: mrtr::random_states(),
         }
+    }
+
+    /// The same server, issuing and checking 2026-07-28 `requestState` with `states` (by
+    /// default a random key per server: [`mrtr::states_from_env`] reads a shared one).
+    #[must_use]
+    pub fn with_request_states(mut self, states: States) -> Self {
+        self.states = states;
+        self
     }
 
     /// The same server, with `tasks/list` pages of `page_size` tasks.
@@ -787,7 +803,15 @@ impl Server {
             }
             "tools/call" => return self.call_tool_ext(owner, id, params, declared),
             // The example has no prompts and no resources: empty, cacheable lists.
-            "prompts/list" => Ok(cacheable(json!({"prompts": []}))),
+            "prompts/list" => {
+                let prompts = if self.catalog.conformance() {
+                    input_fixtures::prompts()
+                } else {
+                    Vec::new()
+                };
+                Ok(cacheable(json!({"prompts": prompts})))
+            }
+            "prompts/get" => return self.get_prompt_ext(owner, params),
             "resources/list" => Ok(cacheable(json!({"resources": []}))),
             "resources/templates/list" => Ok(cacheable(json!({"resourceTemplates": []}))),
             "resources/read" => Err(JsonRpcError::new(
@@ -810,7 +834,10 @@ impl Server {
 
     /// The server decides: a tool that can run as a task does so for a client that
     /// declared the extension on this request; otherwise it runs at once, or, if it only
-    /// runs as a task, is refused with `-32021`. A legacy `params.task` is ignored.
+    /// runs as a task, is refused with `-32021` (unless it can get its input in rounds and
+    /// run at once instead: `confirm`). Either way a tool may first ask for input through
+    /// an `InputRequiredResult` ([`mrtr::round_trip`]), and the retry that brings the
+    /// answers runs it or creates its task. A legacy `params.task` is ignored.
     fn call_tool_ext(
         &self,
         owner: &Owner,
@@ -822,50 +849,81 @@ impl Server {
             Ok(call) => call,
             Err(error) => return Reply::Now(Err(error)),
         };
-        match (support, declared) {
-            (TaskSupport::Optional | TaskSupport::Required, true) => {
-                // A tool may need input before its task exists (an `InputRequiredResult`).
-                match call.gather_input(params.as_ref()) {
-                    Ok(None) => {}
-                    Ok(Some(asked)) => return Reply::Now(Ok(asked)),
-                    Err(error) => return Reply::Now(Err(error)),
-                }
-                let request = task_request(
-                    &call,
-                    id,
-                    params.as_ref().and_then(|params| params.get("arguments")),
-                    Generation::Extension,
-                    None,
-                );
-                match self.ext.store().create(owner, request) {
-                    Ok((handle, task)) => {
-                        match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
-                            Ok(created) => {
-                                Reply::ThenRun(created, Box::new(move || call.run_task(handle)))
-                            }
-                            Err(err) => {
-                                Reply::Now(Err(Error::Internal(err.to_string()).to_jsonrpc()))
-                            }
-                        }
-                    }
-                    Err(error) => Reply::Now(Err(error.to_jsonrpc())),
-                }
+        let as_task = match (support, declared) {
+            (TaskSupport::Optional | TaskSupport::Required, true) => true,
+            (TaskSupport::Required, false) if !call.asks_inline() => {
+                return Reply::Now(Err(ext::missing_capability(
+                    "this tool only runs as a task: declare the io.modelcontextprotocol/tasks extension",
+                )));
             }
-            (TaskSupport::Required, false) => Reply::Now(Err(ext::missing_capability(
-                "this tool only runs as a task: declare the io.modelcontextprotocol/tasks extension",
-            ))),
-            _ => {
-                // A call that runs at once may still need input or a capability first.
-                match call.gather_input(params.as_ref()) {
-                    Ok(None) => {}
-                    Ok(Some(asked)) => return Reply::Now(Ok(asked)),
-                    Err(error) => return Reply::Now(Err(error)),
-                }
-                Reply::Later(Box::new(move || {
-                    call.run().map(|result| complete(Value::Object(result)))
-                }))
-            }
+            _ => false,
+        };
+        let round = mrtr::round_trip(
+            &self.states,
+            owner,
+            "tools/call",
+            params.as_ref(),
+            as_task,
+            |before| call.gather(before),
+        );
+        match round {
+            Ok(None) => {}
+            Ok(Some(asked)) => return Reply::Now(Ok(asked)),
+            Err(error) => return Reply::Now(Err(error)),
         }
+        if !as_task {
+            return Reply::Later(Box::new(move || {
+                call.run().map(|result| complete(Value::Object(result)))
+            }));
+        }
+        let request = task_request(
+            &call,
+            id,
+            params.as_ref().and_then(|params| params.get("arguments")),
+            Generation::Extension,
+            None,
+        );
+        match self.ext.store().create(owner, request) {
+            Ok((handle, task)) => match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
+                Ok(created) => Reply::ThenRun(created, Box::new(move || call.run_task(handle))),
+                Err(err) => Reply::Now(Err(Error::Internal(err.to_string()).to_jsonrpc())),
+            },
+            Err(error) => Reply::Now(Err(error.to_jsonrpc())),
+        }
+    }
+
+    /// `prompts/get` on 2026-07-28: the conformance fixture's prompt, which asks for its
+    /// context in an input round first; any other name is `-32602`.
+    fn get_prompt_ext(&self, owner: &Owner, params: Option<Value>) -> Reply {
+        let name = params
+            .as_ref()
+            .and_then(|params| params.get("name"))
+            .and_then(Value::as_str);
+        if !(self.catalog.conformance() && name == Some(input_fixtures::PROMPT)) {
+            let name: String = name.unwrap_or_default().chars().take(80).collect();
+            return Reply::Now(Err(invalid(&format!("unknown prompt `{name}`"))));
+        }
+        let mut got = None;
+        let round = mrtr::round_trip(
+            &self.states,
+            owner,
+            "prompts/get",
+            params.as_ref(),
+            false,
+            |before| match input_fixtures::prompt(before)? {
+                Ok(result) => {
+                    got = Some(result);
+                    Ok(None)
+                }
+                Err(ask) => Ok(Some(ask)),
+            },
+        );
+        Reply::Now(match (round, got) {
+            (Ok(Some(asked)), _) => Ok(asked),
+            (Ok(None), Some(result)) => Ok(complete(result)),
+            (Ok(None), None) => Err(Error::Internal("the prompt gave nothing".into()).to_jsonrpc()),
+            (Err(error), _) => Err(error),
+        })
     }
 }
 

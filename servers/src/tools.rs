@@ -8,12 +8,19 @@
 //! a 2025-11-25 transport forwards the requests as `elicitation/create` and hands the
 //! answers back; an extension client reads them in `tasks/get` and answers with
 //! `tasks/update`. A handler also honours the extension's cooperative cancel.
+//!
+//! On the 2026-07-28 wire a tool can also ask *before* it runs, task or not (SEP-2322):
+//! [`Call::gather`] looks at the answers the request carries ([`Before`]) and returns an
+//! [`Ask`] for what is still missing, which the server sends as an `InputRequiredResult`;
+//! the client's retry brings the answers back. `confirm` asks this way for a client that
+//! did not declare the tasks extension, and runs at once once answered.
 
 use std::io::Write;
 use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use mcp_tasks::ext::Ask;
 use mcp_tasks::protocol::TaskSupport;
 use mcp_tasks::{
     Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskState,
@@ -23,12 +30,15 @@ use mcp_tasks::{
 use serde_json::{Value, json};
 
 use crate::fixtures::{self, Fixture};
+use crate::input_fixtures::{self, InputFixture};
+use crate::mrtr::Before;
 
 /// What the example tells a client it is about (`initialize` and `server/discover`).
 const INSTRUCTIONS: &str = "An example of MCP tasks. Tools: sleep {ms} (task optional: \
      sleeps, then answers), fail (task optional: ends with a tool error), crash (task \
-     optional: ends with a JSON-RPC error), confirm {question} (task only: asks the user and \
-     reports the answer), echo {text} (never a task).";
+     optional: ends with a JSON-RPC error), confirm {question} (asks the user and reports the \
+     answer: a task, or on 2026-07-28 without the tasks extension an InputRequiredResult \
+     first), echo {text} (never a task).";
 
 /// The same, when the conformance suite's fixtures are served too.
 const CONFORMANCE_INSTRUCTIONS: &str = "An example of MCP tasks, serving the conformance \
@@ -37,7 +47,8 @@ const CONFORMANCE_INSTRUCTIONS: &str = "An example of MCP tasks, serving the con
      slow_compute, protocol_error_job (task optional), failing_job, confirm_delete, \
      multi_input, test_tool_with_task (task only); test_simple_text, test_reconnection, \
      test_missing_capability, test_streaming_elicitation, test_logging_tool, \
-     test_custom_header (never a task).";
+     test_custom_header, test_input_required_result_* (never a task); prompt \
+     test_input_required_result_prompt.";
 
 /// How long a handler waits for the requestor's answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
@@ -121,6 +132,7 @@ impl Catalog {
             Catalog::Examples => examples(),
             Catalog::WithConformance => {
                 let mut tools = fixtures::list();
+                tools.extend(input_fixtures::list());
                 if let Value::Array(examples) = examples() {
                     tools.extend(examples);
                 }
@@ -143,6 +155,9 @@ impl Catalog {
             "confirm" => Some(TaskSupport::Required),
             "echo" => Some(TaskSupport::Forbidden),
             "abort" | "steps" if test_tools() => Some(TaskSupport::Optional),
+            other if self.conformance() && InputFixture::parse(other).is_some() => {
+                Some(TaskSupport::Forbidden)
+            }
             other if self.conformance() => fixtures::task_support(other),
             _ => None,
         }
@@ -155,6 +170,11 @@ impl Catalog {
     pub fn parse(self, name: &str, arguments: &JsonObject) -> Result<Call, JsonRpcError> {
         match name {
             "sleep" | "fail" | "crash" | "confirm" | "echo" => Call::parse_example(name, arguments),
+            other if self.conformance() && InputFixture::parse(other).is_some() => {
+                InputFixture::parse(other)
+                    .map(Call::Input)
+                    .ok_or_else(|| unknown_tool(other))
+            }
             other if self.conformance() => Fixture::parse(other, arguments)
                 .map(|fixture| fixture.map(Call::Fixture))
                 .unwrap_or_else(|| Err(unknown_tool(other))),
@@ -303,12 +323,23 @@ pub enum Call {
     Fail,
     /// `crash {}`: a JSON-RPC error.
     Crash,
-    /// `confirm {question}`: asks the user (task only).
+    /// `confirm {question}`: asks the user (a task; on 2026-07-28 without the tasks
+    /// extension, an input round first: [`Call::gather`]).
     Confirm(String),
+    /// `confirm {question}` answered in an earlier round (2026-07-28, no task): reports the
+    /// answer at once.
+    Confirmed {
+        /// The question asked.
+        question: String,
+        /// The answer (an `ElicitResult`, checked against the form).
+        answer: Value,
+    },
     /// `echo {text}`: answers at once (never a task).
     Echo(String),
     /// A fixture of the conformance suite ([`fixtures`]).
     Fixture(Fixture),
+    /// A fixture of the suite's `input-required-result-*` scenarios ([`input_fixtures`]).
+    Input(InputFixture),
 }
 
 /// A call of a test-only tool ([`TEST_TOOLS_ENV`]), apart from [`Call`] so that code
@@ -372,9 +403,10 @@ impl Call {
             Call::Sleep(_) => "sleep",
             Call::Fail => "fail",
             Call::Crash => "crash",
-            Call::Confirm(_) => "confirm",
+            Call::Confirm(_) | Call::Confirmed { .. } => "confirm",
             Call::Echo(_) => "echo",
             Call::Fixture(fixture) => fixture.name(),
+            Call::Input(fixture) => fixture.name(),
         }
     }
 
@@ -388,7 +420,12 @@ impl Call {
     pub fn redelivery(&self) -> Option<u32> {
         match self {
             Call::Sleep(_) | Call::Confirm(_) => Some(ATTEMPTS),
-            Call::Fail | Call::Crash | Call::Echo(_) | Call::Fixture(_) => None,
+            Call::Fail
+            | Call::Crash
+            | Call::Echo(_)
+            | Call::Confirmed { .. }
+            | Call::Fixture(_)
+            | Call::Input(_) => None,
         }
     }
 
@@ -401,15 +438,38 @@ impl Call {
         }
     }
 
-    /// The 2026-07-28 input round before a task is created, for a tool that needs input
-    /// first ([`Fixture::gather_input`]): the `InputRequiredResult` to answer now, or
-    /// `None` to go on and create the task.
+    /// Whether the call can get its input in rounds before it runs, instead of only from
+    /// inside a task: on 2026-07-28 a client without the tasks extension can still call it
+    /// (`confirm`).
+    #[must_use]
+    pub fn asks_inline(&self) -> bool {
+        matches!(self, Call::Confirm(_))
+    }
+
+    /// The 2026-07-28 input round before the call runs or its task is created (SEP-2322),
+    /// given what the request carries ([`Before`]): what to ask now, or `None` to go on.
+    /// What was answered is kept in the call (`confirm` becomes [`Call::Confirmed`]).
+    /// `confirm` asks here only when no task follows (a task asks from inside); the
+    /// fixtures that need input first ask here always.
     ///
     /// # Errors
-    /// `-32602` for an answer that does not match, `-32021` for an undeclared capability.
-    pub fn gather_input(&mut self, params: Option<&Value>) -> Result<Option<Value>, JsonRpcError> {
+    /// `-32602` for an answer that does not match its question, `-32021` for a capability
+    /// the call needs and the client did not declare.
+    pub fn gather(&mut self, before: &Before<'_>) -> Result<Option<Ask>, JsonRpcError> {
         match self {
-            Call::Fixture(fixture) => fixture.gather_input(params),
+            Call::Confirm(question) if !before.as_task() => {
+                let answer = match before.answer_or_ask(CONFIRM_KEY, confirm_request(question))? {
+                    Ok(answer) => answer,
+                    Err(ask) => return Ok(Some(ask)),
+                };
+                *self = Call::Confirmed {
+                    question: std::mem::take(question),
+                    answer,
+                };
+                Ok(None)
+            }
+            Call::Fixture(fixture) => fixture.gather(before),
+            Call::Input(fixture) => fixture.gather(before),
             _ => Ok(None),
         }
     }
@@ -428,6 +488,8 @@ impl Call {
             Call::Crash => Err(crash()),
             Call::Echo(text) => Ok(text_result(text, false)),
             Call::Fixture(fixture) => fixture.run(),
+            Call::Input(fixture) => Ok(fixture.run()),
+            Call::Confirmed { answer, .. } => Ok(text_result(confirmed(&answer), false)),
             Call::Confirm(_) => Err(Error::TaskRequired {
                 tool: "confirm".into(),
             }
@@ -460,7 +522,11 @@ impl Call {
             Call::Crash => handle.fail(Outcome::Error(crash())).map(drop),
             Call::Echo(text) => handle.complete(text_result(text, false)).map(drop),
             Call::Confirm(question) => confirm_task(handle, &question, checkpoint.as_ref()),
+            Call::Confirmed { answer, .. } => handle
+                .complete(text_result(confirmed(&answer), false))
+                .map(drop),
             Call::Fixture(fixture) => fixture.run_task(handle),
+            Call::Input(fixture) => handle.complete(fixture.run()).map(drop),
         };
         if let Err(err) = outcome {
             eprintln!("task {id}: {err}");
@@ -551,13 +617,21 @@ impl Invocation {
         matches!(self, Invocation::Tool(call) if call.asks_for_input())
     }
 
-    /// The 2026-07-28 input round before a task is created ([`Call::gather_input`]).
+    /// Whether the call can get its input in rounds instead of only as a task
+    /// ([`Call::asks_inline`]).
+    #[must_use]
+    pub fn asks_inline(&self) -> bool {
+        matches!(self, Invocation::Tool(call) if call.asks_inline())
+    }
+
+    /// The 2026-07-28 input round before the call runs or its task is created
+    /// ([`Call::gather`]).
     ///
     /// # Errors
-    /// As for [`Call::gather_input`].
-    pub fn gather_input(&mut self, params: Option<&Value>) -> Result<Option<Value>, JsonRpcError> {
+    /// As for [`Call::gather`].
+    pub fn gather(&mut self, before: &Before<'_>) -> Result<Option<Ask>, JsonRpcError> {
         match self {
-            Invocation::Tool(call) => call.gather_input(params),
+            Invocation::Tool(call) => call.gather(before),
             Invocation::Test(_) => Ok(None),
         }
     }
@@ -711,17 +785,35 @@ pub fn confirm_schema() -> Value {
     json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
 }
 
-/// Checks a requestor's answer to an input request of this server before it is used: the
-/// answer to a form-mode `elicitation/create` is an `ElicitResult` (`action` `accept`,
+/// The key under which `confirm` asks, in a task and in an input round alike.
+pub const CONFIRM_KEY: &str = "confirm";
+
+/// The form-mode `elicitation/create` that `confirm` asks.
+pub fn confirm_request(question: &str) -> InputRequest {
+    let mut params = JsonObject::new();
+    params.insert("mode".into(), json!("form"));
+    params.insert("message".into(), json!(question));
+    params.insert("requestedSchema".into(), confirm_schema());
+    InputRequest::elicitation(params)
+}
+
+/// Checks a requestor's answer to an input request of this server before it is used, in a
+/// task (`tasks/update`, a 2025-11-25 response) or an input round (`inputResponses`) alike:
+/// the answer to a form-mode `elicitation/create` is an `ElicitResult` (`action` `accept`,
 /// `decline` or `cancel`) whose `content`, when accepted, holds every required field of
-/// the requested schema with the requested type (and one of its `enum` values, if any).
-/// Answers to other requests are not checked here.
+/// the requested schema with the requested type (and one of its `enum` values, if any); to
+/// a `sampling/createMessage`, a `CreateMessageResult` (`role`, `model`, `content`); to a
+/// `roots/list`, a `ListRootsResult` (`roots`, each with a string `uri`). Answers to other
+/// requests are not checked here.
 ///
 /// # Errors
 /// What does not match, in a short sentence naming the field.
 pub fn check_answer(request: &InputRequest, answer: &Value) -> Result<(), String> {
-    if request.method != "elicitation/create" {
-        return Ok(());
+    match request.method.as_str() {
+        "elicitation/create" => {}
+        "sampling/createMessage" => return check_sampled(answer),
+        "roots/list" => return check_roots(answer),
+        _ => return Ok(()),
     }
     let Some(answer) = answer.as_object() else {
         return Err("an elicitation answer is an object".into());
@@ -772,6 +864,35 @@ pub fn check_answer(request: &InputRequest, answer: &Value) -> Result<(), String
     Ok(())
 }
 
+/// A `CreateMessageResult`: string `role` and `model`, and a `content` block (or blocks).
+fn check_sampled(answer: &Value) -> Result<(), String> {
+    for field in ["role", "model"] {
+        if !answer.get(field).is_some_and(Value::is_string) {
+            return Err(format!("a sampling answer needs a string `{field}`"));
+        }
+    }
+    match answer.get("content") {
+        Some(Value::Object(_) | Value::Array(_)) => Ok(()),
+        _ => Err("a sampling answer needs a `content` block".into()),
+    }
+}
+
+/// A `ListRootsResult`: `roots`, each an object with a string `uri`.
+fn check_roots(answer: &Value) -> Result<(), String> {
+    let roots = answer
+        .get("roots")
+        .and_then(Value::as_array)
+        .ok_or("a roots answer needs an array `roots`")?;
+    if roots
+        .iter()
+        .all(|root| root.get("uri").is_some_and(Value::is_string))
+    {
+        Ok(())
+    } else {
+        Err("each of `roots` needs a string `uri`".into())
+    }
+}
+
 /// `working` → `input_required` (one elicitation) → `working` → `completed`. An answer
 /// that does not match the requested form fails the task with `-32602`; it is never
 /// read as an empty answer. The answer read is saved as a checkpoint (`{"answer": ...}`)
@@ -786,14 +907,10 @@ fn confirm_task<T: TaskStore>(
         let _done = handle.complete(text_result(confirmed(answer), false))?;
         return Ok(());
     }
-    let mut params = JsonObject::new();
-    params.insert("mode".into(), json!("form"));
-    params.insert("message".into(), json!(question));
-    params.insert("requestedSchema".into(), confirm_schema());
-    let request = InputRequest::elicitation(params);
+    let request = confirm_request(question);
     let waiting = handle
         .with_message("waiting for the user's answer")
-        .require_input(InputRequests::new().with("confirm", request.clone()))?;
+        .require_input(InputRequests::new().with(CONFIRM_KEY, request.clone()))?;
     let deadline = Instant::now() + ANSWER_TIMEOUT;
     let mut answers = loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -828,7 +945,7 @@ fn confirm_task<T: TaskStore>(
             }
         }
     };
-    let answer = Value::Object(answers.remove("confirm").unwrap_or_default());
+    let answer = Value::Object(answers.remove(CONFIRM_KEY).unwrap_or_default());
     if let Err(why) = check_answer(&request, &answer) {
         let _failed = waiting.fail(Outcome::error(
             jsonrpc::INVALID_PARAMS,
@@ -903,13 +1020,16 @@ mod tests {
         assert_eq!(names(Catalog::Examples), examples);
         assert!(!Catalog::Examples.instructions().contains("greet"));
         let all = names(Catalog::WithConformance);
-        assert_eq!(all.len(), examples.len() + fixtures::NAMES.len());
+        assert_eq!(
+            all.len(),
+            examples.len() + fixtures::NAMES.len() + input_fixtures::NAMES.len()
+        );
         assert_eq!(
             all[0], "test_simple_text",
             "the first listed tool takes no arguments"
         );
         assert!(all.ends_with(&examples.map(str::to_owned)));
-        for fixture in fixtures::NAMES {
+        for fixture in fixtures::NAMES.into_iter().chain(input_fixtures::NAMES) {
             assert!(all.iter().any(|name| name == fixture), "{fixture} listed");
             assert_eq!(Catalog::Examples.task_support(fixture), None, "{fixture}");
             let error = Catalog::Examples

@@ -161,6 +161,27 @@ pub fn missing_capability(message: impl Into<String>) -> JsonRpcError {
     }))
 }
 
+/// The `-32021` error for a request that needs the client `capability` (`elicitation`,
+/// `sampling`, `roots`) but did not declare it, with `data.requiredCapabilities` naming it
+/// (a `ClientCapabilities` object: `{"sampling": {}}`).
+#[must_use]
+pub fn capability_required(capability: &str, message: impl Into<String>) -> JsonRpcError {
+    JsonRpcError::new(MISSING_REQUIRED_CLIENT_CAPABILITY, message)
+        .with_data(json!({"requiredCapabilities": {capability: {}}}))
+}
+
+/// Whether a 2026-07-28 request's `_meta` declares the client `capability` (`elicitation`,
+/// `sampling`, `roots`): `_meta["io.modelcontextprotocol/clientCapabilities"][capability]`
+/// is an object.
+#[must_use]
+pub fn declares_capability(params: Option<&Value>, capability: &str) -> bool {
+    params
+        .and_then(|params| params.get("_meta"))
+        .and_then(|meta| meta.get(super::META_CLIENT_CAPABILITIES))
+        .and_then(|capabilities| capabilities.get(capability))
+        .is_some_and(Value::is_object)
+}
+
 /// Whether a request's `_meta` declares the extension:
 /// `_meta["io.modelcontextprotocol/clientCapabilities"].extensions["io.modelcontextprotocol/tasks"]`.
 #[must_use]

@@ -10,22 +10,79 @@
 //! | the outcome | `tasks/result` (blocks) | inlined in `tasks/get` (`result` / `error`) |
 //! | a tool result with `isError` | status `failed` | status `completed` |
 //! | input | server→client requests with related-task `_meta` | `inputRequests` in `tasks/get`, answered by `tasks/update` |
+//! | input before (or without) a task | none | an `InputRequiredResult`, retried with `inputResponses` and `requestState` (below) |
 //! | cancel | a transition; a terminal task is `-32602` | a request the handler may honour; always acknowledged |
 //! | listing | `tasks/list` | none (`-32601`) |
 //! | notification | `notifications/tasks/status` (Task) | `notifications/tasks` (DetailedTask) |
 //!
 //! The core stores each outcome neutrally and this module computes its wire status
 //! ([`wire_status`]); nothing here lives in the typed core.
+//!
+//! # Input before a task
+//! A 2026-07-28 request can ask for input without being a task (SEP-2322, multi
+//! round-trip requests): the tool answers an [`InputRequiredResult`] (`resultType:
+//! "input_required"`, `inputRequests`, `requestState`), and the client calls again with
+//! `inputResponses` and the `requestState` unchanged. The requests and answers are the
+//! tasks' own ([`InputRequests`](crate::InputRequests),
+//! [`InputResponses`](crate::InputResponses)). [`RequestStates`] reads each retry as a
+//! [`Round`] and answers each [`Ask`], sealing a `requestState` the server can trust
+//! (authenticated by a keyed [`StateMac`], bound to the caller and the request, expiring).
+//! Rounds compose with tasks as the extension describes: a tool may run rounds first and
+//! then answer the last retry with a `CreateTaskResult`.
+//!
+//! ```
+//! use mcp_tasks::ext::{Ask, RequestStates, StateMac, StateScope, TAG_LEN};
+//! use mcp_tasks::{InputRequest, InputRequests, Owner};
+//! use serde_json::json;
+//!
+//! # struct Hmac; // HMAC-SHA256 under the server's key, in a real server
+//! # impl StateMac for Hmac {
+//! #     fn tag(&self, message: &[u8]) -> [u8; TAG_LEN] {
+//! #         let mut tag = [0; TAG_LEN];
+//! #         for (n, byte) in message.iter().enumerate() { tag[n % TAG_LEN] ^= byte.rotate_left(n as u32); }
+//! #         tag
+//! #     }
+//! # }
+//! let states = RequestStates::new(Hmac);
+//! let alice = Owner::new("alice");
+//! let call = json!({"name": "confirm", "arguments": {"question": "Go?"}});
+//! let scope = StateScope::of_request(&alice, "tools/call", Some(&call));
+//!
+//! // Round 0 asks.
+//! let round = states.round(&scope, Some(&call))?;
+//! let form = json!({"message": "Go?", "requestedSchema": {"type": "object", "properties": {}}});
+//! let ask = Ask::new(InputRequests::new().with("go", InputRequest::elicitation(
+//!     form.as_object().cloned().unwrap_or_default(),
+//! )));
+//! let asked = states.ask(&scope, &round, ask);
+//! assert_eq!(serde_json::to_value(&asked)?["resultType"], "input_required");
+//!
+//! // The retry carries the answer and the state back.
+//! let mut retry = call.clone();
+//! retry["inputResponses"] = json!({"go": {"action": "accept", "content": {}}});
+//! retry["requestState"] = json!(asked.request_state());
+//! let round = states.round(&scope, Some(&retry))?;
+//! assert_eq!(round.number(), 1);
+//! assert_eq!(round.response("go").map(|answer| &answer["action"]), Some(&json!("accept")));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod dispatch;
 mod messages;
+mod mrtr;
+mod request_state;
 mod task;
 
 pub use dispatch::ExtDispatcher;
 pub use messages::{
     Acknowledgement, CancelTaskResult, CreateTaskResult, GetTaskResult, TaskNotification,
     TaskNotificationParams, TasksExtensionCapability, UpdateTaskParams, UpdateTaskResult,
-    declares_extension, missing_capability, request_protocol_version,
+    capability_required, declares_capability, declares_extension, missing_capability,
+    request_protocol_version,
+};
+pub use mrtr::{Ask, InputRequiredResult, NothingAsked, Round};
+pub use request_state::{
+    DEFAULT_LIFETIME, MAX_STATE_LEN, RequestStates, RoundError, StateMac, StateScope, TAG_LEN,
 };
 pub use task::{DetailedTask, MissingPayload, TaskFields, wire_status};
 

@@ -390,3 +390,86 @@ fn tasks_cross_between_the_two_dialects() {
     assert_eq!(ext_view["status"], "cancelled");
     check("GetTaskResult", &ext_view, true);
 }
+
+/// A keyed tag for these tests (the servers use HMAC-SHA256): each byte a fold of the
+/// message under a key byte. Keyed, and enough to round-trip a state here.
+struct FoldMac(u8);
+
+impl ext::StateMac for FoldMac {
+    fn tag(&self, message: &[u8]) -> [u8; ext::TAG_LEN] {
+        let mut tag = [self.0; ext::TAG_LEN];
+        for (n, byte) in message.iter().enumerate() {
+            tag[n % ext::TAG_LEN] = tag[n % ext::TAG_LEN].rotate_left(3) ^ byte;
+        }
+        tag
+    }
+}
+
+#[test]
+fn an_input_required_result_is_the_core_schemas_and_its_retry_reads_back() {
+    let core = |def: &str, instance: &Value| {
+        mcp_tasks_suites::errors(mcp_tasks_suites::MCP_2026_07_28, def, instance)
+    };
+    let states = ext::RequestStates::new(FoldMac(7));
+    let owner = Owner::new("alice");
+    let call = json!({"name": "render", "arguments": {"page": 3}});
+    let scope = ext::StateScope::of_request(&owner, "tools/call", Some(&call));
+    let requests = InputRequests::new()
+        .with("confirm", elicit())
+        .with(
+            "summary",
+            InputRequest::sampling(obj(json!({
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Sum up page 3"}}],
+                "maxTokens": 100
+            }))),
+        )
+        .with("where", InputRequest::roots());
+    let round = states.round(&scope, Some(&call)).unwrap();
+    let asked = states.ask(
+        &scope,
+        &round,
+        ext::Ask::new(requests).remembering(json!({"page": 3})),
+    );
+    let wire = serde_json::to_value(&asked).unwrap();
+    assert_eq!(
+        core("InputRequiredResult", &wire),
+        Vec::<String>::new(),
+        "{wire}"
+    );
+    let response = json!({"jsonrpc": "2.0", "id": 7, "result": wire});
+    assert_eq!(
+        core("CallToolResultResponse", &response),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        core("JSONRPCResultResponse", &response),
+        Vec::<String>::new()
+    );
+    // Only a state: still a valid result.
+    let only_state = ext::InputRequiredResult::new(InputRequests::new(), Some("s".into())).unwrap();
+    assert!(
+        core(
+            "InputRequiredResult",
+            &serde_json::to_value(&only_state).unwrap()
+        )
+        .is_empty()
+    );
+
+    // The retry, as a client sends it, is the schema's too, and reads back.
+    let mut retry = call.clone();
+    retry["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}, "roots": {}}
+    });
+    retry["inputResponses"] = json!({
+        "confirm": {"action": "accept", "content": {"ok": true}},
+        "summary": {"role": "assistant", "content": {"type": "text", "text": "A page."}, "model": "m"},
+        "where": {"roots": [{"uri": "file:///docs"}]}
+    });
+    retry["requestState"] = wire["requestState"].clone();
+    assert_eq!(core("CallToolRequestParams", &retry), Vec::<String>::new());
+    let round = states.round(&scope, Some(&retry)).unwrap();
+    assert_eq!(round.number(), 1);
+    assert_eq!(round.data(), &json!({"page": 3}));
+    assert_eq!(round.responses().len(), 3);
+}

@@ -164,6 +164,8 @@ enum Kind {
     Discover,
     ListTools,
     CallInline,
+    /// An `InputRequiredResult` (SEP-2322), answering a `tools/call`.
+    InputRequired,
     CreateTask,
     GetTask,
     UpdateTask,
@@ -177,7 +179,7 @@ fn defs(kind: Kind) -> (&'static str, Option<&'static str>) {
     match kind {
         Kind::Discover => ("DiscoverResultResponse", None),
         Kind::ListTools => ("ListToolsResultResponse", None),
-        Kind::CallInline => ("CallToolResultResponse", None),
+        Kind::CallInline | Kind::InputRequired => ("CallToolResultResponse", None),
         Kind::CreateTask => ("JSONRPCResultResponse", Some("CreateTaskResult")),
         Kind::GetTask => ("JSONRPCResultResponse", Some("GetTaskResult")),
         Kind::UpdateTask => ("JSONRPCResultResponse", Some("UpdateTaskResult")),
@@ -235,6 +237,17 @@ impl Session<'_> {
                 }
                 &answer["error"]
             }
+            Kind::InputRequired => {
+                problems.extend(errors(
+                    MCP_2026_07_28,
+                    "InputRequiredResult",
+                    &answer["result"],
+                ));
+                if answer["result"]["resultType"] != "input_required" {
+                    problems.push("expected an InputRequiredResult".into());
+                }
+                &answer["result"]
+            }
             _ => {
                 if answer.get("result").is_none() {
                     problems.push("expected a result".into());
@@ -286,9 +299,14 @@ impl Session<'_> {
     }
 
     /// Sends a 2026-07-28 request and validates its answer.
-    fn call(&mut self, method: &str, mut params: Value, declare: bool, kind: Kind) -> Value {
+    fn call(&mut self, method: &str, params: Value, declare: bool, kind: Kind) -> Value {
+        self.call_meta(method, params, meta(declare), kind)
+    }
+
+    /// Sends a 2026-07-28 request with this `_meta` and validates its answer.
+    fn call_meta(&mut self, method: &str, mut params: Value, meta: Value, kind: Kind) -> Value {
         self.next_id += 1;
-        params["_meta"] = meta(declare);
+        params["_meta"] = meta;
         let request =
             json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
         let (status, answer) = self.transport.exchange(&request.to_string());
@@ -430,6 +448,32 @@ impl Session<'_> {
             true,
             Kind::CancelTask,
         );
+
+        // Input before a task (SEP-2322): `confirm`, for a client that can elicit but did
+        // not declare the tasks extension, asks through an InputRequiredResult; the retry
+        // with the answer and the state is answered inline; a changed state is -32602.
+        let mut eliciting = meta(false);
+        eliciting["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({});
+        let confirm = json!({"name": "confirm", "arguments": {"question": "Go on?"}});
+        let asked = self.call_meta(
+            "tools/call",
+            confirm.clone(),
+            eliciting.clone(),
+            Kind::InputRequired,
+        );
+        let mut retry = confirm;
+        retry["inputResponses"] =
+            json!({"confirm": {"action": "accept", "content": {"answer": "yes"}}});
+        retry["requestState"] = asked["result"]["requestState"].clone();
+        let done = self.call_meta(
+            "tools/call",
+            retry.clone(),
+            eliciting.clone(),
+            Kind::CallInline,
+        );
+        assert_eq!(done["result"]["resultType"], "complete", "{done}");
+        retry["requestState"] = json!("changed.state");
+        self.call_meta("tools/call", retry, eliciting, Kind::Error(-32602));
 
         // Errors.
         self.raw("not JSON", "{nope", Kind::Error(-32700));

@@ -18,9 +18,11 @@ use mcp_tasks_rmcp::{
     TaskContext, TaskExit, TaskManager, TaskOptions, declares_tasks, text_result,
 };
 use mcp_tasks_servers::tools::{self, CONFORMANCE_FLAG, Call, Catalog};
+use mcp_tasks_servers::{input_fixtures, mrtr};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InputRequest,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InputRequest, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -44,6 +46,9 @@ pub struct ExampleServer {
     pub tasks: TaskManager<Store>,
     /// The tools served.
     pub catalog: Catalog,
+    /// The issuer and checker of 2026-07-28 `requestState` (SEP-2322 input rounds), keyed
+    /// by `MCP_TASKS_REQUEST_STATE_KEY` or at random.
+    pub states: Arc<mrtr::States>,
 }
 
 impl ExampleServer {
@@ -59,7 +64,43 @@ impl ExampleServer {
         if let Err(err) = tasks.run_claims() {
             eprintln!("the claim loop did not start: {err}");
         }
-        Self { tasks, catalog }
+        let states = mrtr::states_from_env().unwrap_or_else(|err| {
+            eprintln!("{err}; requestState is keyed at random instead");
+            mrtr::random_states()
+        });
+        Self {
+            tasks,
+            catalog,
+            states: Arc::new(states),
+        }
+    }
+
+    /// The SEP-2322 input round of a request with `params` (rmcp's typed params as JSON):
+    /// the client's capabilities go into its `_meta` as the servers' round reads them, and
+    /// what the round asks comes back as rmcp's `InputRequiredResult`.
+    fn round<R: serde::de::DeserializeOwned>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: &str,
+        params: &impl serde::Serialize,
+        as_task: bool,
+        gather: impl FnOnce(
+            &mrtr::Before<'_>,
+        ) -> Result<Option<mcp_tasks::ext::Ask>, mcp_tasks::JsonRpcError>,
+    ) -> Result<Option<R>, ErrorData> {
+        let internal = |err: serde_json::Error| ErrorData::internal_error(err.to_string(), None);
+        let mut params = serde_json::to_value(params).map_err(internal)?;
+        // rmcp keeps the request's `_meta` in the context; the round reads the client's
+        // capabilities from there (or from `initialize`, for a session).
+        params["_meta"] = json!({
+            mcp_tasks::ext::META_CLIENT_CAPABILITIES: context.client_capabilities(),
+        });
+        let owner = self.tasks.owner(context);
+        match mrtr::round_trip(&self.states, &owner, method, Some(&params), as_task, gather) {
+            Ok(Some(asked)) => serde_json::from_value(asked).map(Some).map_err(internal),
+            Ok(None) => Ok(None),
+            Err(err) => Err(error(err)),
+        }
     }
 }
 
@@ -169,33 +210,30 @@ impl ServerHandler for ExampleServer {
             .parse(&request.name, &arguments)
             .map_err(error)?;
         let support = self.catalog.task_support(call.name());
-        // The tools that only run as tasks need the extension.
-        if support == Some(TaskSupport::Required) && !declares_tasks(&context) {
+        let declared = declares_tasks(&context);
+        // The tools that only run as tasks need the extension, unless they can ask for
+        // their input in rounds and run at once (`confirm`), which 2026-07-28 has.
+        let rounds = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        if support == Some(TaskSupport::Required) && !declared && !(rounds && call.asks_inline()) {
             return Err(ErrorData::missing_required_client_capability(
                 rmcp::model::ClientCapabilities::builder()
                     .enable_tasks()
                     .build(),
             ));
         }
-        if let Call::Fixture(fixture) = &mut call {
-            // `test_tool_with_task` and `test_streaming_elicitation` ask for the name in
-            // the call itself first (SEP-2322); `test_missing_capability` checks the
-            // declared capabilities.
-            let mut params = serde_json::to_value(&request)
-                .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
-            // rmcp keeps the request's `_meta` in the context; the fixture reads the
-            // client's capabilities from there (or from `initialize`, for a session).
-            params["_meta"] = json!({
-                mcp_tasks::ext::META_CLIENT_CAPABILITIES: context.client_capabilities(),
-            });
-            if let Some(asked) = fixture.gather_input(Some(&params)).map_err(error)? {
-                let asked = serde_json::from_value(asked)
-                    .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
-                return Ok(CallToolResponse::InputRequired(asked));
-            }
+        // A call may ask for input first (SEP-2322): `confirm` without a task, the
+        // fixtures that need a name, the `input-required-result-*` fixtures.
+        let as_task = declared && support != Some(TaskSupport::Forbidden);
+        if let Some(asked) = self.round(&context, "tools/call", &request, as_task, |before| {
+            call.gather(before)
+        })? {
+            return Ok(CallToolResponse::InputRequired(asked));
         }
-        // `echo`, `greet` and the diagnostic fixtures never run as tasks.
-        if support == Some(TaskSupport::Forbidden) {
+        // `echo`, `greet`, the diagnostic fixtures and an answered `confirm` without the
+        // extension never run as tasks.
+        if support == Some(TaskSupport::Forbidden) || !as_task && call.asks_inline() {
             return run(call, None)
                 .await
                 .map(CallToolResponse::Complete)
@@ -213,6 +251,56 @@ impl ServerHandler for ExampleServer {
         self.tasks
             .call_tool(&context, options, move |ctx| Box::pin(run(call, Some(ctx))))
             .await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompts = if self.catalog.conformance() {
+            input_fixtures::prompts()
+        } else {
+            Vec::new()
+        };
+        let prompts = serde_json::from_value(Value::Array(prompts))
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    /// The conformance prompt, which asks for its context in an input round first.
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if !(self.catalog.conformance() && request.name == input_fixtures::PROMPT) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown prompt `{}`",
+                    request.name.chars().take(80).collect::<String>()
+                ),
+                None,
+            ));
+        }
+        let mut got = None;
+        let asked = self.round(&context, "prompts/get", &request, false, |before| {
+            Ok(match input_fixtures::prompt(before)? {
+                Ok(result) => {
+                    got = Some(result);
+                    None
+                }
+                Err(ask) => Some(ask),
+            })
+        })?;
+        if let Some(asked) = asked {
+            return Ok(GetPromptResponse::InputRequired(asked));
+        }
+        let result =
+            got.ok_or_else(|| ErrorData::internal_error("the prompt gave nothing", None))?;
+        serde_json::from_value(result)
+            .map(GetPromptResponse::Complete)
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))
     }
 
     mcp_tasks_rmcp::task_handlers!(tasks);
@@ -266,6 +354,15 @@ async fn run(call: Call, ctx: Option<TaskContext<Store>>) -> Result<CallToolResu
         ))),
         Call::Echo(text) => Ok(text_result(text, false)),
         Call::Fixture(fixture) => fixtures::run(fixture, ctx).await,
+        // Answered in input rounds: the shared result as rmcp's type.
+        call @ (Call::Confirmed { .. } | Call::Input(_)) => call
+            .run()
+            .map_err(error)
+            .and_then(|result| {
+                serde_json::from_value(Value::Object(result))
+                    .map_err(|err| ErrorData::internal_error(err.to_string(), None))
+            })
+            .map_err(TaskExit::Error),
         Call::Confirm(question) => match ctx {
             Some(ctx) => confirm(&ctx, &question).await,
             // Only `echo` runs without a context; `confirm` inline gets a context whose

@@ -64,8 +64,16 @@ impl Stdio {
     }
 
     fn start_args(args: &[&str]) -> Self {
+        Self::start_with(args, &[])
+    }
+
+    /// The stdio server with these arguments and extra environment variables.
+    pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_stdio_server"));
         command.args(args).env_remove("MCP_TASKS_CONFORMANCE");
+        for (name, value) in env {
+            command.env(name, value);
+        }
         Stdio {
             child: LineChild::spawn_command(command),
             next_id: 0,
@@ -241,10 +249,15 @@ impl Http {
     /// POSTs `body` to `/mcp` with alice's token and these extra header lines (each ending
     /// in CRLF).
     pub fn post_with(&self, body: &str, extra_headers: &str) -> HttpAnswer {
+        self.post_as("token-a", body, extra_headers)
+    }
+
+    /// POSTs `body` to `/mcp` with bearer `token` and these extra header lines.
+    pub fn post_as(&self, token: &str, body: &str, extra_headers: &str) -> HttpAnswer {
         let mut stream = TcpStream::connect(&self.addr).expect("the server accepts");
         stream.set_read_timeout(Some(WAIT)).expect("a timeout");
         let request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer token-a\r\n\
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
              Content-Type: application/json\r\nAccept: application/json\r\n{extra_headers}\
              Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.addr,

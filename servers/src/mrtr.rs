@@ -1,0 +1,349 @@
+//! Input before (or without) a task on the 2026-07-28 wire (SEP-2322, multi round-trip
+//! requests): the machinery the servers share.
+//!
+//! A tool that needs input before it can run answers an `InputRequiredResult` instead of
+//! its result; the client calls again with the answers (`inputResponses`) and the
+//! `requestState` it was given. [`round_trip`] runs one such round for a request: it reads
+//! the retry ([`RequestStates::round`], which refuses a tampered, foreign or expired state
+//! with `-32602`), shows the tool what came back ([`Before`]), and turns what the tool
+//! asks ([`Ask`]) into the `InputRequiredResult` to send, after checking that the client
+//! declared every capability the requests need (`-32021` otherwise). The tool's side is
+//! [`Call::gather`](crate::tools::Call::gather).
+//!
+//! The state is tagged with HMAC-SHA256 ([`HmacSha256`]) under a key that is random per
+//! process, or read from [`REQUEST_STATE_KEY_ENV`] so that several instances behind a
+//! load balancer accept each other's states. It lives [`REQUEST_STATE_TTL_ENV`]
+//! milliseconds (default ten minutes).
+
+use hmac::{Hmac, KeyInit, Mac};
+use mcp_tasks::ext::{self, Ask, RequestStates, Round, StateMac, StateScope, TAG_LEN};
+use mcp_tasks::{Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Owner};
+use serde_json::Value;
+use sha2::Sha256;
+
+/// The environment variable with the key that tags the `requestState` of this server: at
+/// least [`MIN_KEY_LEN`] bytes of secret text (say `openssl rand -base64 32`), the same on
+/// every instance that shares a load balancer. Unset: a random key per process, so a state
+/// is accepted only by the process that issued it (and not after a restart).
+pub const REQUEST_STATE_KEY_ENV: &str = "MCP_TASKS_REQUEST_STATE_KEY";
+
+/// The environment variable with how long a `requestState` is accepted, in milliseconds
+/// (default [`ext::DEFAULT_LIFETIME`], ten minutes).
+pub const REQUEST_STATE_TTL_ENV: &str = "MCP_TASKS_REQUEST_STATE_TTL_MS";
+
+/// The shortest key accepted, in bytes (HMAC-SHA256's own output length).
+pub const MIN_KEY_LEN: usize = 32;
+
+/// HMAC-SHA256 under the server's key: the [`StateMac`] of the example servers.
+#[derive(Clone)]
+pub struct HmacSha256(Hmac<Sha256>);
+
+impl std::fmt::Debug for HmacSha256 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.write_str("HmacSha256(..)")
+    }
+}
+
+impl HmacSha256 {
+    /// The MAC under `key`.
+    ///
+    /// # Errors
+    /// A message for a key shorter than [`MIN_KEY_LEN`] bytes.
+    pub fn new(key: &[u8]) -> Result<Self, String> {
+        if key.len() < MIN_KEY_LEN {
+            return Err(format!(
+                "a requestState key needs at least {MIN_KEY_LEN} bytes of secret, got {}",
+                key.len()
+            ));
+        }
+        // HMAC takes a key of any length.
+        Hmac::new_from_slice(key)
+            .map(Self)
+            .map_err(|err| format!("cannot key HMAC-SHA256: {err}"))
+    }
+
+    /// The MAC under a fresh random key of 64 bytes (SHA-256's block) from the operating
+    /// system's generator (or, should that fail, from the seeds of the standard library's
+    /// hash maps, which it reads from the same source).
+    #[must_use]
+    pub fn random() -> Self {
+        let mut key = [0u8; 64];
+        if getrandom::fill(&mut key).is_err() {
+            use std::hash::{BuildHasher, Hasher};
+            for chunk in key.chunks_mut(8) {
+                let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+                hasher.write_usize(chunk.as_ptr() as usize);
+                chunk.copy_from_slice(&hasher.finish().to_le_bytes()[..chunk.len()]);
+            }
+        }
+        Self(Hmac::new(&key.into()))
+    }
+}
+
+impl StateMac for HmacSha256 {
+    fn tag(&self, message: &[u8]) -> [u8; TAG_LEN] {
+        let mut mac = self.0.clone();
+        mac.update(message);
+        mac.finalize().into_bytes().into()
+    }
+}
+
+/// The `requestState` issuer and checker of one server.
+pub type States = RequestStates<HmacSha256>;
+
+/// The states of a server given no configuration: a random key, the default lifetime.
+#[must_use]
+pub fn random_states() -> States {
+    RequestStates::new(HmacSha256::random())
+}
+
+/// The states of a server configured by [`REQUEST_STATE_KEY_ENV`] and
+/// [`REQUEST_STATE_TTL_ENV`] (each optional).
+///
+/// # Errors
+/// A message for a key that is too short or a lifetime that is not a positive whole number
+/// of milliseconds.
+pub fn states_from_env() -> Result<States, String> {
+    let mac = match std::env::var(REQUEST_STATE_KEY_ENV) {
+        Ok(key) if !key.is_empty() => HmacSha256::new(key.as_bytes())
+            .map_err(|err| format!("{REQUEST_STATE_KEY_ENV}: {err}"))?,
+        _ => HmacSha256::random(),
+    };
+    let states = RequestStates::new(mac);
+    match std::env::var(REQUEST_STATE_TTL_ENV) {
+        Err(_) => Ok(states),
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(ms) if ms > 0 => Ok(states.with_lifetime(std::time::Duration::from_millis(ms))),
+            _ => Err(format!(
+                "{REQUEST_STATE_TTL_ENV}=`{}` is not a positive whole number of milliseconds",
+                text.chars().take(40).collect::<String>()
+            )),
+        },
+    }
+}
+
+/// What a tool sees when it may ask for input before it runs: the round the request
+/// carries (the answers, what the previous round remembered), the capabilities the client
+/// declared, and whether the call becomes a task once nothing more is asked.
+#[derive(Debug, Clone, Copy)]
+pub struct Before<'a> {
+    round: &'a Round,
+    params: Option<&'a Value>,
+    as_task: bool,
+}
+
+impl<'a> Before<'a> {
+    /// The view of `round`, for a request with `params`; `as_task`: a task follows.
+    #[must_use]
+    pub fn new(round: &'a Round, params: Option<&'a Value>, as_task: bool) -> Self {
+        Self {
+            round,
+            params,
+            as_task,
+        }
+    }
+
+    /// The round: answers and remembered data.
+    #[must_use]
+    pub fn round(&self) -> &'a Round {
+        self.round
+    }
+
+    /// Whether the call runs as a task once it has what it needs (a tool that asks inside
+    /// its task need not ask here).
+    #[must_use]
+    pub fn as_task(&self) -> bool {
+        self.as_task
+    }
+
+    /// Whether the request declares the client `capability` (`elicitation`, `sampling`,
+    /// `roots`).
+    #[must_use]
+    pub fn declares(&self, capability: &str) -> bool {
+        ext::declares_capability(self.params, capability)
+    }
+
+    /// The round's answer under `key` to `request`, checked against it
+    /// ([`check_answer`](crate::tools::check_answer)); or, when there is none, the [`Ask`]
+    /// for it alone.
+    ///
+    /// # Errors
+    /// `-32602` for an answer that does not match the request.
+    pub fn answer_or_ask(
+        &self,
+        key: &str,
+        request: InputRequest,
+    ) -> Result<Result<Value, Ask>, JsonRpcError> {
+        match self.round.response(key) {
+            Some(answer) => checked(key, &request, answer).map(Ok),
+            None => Ok(Err(Ask::new(InputRequests::new().with(key, request)))),
+        }
+    }
+}
+
+/// `answer`, the answer under `key` to `request`, checked against it.
+///
+/// # Errors
+/// `-32602` naming `inputResponses.<key>` and what does not match.
+pub fn checked(
+    key: &str,
+    request: &InputRequest,
+    answer: &JsonObject,
+) -> Result<Value, JsonRpcError> {
+    let answer = Value::Object(answer.clone());
+    crate::tools::check_answer(request, &answer).map_err(|why| {
+        JsonRpcError::new(
+            mcp_tasks::jsonrpc::INVALID_PARAMS,
+            format!(
+                "invalid params: `inputResponses.{key}` does not match the request it answers: {why}"
+            ),
+        )
+    })?;
+    Ok(answer)
+}
+
+/// Runs the input round of `owner`'s request `method` with `params`: reads the retry,
+/// lets `gather` look at it, and answers the `InputRequiredResult` if it asks something;
+/// `None` when the call may run (or become a task) now.
+///
+/// # Errors
+/// `-32602` for malformed `inputResponses` or a refused `requestState`; `-32021` (naming
+/// it in `data.requiredCapabilities`) when a request asked needs a capability the client
+/// did not declare; and whatever `gather` refuses.
+pub fn round_trip(
+    states: &States,
+    owner: &Owner,
+    method: &str,
+    params: Option<&Value>,
+    as_task: bool,
+    gather: impl FnOnce(&Before<'_>) -> Result<Option<Ask>, JsonRpcError>,
+) -> Result<Option<Value>, JsonRpcError> {
+    let scope = StateScope::of_request(owner, method, params);
+    let round = states.round(&scope, params)?;
+    let before = Before::new(&round, params, as_task);
+    let Some(ask) = gather(&before)? else {
+        return Ok(None);
+    };
+    let undeclared = ask
+        .requests()
+        .iter()
+        .find_map(|(key, request)| Some((key, request.capability()?)))
+        .filter(|(_, capability)| !before.declares(capability));
+    if let Some((key, capability)) = undeclared {
+        return Err(ext::capability_required(
+            capability,
+            format!(
+                "this request needs input (`{key}`: `{}`), which needs the `{capability}` \
+                 client capability: declare it in \
+                 `_meta[\"io.modelcontextprotocol/clientCapabilities\"]`",
+                ask.requests()
+                    .get(key)
+                    .map_or("", |request| request.method.as_str())
+            ),
+        ));
+    }
+    let asked = states.ask(&scope, &round, ask);
+    serde_json::to_value(asked)
+        .map(Some)
+        .map_err(|err| Error::Internal(err.to_string()).to_jsonrpc())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn hmac_sha256_matches_rfc_4231() {
+        // RFC 4231, test case 6 (a key longer than the block).
+        let key = [0xaa; 131];
+        let mac = HmacSha256::new(&key).expect("a long key");
+        let tag = mac.tag(b"Test Using Larger Than Block-Size Key - Hash Key First");
+        let hex: String = tag.iter().map(|byte| format!("{byte:02x}")).collect();
+        assert_eq!(
+            hex,
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+        assert!(HmacSha256::new(b"short").is_err());
+        assert_eq!(format!("{mac:?}"), "HmacSha256(..)");
+        assert_ne!(
+            HmacSha256::random().tag(b"x"),
+            HmacSha256::random().tag(b"x")
+        );
+    }
+
+    fn asks_the_name(before: &Before<'_>) -> Result<Option<Ask>, JsonRpcError> {
+        if before.round().response("name").is_some() {
+            return Ok(None);
+        }
+        let form =
+            json!({"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}});
+        let form: JsonObject = form.as_object().cloned().unwrap_or_default();
+        Ok(Some(Ask::new(
+            InputRequests::new().with("name", InputRequest::elicitation(form)),
+        )))
+    }
+
+    #[test]
+    fn a_round_asks_then_lets_the_call_run_and_needs_the_capability() {
+        let states = random_states();
+        let owner = Owner::new("alice");
+        let meta = json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+        let call = json!({"name": "t", "_meta": meta});
+        let asked = round_trip(
+            &states,
+            &owner,
+            "tools/call",
+            Some(&call),
+            false,
+            asks_the_name,
+        )
+        .expect("asks")
+        .expect("an InputRequiredResult");
+        assert_eq!(asked["resultType"], "input_required");
+        let mut retry = call.clone();
+        retry["inputResponses"] = json!({"name": {"action": "accept", "content": {}}});
+        retry["requestState"] = asked["requestState"].clone();
+        assert_eq!(
+            round_trip(
+                &states,
+                &owner,
+                "tools/call",
+                Some(&retry),
+                false,
+                asks_the_name
+            ),
+            Ok(None)
+        );
+        // Another caller cannot use the state.
+        let error = round_trip(
+            &states,
+            &Owner::new("bob"),
+            "tools/call",
+            Some(&retry),
+            false,
+            asks_the_name,
+        )
+        .expect_err("refused");
+        assert_eq!(error.code, mcp_tasks::jsonrpc::INVALID_PARAMS);
+
+        let undeclared =
+            json!({"name": "t", "_meta": {"io.modelcontextprotocol/clientCapabilities": {}}});
+        let error = round_trip(
+            &states,
+            &owner,
+            "tools/call",
+            Some(&undeclared),
+            false,
+            asks_the_name,
+        )
+        .expect_err("elicitation is not declared");
+        assert_eq!(error.code, ext::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(
+            error.data,
+            Some(json!({"requiredCapabilities": {"elicitation": {}}}))
+        );
+    }
+}
