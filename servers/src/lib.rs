@@ -14,6 +14,8 @@
 //!   how invalid ones are refused, and ids echoed exactly as the client wrote them.
 //! - [`outbound`]: the client's answers to the server's requests for a task's input.
 //! - [`server`]: the request routing over any transport, for both generations.
+//! - [`shared`]: the stores several instances share (Redis, PostgreSQL): which one the
+//!   command line and the environment name, and how it is opened.
 //! - [`headers`]: the `Mcp-Method` / `Mcp-Name` request headers checked against the body.
 //! - `src/bin/stdio_server.rs` (`cargo run --bin stdio_server`): the stdio transport.
 //!   The Streamable HTTP transport is `mcp_http`, in the repository's `http/` crate (built
@@ -32,4 +34,5 @@ pub mod input_fixtures;
 pub mod mrtr;
 pub mod outbound;
 pub mod server;
+pub mod shared;
 pub mod tools;

@@ -6,16 +6,16 @@
 //! 2025-11-25 (after `initialize`). Both read and write the same registry, so a task made
 //! under one generation is read and cancelled from the other, in the asker's shape.
 //!
-//! The tasks live in process (a `TaskRegistry`), or, given a Redis URL (`--redis URL` on
-//! the command line, or `MCP_TASKS_REDIS_URL`), in a `RedisTaskStore` that several server
-//! instances share (cargo feature `redis`): a task created through one instance is read,
-//! awaited, listed and cancelled through any other.
+//! The tasks live in process (a `TaskRegistry`), or, given a shared store's URL
+//! (`--redis URL` or `--postgres URL` on the command line, or `MCP_TASKS_REDIS_URL` or
+//! `MCP_TASKS_POSTGRES_URL`; see [`shared`](crate::shared)), in a `RedisTaskStore` or a
+//! `PostgresTaskStore` that several server instances share (cargo features `redis`,
+//! `postgres`): a task created through one instance is read, awaited, listed and cancelled
+//! through any other.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-#[cfg(feature = "redis")]
-use mcp_tasks::LeasePolicy;
 use mcp_tasks::ext::{self, ExtDispatcher, TasksExtensionCapability};
 use mcp_tasks::protocol::{
     self, Augmentation, Dispatcher, PROTOCOL_VERSION, ServerTasksCapability, TaskSupport,
@@ -25,12 +25,11 @@ use mcp_tasks::{Attempts, Claim, Outcome, Redelivery, TaskHandle, TaskRequest, T
 use mcp_tasks::{
     Error, JsonObject, JsonRpcError, Owner, RequestId, TaskId, TaskRegistry, TtlPolicy, jsonrpc,
 };
-#[cfg(feature = "redis")]
-use mcp_tasks_redis::RedisTaskStore;
 use serde_json::{Value, json};
 
 use crate::input_fixtures;
 use crate::mrtr::{self, States};
+use crate::shared::{Backend, SharedStore, StoreArgs, StoreSettings};
 use crate::tools::{self, Catalog, Invocation};
 
 /// A request's answer: now, or from work the transport runs on a thread that may block.
@@ -189,9 +188,6 @@ impl std::fmt::Debug for Claimed {
 /// The task store the example serves from: picked at run time.
 pub type Store = Arc<dyn TaskStore>;
 
-/// The environment variable naming the shared Redis store (as `--redis URL` does).
-pub const REDIS_URL_ENV: &str = "MCP_TASKS_REDIS_URL";
-
 /// How long tasks live by default (ms).
 const DEFAULT_TTL_MS: u64 = 60_000;
 /// The longest a task may live (ms).
@@ -269,9 +265,10 @@ fn server_info() -> Value {
 /// What the example's command line and environment ask for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
-    /// The shared Redis store's URL: `--redis URL` (also `--redis=URL`), else
-    /// `MCP_TASKS_REDIS_URL` (unset or empty: none, the tasks live in process).
-    pub redis: Option<String>,
+    /// The shared store: `--redis URL` or `--postgres URL` (also `--redis=URL`,
+    /// `--postgres=URL`), else `MCP_TASKS_REDIS_URL` or `MCP_TASKS_POSTGRES_URL` (unset or
+    /// empty: none, the tasks live in process); see [`StoreArgs`].
+    pub store: Option<SharedStore>,
     /// The tools: the examples, and with `--conformance` (or `MCP_TASKS_CONFORMANCE=1`) the
     /// conformance suite's fixtures too.
     pub catalog: Catalog,
@@ -281,7 +278,8 @@ impl Options {
     /// Reads the process's command line and environment.
     ///
     /// # Errors
-    /// A message for an unknown argument or a `--redis` without a URL.
+    /// A message for an unknown argument, a `--redis` or `--postgres` without a URL, or
+    /// two stores named.
     pub fn from_env() -> Result<Self, String> {
         Self::parse(std::env::args().skip(1))
     }
@@ -292,32 +290,22 @@ impl Options {
     /// As for [`from_env`](Self::from_env).
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
         let mut args = args.into_iter();
-        let mut url = None;
+        let mut store = StoreArgs::default();
         let mut conformance = false;
         while let Some(arg) = args.next() {
             if arg == tools::CONFORMANCE_FLAG {
                 conformance = true;
-            } else if arg == "--redis" {
-                match args.next() {
-                    Some(value) if !value.is_empty() => url = Some(value),
-                    _ => return Err(format!("`--redis` needs a URL; {}", usage())),
-                }
-            } else if let Some(value) = arg.strip_prefix("--redis=") {
-                if value.is_empty() {
-                    return Err(format!("`--redis` needs a URL; {}", usage()));
-                }
-                url = Some(value.to_owned());
-            } else {
+            } else if !store
+                .read(&arg, &mut args)
+                .map_err(|why| format!("{why}; {}", usage()))?
+            {
                 return Err(format!("unknown argument `{arg}`; {}", usage()));
             }
         }
-        let redis = url.or_else(|| {
-            std::env::var(REDIS_URL_ENV)
-                .ok()
-                .filter(|url| !url.is_empty())
-        });
         Ok(Options {
-            redis,
+            store: store
+                .choose()
+                .map_err(|why| format!("{why}; {}", usage()))?,
             catalog: Catalog::chosen(conformance),
         })
     }
@@ -335,13 +323,19 @@ fn example_name() -> String {
 }
 
 fn usage() -> String {
+    let [redis, postgres] = Backend::ALL;
     format!(
-        "usage: {} [--redis URL] [{}] (or {REDIS_URL_ENV}=URL, {}=1), URL e.g. \
-         redis://127.0.0.1:6379 or redis+unix:///path/to/redis.sock; {} serves the \
-         conformance suite's fixture tools too",
+        "usage: {} [{} URL | {} URL] [{}] (or {}=URL or {}=URL, {}=1), URL e.g. {}, or {}; \
+         {} serves the conformance suite's fixture tools too",
         example_name(),
+        redis.flag(),
+        postgres.flag(),
         tools::CONFORMANCE_FLAG,
+        redis.url_env(),
+        postgres.url_env(),
         tools::CONFORMANCE_ENV,
+        redis.example_urls(),
+        postgres.example_urls(),
         tools::CONFORMANCE_FLAG
     )
 }
@@ -351,122 +345,23 @@ fn ttl_policy() -> TtlPolicy {
     TtlPolicy::new(Some(DEFAULT_TTL_MS)).with_max(MAX_TTL_MS)
 }
 
-/// The in-process store, or the shared Redis store at `redis_url`.
-fn open_store(redis_url: Option<&str>) -> Result<Store, String> {
-    match redis_url {
-        None => {
-            let registry = TaskRegistry::builder()
-                .ttl_policy(ttl_policy())
-                .poll_interval(Some(POLL_INTERVAL_MS))
-                .build()
-                .map_err(|err| format!("cannot build the task registry: {err}"))?;
-            Ok(Arc::new(registry))
-        }
-        Some(url) => open_redis(url),
-    }
-}
-
-/// The environment variable that sets the Redis store's lease length in milliseconds
-/// (`0`: no leases, a dead instance's tasks stay until their TTL).
-pub const LEASE_MS_ENV: &str = "MCP_TASKS_LEASE_MS";
-
-/// The environment variable that sets how often a lease is renewed, in milliseconds
-/// (default an eighth of the lease).
-pub const LEASE_RENEW_MS_ENV: &str = "MCP_TASKS_LEASE_RENEW_MS";
-
-/// The environment variable that sets the claim back-off's base in milliseconds: a
-/// redeliverable task whose instance died waits this long before another instance claims
-/// it, doubled for each attempt already run, at most [`CLAIM_BACKOFF_MAX`].
-pub const CLAIM_BACKOFF_MS_ENV: &str = "MCP_TASKS_CLAIM_BACKOFF_MS";
-
-/// The longest claim back-off.
-pub const CLAIM_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The environment variable that sets how long the Redis store retries an operation while
-/// Redis is unreachable, in milliseconds (default 30 s), before it answers the error.
-pub const OUTAGE_MS_ENV: &str = "MCP_TASKS_OUTAGE_MS";
-
-/// A whole number of milliseconds from the environment variable `name`, if set; `0` only
-/// if `zero_ok`.
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
-fn env_millis(name: &str, zero_ok: bool) -> Result<Option<u64>, String> {
-    let Ok(text) = std::env::var(name) else {
-        return Ok(None);
+/// The in-process store, or the shared store `shared`, with the example's TTL policy and
+/// poll interval, and the knobs of the environment ([`StoreSettings::from_env`]).
+fn open_store(shared: Option<&SharedStore>) -> Result<Store, String> {
+    let Some(shared) = shared else {
+        let registry = TaskRegistry::builder()
+            .ttl_policy(ttl_policy())
+            .poll_interval(Some(POLL_INTERVAL_MS))
+            .build()
+            .map_err(|err| format!("cannot build the task registry: {err}"))?;
+        return Ok(Arc::new(registry));
     };
-    match text.trim().parse::<u64>() {
-        Ok(millis) if millis > 0 || zero_ok => Ok(Some(millis)),
-        _ => Err(format!(
-            "{name}=`{}` is not a {}whole number of milliseconds",
-            text.chars().take(40).collect::<String>(),
-            if zero_ok { "" } else { "positive " }
-        )),
-    }
-}
-
-/// The store's settings from the environment ([`LEASE_MS_ENV`], [`LEASE_RENEW_MS_ENV`],
-/// [`CLAIM_BACKOFF_MS_ENV`], [`OUTAGE_MS_ENV`]).
-#[cfg(feature = "redis")]
-fn store_knobs(
-    mut builder: mcp_tasks_redis::RedisStoreBuilder,
-) -> Result<mcp_tasks_redis::RedisStoreBuilder, String> {
-    use std::time::Duration;
-    let lease = env_millis(LEASE_MS_ENV, true)?;
-    let renew = env_millis(LEASE_RENEW_MS_ENV, false)?;
-    let policy = match (lease, renew) {
-        (Some(0), _) => Some(LeasePolicy::leave_until_ttl()),
-        (Some(lease), renew) => {
-            let policy = LeasePolicy::fail_after(Duration::from_millis(lease));
-            Some(renew.map_or(policy, |renew| {
-                policy.renewed_every(Duration::from_millis(renew))
-            }))
-        }
-        (None, Some(renew)) => {
-            Some(LeasePolicy::default().renewed_every(Duration::from_millis(renew)))
-        }
-        (None, None) => None,
+    let settings = StoreSettings {
+        ttl: Some(ttl_policy()),
+        poll_interval: Some(POLL_INTERVAL_MS),
+        ..StoreSettings::from_env()?
     };
-    if let Some(policy) = policy {
-        policy
-            .validate()
-            .map_err(|err| format!("{LEASE_MS_ENV} / {LEASE_RENEW_MS_ENV}: {err}"))?;
-        builder = builder.lease_policy(policy);
-    }
-    if let Some(base) = env_millis(CLAIM_BACKOFF_MS_ENV, true)? {
-        builder = builder.claim_backoff(mcp_tasks::ClaimBackoff::new(
-            Duration::from_millis(base),
-            CLAIM_BACKOFF_MAX,
-        ));
-    }
-    if let Some(outage) = env_millis(OUTAGE_MS_ENV, false)? {
-        builder = builder.outage_timeout(Duration::from_millis(outage));
-    }
-    Ok(builder)
-}
-
-#[cfg(feature = "redis")]
-fn open_redis(url: &str) -> Result<Store, String> {
-    let builder = RedisTaskStore::builder(url)
-        .ttl_policy(ttl_policy())
-        .poll_interval(Some(POLL_INTERVAL_MS));
-    let builder = store_knobs(builder)?;
-    let store = builder.build().map_err(|err| {
-        // The store's message says what failed; its source says why (refused, no such
-        // socket, timed out).
-        let cause = std::error::Error::source(&err)
-            .map(|cause| format!(" ({cause})"))
-            .unwrap_or_default();
-        format!("cannot open the Redis task store at {url}: {err}{cause}")
-    })?;
-    Ok(Arc::new(store))
-}
-
-#[cfg(not(feature = "redis"))]
-fn open_redis(url: &str) -> Result<Store, String> {
-    Err(format!(
-        "a Redis store was asked for ({url}), but this example was built without the `redis` \
-         feature: cargo run --features redis --example {} -- --redis URL",
-        example_name()
-    ))
+    shared.open(&settings)
 }
 
 /// Why a server could not start: one line for its operator. `Debug` shows the same line
@@ -506,22 +401,22 @@ pub struct Server {
 impl Server {
     /// A server whose `tasks/list` pages hold `MCP_TASKS_PAGE_SIZE` tasks (default 50);
     /// tasks live 60 s by default and at most an hour, and suggest polling every 100 ms.
-    /// They live in process, or in the shared Redis store named by `--redis URL` or
-    /// `MCP_TASKS_REDIS_URL`; `--conformance` serves the conformance suite's fixtures too
-    /// ([`Options`]).
+    /// They live in process, or in the shared store named by `--redis URL`,
+    /// `--postgres URL`, `MCP_TASKS_REDIS_URL` or `MCP_TASKS_POSTGRES_URL`;
+    /// `--conformance` serves the conformance suite's fixtures too ([`Options`]).
     ///
     /// # Errors
-    /// A message for a bad command line, a store that cannot be opened, or a Redis URL
-    /// given to an example built without the `redis` feature.
+    /// A message for a bad command line, a store that cannot be opened, or a store's URL
+    /// given to an example built without that backend's feature.
     pub fn from_env() -> Result<Self, StartupError> {
         let page_size = std::env::var("MCP_TASKS_PAGE_SIZE")
             .ok()
             .and_then(|size| size.parse().ok())
             .unwrap_or(protocol::DEFAULT_PAGE_SIZE);
         let options = Options::from_env().map_err(StartupError)?;
-        let store = open_store(options.redis.as_deref()).map_err(StartupError)?;
+        let store = open_store(options.store.as_ref()).map_err(StartupError)?;
         let states = mrtr::states_from_env().map_err(StartupError)?;
-        Ok(Self::new(store, options.catalog, options.redis.is_some())
+        Ok(Self::new(store, options.catalog, options.store.is_some())
             .with_page_size(page_size)
             .with_request_states(states))
     }
@@ -619,7 +514,7 @@ impl Server {
         }
     }
 
-    /// Whether the tasks live in a store shared with other instances (Redis): only then
+    /// Whether the tasks live in a store shared with other instances: only then
     /// can a task be claimed here for its next attempt ([`claim`](Self::claim)).
     pub fn is_shared(&self) -> bool {
         self.shared

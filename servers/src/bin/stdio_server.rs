@@ -36,15 +36,24 @@
 //! `{"dir": "in" | "out", "msg": ...}`.
 //!
 //! # A shared store
-//! The tasks live in this process unless a Redis URL is given, as `--redis URL` or in
-//! `MCP_TASKS_REDIS_URL` (the argument wins); then they live in Redis (`RedisTaskStore`,
-//! cargo feature `redis`), shared by every server started with the same URL (and
-//! `MCP_TASKS_LEASE_MS` sets the lease of a running task, see the HTTP example):
+//! The tasks live in this process unless a shared store's URL is given: a Redis one as
+//! `--redis URL` or in `MCP_TASKS_REDIS_URL` (`RedisTaskStore`, cargo feature `redis`), a
+//! PostgreSQL one as `--postgres URL` or in `MCP_TASKS_POSTGRES_URL` (`PostgresTaskStore`,
+//! cargo feature `postgres`; `MCP_TASKS_POSTGRES_SCHEMA` names the schema, default
+//! `mcp_tasks`). The argument wins over the environment; two stores named on either is a
+//! usage error. The tasks are then shared by every server started with the same URL (and
+//! schema), and `MCP_TASKS_LEASE_MS` sets the lease of a running task (see the HTTP
+//! example for the knobs, the same for both stores):
 //!
 //! ```text
 //! cargo run -p mcp-tasks-servers --features redis --bin stdio_server -- --redis redis://127.0.0.1:6379
 //! MCP_TASKS_REDIS_URL=redis+unix:///run/redis/redis.sock cargo run -p mcp-tasks-servers --features redis --bin stdio_server
+//! cargo run -p mcp-tasks-servers --features postgres --bin stdio_server -- --postgres postgres://mcp@127.0.0.1/mcp
+//! MCP_TASKS_POSTGRES_URL='postgresql:///mcp?host=/run/postgresql' cargo run -p mcp-tasks-servers --features postgres --bin stdio_server
 //! ```
+//!
+//! A store that cannot be reached at start-up is one line on stderr naming its URL (a
+//! password hidden) and the cause, and exit status 1.
 //!
 //! Over a shared store the server runs a claim loop too: the redeliverable tasks (`sleep`,
 //! `confirm`) of instances that stopped run again here from their last checkpoint (see
@@ -53,7 +62,7 @@
 //!
 //! A stdio server's requestor is the owner `stdio`, so servers sharing a store see each
 //! other's tasks; give each requestor its own `MCP_TASKS_OWNER` (for example the user
-//! name) to keep them apart. Built without the feature, a Redis URL is a startup error.
+//! name) to keep them apart. Built without a store's feature, its URL is a startup error.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
