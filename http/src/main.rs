@@ -61,7 +61,15 @@
 //! were handed over and failed (with the ids), and exits 0. A longer grace lets more tasks
 //! finish in place; a shorter one hands them over sooner.
 //!
-//! # Tasks that outlive their process (cargo feature `redis`)
+//! # Tasks that outlive their process (cargo features `redis`, `postgres`)
+//! The tasks live in process unless a shared store is named: Redis with `--redis URL` or
+//! `MCP_TASKS_REDIS_URL` (cargo feature `redis`), PostgreSQL with `--postgres URL` or
+//! `MCP_TASKS_POSTGRES_URL` (cargo feature `postgres`; `MCP_TASKS_POSTGRES_SCHEMA` names
+//! the schema, default `mcp_tasks`). The command line wins over the environment; two
+//! stores named on either is a usage error, and a store that cannot be reached at start-up
+//! is one line naming its URL (a password hidden) and the cause, and exit status 1.
+//! Instances on the same URL (and schema) serve the same tasks.
+//!
 //! Over a shared store the server runs a claim loop (`claims.rs`): a redeliverable task
 //! (`sleep`, `confirm`) whose instance died or handed it over is claimed here and its tool
 //! run again from its last checkpoint. A claimed 2025-11-25 task whose session lives on
@@ -73,22 +81,23 @@
 //! trade-off:
 //! - `MCP_TASKS_LEASE_MS` (40000; `0`: no leases): how long a dead instance's tasks wait
 //!   before they run elsewhere (or, for a task that runs once, fail). Shorter resumes
-//!   sooner; it must outlast any pause or Redis outage an instance should ride out, else
+//!   sooner; it must outlast any pause or store outage an instance should ride out, else
 //!   a task still running is claimed elsewhere (its first run is then superseded).
 //! - `MCP_TASKS_LEASE_RENEW_MS` (an eighth of the lease): more often, fewer missed renewals
-//!   before a lapse; one Redis round trip per interval and instance.
+//!   before a lapse; one round trip to the store per interval and instance.
 //! - `MCP_TASKS_CLAIM_BACKOFF_MS` (1000, doubled per attempt up to 60 s): how long a lapsed
 //!   task waits before it is claimed. Longer spares the fleet a poison task (one that kills
 //!   every instance that runs it), and delays every resumption after a crash as much. A
 //!   hand-over waits none.
-//! - `MCP_TASKS_OUTAGE_MS` (30000): how long the store retries through a Redis outage
+//! - `MCP_TASKS_OUTAGE_MS` (30000): how long the store retries through an outage of Redis
+//!   or PostgreSQL
 //!   before it answers an error. Longer rides out longer outages; waiters and finishing
 //!   writes are held as long.
 //!
 //! # Other settings
 //! `MCP_TASKS_HTTP_ADDR` (default `127.0.0.1:8808`, port 0 picks one; the first stdout line
 //! is `listening on http://ADDR/mcp`), `MCP_TASKS_PAGE_SIZE`, `MCP_TASKS_TRACE_DIR`,
-//! `MCP_TASKS_REDIS_URL` or `--redis URL` (cargo feature `redis`) and the knobs above,
+//! the shared store (`--redis URL`, `--postgres URL`, see above) and the knobs above,
 //! `MCP_TASKS_CONFORMANCE=1` or `--conformance` (the conformance suite's fixture tools too),
 //! `MCP_TASKS_TEST_TOOLS=1` (test only: the `abort` and `steps` tools),
 //! `MCP_TASKS_REQUEST_STATE_KEY` (at least 32 bytes; the same on every instance behind one
