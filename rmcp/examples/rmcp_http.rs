@@ -3,13 +3,16 @@
 //!
 //! ```text
 //! cargo run -p mcp-tasks-rmcp --example rmcp_http -- \
-//!     --token s3cret=alice --token other=bob [--listen 127.0.0.1:8808] [--redis URL] [--conformance] \
+//!     --token s3cret=alice --token other=bob [--listen 127.0.0.1:8808] \
+//!     [--redis URL | --postgres URL] [--conformance] \
 //!     [--lease-ms MS] [--lease-renew-ms MS] [--claim-backoff-ms MS]
 //! cargo run -p mcp-tasks-rmcp --example rmcp_http -- --anonymous
 //! ```
 //!
 //! On `SIGTERM` or Ctrl-C it hands its running redeliverable tasks (`sleep`) over to the
-//! other instances of a shared store (`--redis URL`), which finish them, and exits.
+//! other instances of a shared store (`--redis URL` or `--postgres URL`, or
+//! `MCP_TASKS_REDIS_URL` or `MCP_TASKS_POSTGRES_URL`; features `redis`, `postgres`), which
+//! finish them, and exits.
 //!
 //! The endpoint is `/mcp`. Every request needs `Authorization: Bearer <token>` for one
 //! of the `--token TOKEN=OWNER` pairs (else `401`); the owner becomes the request's
@@ -55,7 +58,7 @@ enum Access {
 }
 
 const USAGE: &str = "usage: rmcp_http (--token TOKEN=OWNER ... | --anonymous) \
-                     [--listen ADDR] [--redis URL] [--conformance]";
+                     [--listen ADDR] [--redis URL | --postgres URL] [--conformance]";
 
 fn parse(args: Vec<String>) -> Result<(SocketAddr, Access), String> {
     let mut listen: SocketAddr = match std::env::var("MCP_TASKS_HTTP_ADDR") {

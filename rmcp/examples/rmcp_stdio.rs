@@ -1,7 +1,7 @@
 //! An rmcp 3.x server over stdio whose tasks live in an mcp-tasks store.
 //!
 //! ```text
-//! cargo run -p mcp-tasks-rmcp --example rmcp_stdio [-- --redis URL] [--conformance]
+//! cargo run -p mcp-tasks-rmcp --example rmcp_stdio [-- --redis URL | --postgres URL] [--conformance]
 //! ```
 //!
 //! Tools: `sleep {ms}`, `fail`, `crash`, `confirm {question}` (asks for input), `echo
@@ -24,7 +24,8 @@ async fn main() -> std::process::ExitCode {
     };
     if let Some(unknown) = rest.first() {
         eprintln!(
-            "rmcp_stdio: unknown argument {unknown}; usage: rmcp_stdio [--redis URL] [--conformance]"
+            "rmcp_stdio: unknown argument {unknown}; usage: rmcp_stdio \
+             [--redis URL | --postgres URL] [--conformance]"
         );
         return std::process::ExitCode::from(2);
     }

@@ -13,10 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks::protocol::TaskSupport;
-use mcp_tasks::{TaskRegistry, TaskStore};
+use mcp_tasks::{ClaimBackoff, LeasePolicy, TaskRegistry, TaskStore};
 use mcp_tasks_rmcp::{
     TaskContext, TaskExit, TaskManager, TaskOptions, declares_tasks, text_result,
 };
+use mcp_tasks_servers::shared::{StoreArgs, StoreSettings};
 use mcp_tasks_servers::tools::{self, CONFORMANCE_FLAG, Call, Catalog};
 use mcp_tasks_servers::{input_fixtures, mrtr};
 use rmcp::model::{
@@ -114,6 +115,25 @@ struct LeaseArgs {
     claim_backoff: Option<Duration>,
 }
 
+impl LeaseArgs {
+    /// A shared store's settings: the environment's knobs (as the project's servers read
+    /// them), the command line's over them.
+    fn settings(self) -> Result<StoreSettings, String> {
+        let mut settings = StoreSettings::from_env()?;
+        if let Some(lease) = self.lease {
+            let policy = LeasePolicy::fail_after(lease);
+            settings.leases = Some(match self.renew {
+                Some(renew) => policy.renewed_every(renew),
+                None => policy,
+            });
+        }
+        if let Some(backoff) = self.claim_backoff {
+            settings.claim_backoff = Some(ClaimBackoff::new(backoff, backoff * 8));
+        }
+        Ok(settings)
+    }
+}
+
 fn millis(flag: &str, value: Option<String>) -> Result<Option<Duration>, String> {
     let value = value.ok_or_else(|| format!("{flag} needs a number of milliseconds"))?;
     value
@@ -122,20 +142,24 @@ fn millis(flag: &str, value: Option<String>) -> Result<Option<Duration>, String>
         .map_err(|err| format!("{flag} {value}: {err}"))
 }
 
-/// What the command line asks of every example: the store (`--redis URL` for
-/// `RedisTaskStore`, feature `redis`, with `--lease-ms MS`, `--lease-renew-ms MS` and
-/// `--claim-backoff-ms MS` for its leases; else a fresh in-process registry) and the tools
-/// (the examples; with `--conformance` or `MCP_TASKS_CONFORMANCE=1` the conformance
-/// suite's fixtures too). Other arguments are returned.
+/// What the command line asks of every example: the store (`--redis URL` or
+/// `--postgres URL`, else `MCP_TASKS_REDIS_URL` or `MCP_TASKS_POSTGRES_URL`, read as the
+/// project's servers read them (`mcp_tasks_servers::shared`, features `redis` and
+/// `postgres`), with `--lease-ms MS`, `--lease-renew-ms MS` and `--claim-backoff-ms MS` for
+/// its leases; else a fresh in-process registry) and the tools (the examples; with
+/// `--conformance` or `MCP_TASKS_CONFORMANCE=1` the conformance suite's fixtures too).
+/// Other arguments are returned.
 pub fn from_args() -> Result<(Store, Catalog, Vec<String>), String> {
     let mut rest = Vec::new();
-    let mut redis = None;
+    let mut store = StoreArgs::default();
     let mut leases = LeaseArgs::default();
     let mut conformance = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if store.read(&arg, &mut args)? {
+            continue;
+        }
         match arg.as_str() {
-            "--redis" => redis = Some(args.next().ok_or("--redis needs a url")?),
             "--lease-ms" => leases.lease = millis(&arg, args.next())?,
             "--lease-renew-ms" => leases.renew = millis(&arg, args.next())?,
             "--claim-backoff-ms" => leases.claim_backoff = millis(&arg, args.next())?,
@@ -144,34 +168,10 @@ pub fn from_args() -> Result<(Store, Catalog, Vec<String>), String> {
         }
     }
     let catalog = Catalog::chosen(conformance);
-    match redis {
+    match store.choose()? {
         None => Ok((Arc::new(TaskRegistry::new()), catalog, rest)),
-        Some(url) => redis_store(&url, leases).map(|store| (store, catalog, rest)),
+        Some(shared) => Ok((shared.open(&leases.settings()?)?, catalog, rest)),
     }
-}
-
-#[cfg(feature = "redis")]
-fn redis_store(url: &str, leases: LeaseArgs) -> Result<Store, String> {
-    let mut builder = mcp_tasks_redis::RedisTaskStore::builder(url);
-    if let Some(lease) = leases.lease {
-        let mut policy = mcp_tasks::LeasePolicy::fail_after(lease);
-        if let Some(renew) = leases.renew {
-            policy = policy.renewed_every(renew);
-        }
-        builder = builder.lease_policy(policy);
-    }
-    if let Some(backoff) = leases.claim_backoff {
-        builder = builder.claim_backoff(mcp_tasks::ClaimBackoff::new(backoff, backoff * 8));
-    }
-    builder
-        .build()
-        .map(|store| Arc::new(store) as Store)
-        .map_err(|err| format!("cannot open redis at {url}: {err}"))
-}
-
-#[cfg(not(feature = "redis"))]
-fn redis_store(_url: &str, _leases: LeaseArgs) -> Result<Store, String> {
-    Err("--redis needs the `redis` feature: build with --features redis".into())
 }
 
 impl ServerHandler for ExampleServer {
