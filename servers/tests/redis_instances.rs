@@ -11,44 +11,27 @@
 mod support;
 
 use std::error::Error as _;
-use std::io::Read;
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::net::UnixStream;
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_tasks::Error;
 use mcp_tasks_redis::RedisTaskStore;
 use mcp_tasks_test_support::redis::RedisServer;
-use serde_json::{Value, json};
-use support::{Http, WAIT};
+use serde_json::json;
+use support::WAIT;
+use support::stores::{self, Backend, Db, Down, GIVE_UP, Instance, text};
 
-/// How long a store or a server may take to give up on a Redis that is down: far above
-/// the store's connect timeout (5 s at most), far below a hang.
-const GIVE_UP: Duration = Duration::from_secs(15);
-
-/// A loopback port nothing listens on (bound, then released), and the error connecting to
-/// it gives, as the OS words it.
+/// A Redis URL nothing listens on, and the error connecting to it gives, as the OS words
+/// it.
 fn closed_port() -> (String, String) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
-    let refused = TcpStream::connect(addr).expect_err("nothing listens on a released port");
-    (format!("redis://{addr}"), refused.to_string())
+    let (addr, refused) = stores::closed_port();
+    (format!("redis://{addr}"), refused)
 }
 
-/// A unix socket path that does not exist, and the error connecting to it gives.
+/// A Redis URL of a unix socket that does not exist, and the error connecting to it gives.
 fn missing_socket() -> (String, String) {
-    let path = std::env::temp_dir().join(format!(
-        "mcpt-no-redis-{}.sock",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let missing = UnixStream::connect(&path).expect_err("no socket there");
-    (
-        format!("redis+unix://{}", path.display()),
-        missing.to_string(),
-    )
+    let (path, _, missing) = stores::missing_socket("redis.sock");
+    (format!("redis+unix://{path}"), missing)
 }
 
 /// This process's threads named like a store's subscriber thread.
@@ -97,172 +80,16 @@ fn building_a_store_on_a_redis_that_is_down_fails_with_its_cause() {
     }
 }
 
-/// A child process, killed (and reaped) on drop.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Runs a server binary that should exit at once; returns its status and stderr and
-/// whether it printed anything on stdout.
-fn run_to_exit(mut command: Command) -> (ExitStatus, String, String) {
-    let child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the server binary starts");
-    let mut running = Running(child);
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = running.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < GIVE_UP,
-            "the server still runs after {GIVE_UP:?} without its Redis"
-        );
-        thread::sleep(Duration::from_millis(10));
-    };
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    running
-        .0
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    running
-        .0
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    (status, stdout, stderr)
-}
-
 /// Both example servers, given a Redis that is down (`stdio_server --redis URL`,
-/// `mcp_http` with `MCP_TASKS_REDIS_URL`), exit non-zero with one stderr line naming the
-/// URL and the OS's reason, and never start serving.
+/// `mcp_http` with `MCP_TASKS_REDIS_URL`), exit 1 with one stderr line naming the URL and
+/// the OS's reason, and never start serving.
 #[test]
 fn the_servers_exit_with_one_clear_line_when_redis_is_down() {
-    for (url, cause) in [closed_port(), missing_socket()] {
-        let mut stdio = Command::new(env!("CARGO_BIN_EXE_stdio_server"));
-        stdio
-            .arg("--redis")
-            .arg(&url)
-            .env_remove("MCP_TASKS_REDIS_URL");
-        let mut http = Command::new(support::mcp_http());
-        http.env("MCP_TASKS_REDIS_URL", &url)
-            .env("MCP_TASKS_TOKENS", "alice=token-a")
-            .env_remove("MCP_TASKS_TOKENS_FILE")
-            .env("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0");
-        for (name, command) in [("stdio_server", stdio), ("mcp_http", http)] {
-            let (status, stdout, stderr) = run_to_exit(command);
-            assert!(
-                !status.success(),
-                "{name} on {url}: exits non-zero, got {status}"
-            );
-            let lines: Vec<&str> = stderr.lines().collect();
-            assert_eq!(
-                lines.len(),
-                1,
-                "{name} on {url}: one stderr line: {stderr:?}"
-            );
-            let line = lines[0];
-            assert!(
-                line.contains(&url),
-                "{name}: the line names the URL: {line}"
-            );
-            assert!(
-                line.contains(&cause),
-                "{name}: the line says why (`{cause}`): {line}"
-            );
-            assert!(
-                !line.contains('"'),
-                "{name}: the line is not a quoted string: {line}"
-            );
-            assert!(
-                stdout.is_empty(),
-                "{name}: it never started serving: {stdout:?}"
-            );
-            eprintln!("{name}: {status}: {line}");
-        }
-    }
-}
-
-/// A JSON-RPC request with `id`.
-fn rpc(id: u64, method: &str, params: &Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
-}
-
-/// An `mcp_http` instance on Redis, with an initialized 2025-11-25 session.
-struct Instance {
-    http: Http,
-    session: String,
-}
-
-impl Instance {
-    fn start(url: &str) -> Instance {
-        Self::start_leased(url, "")
-    }
-
-    /// An instance whose running tasks hold leases of `lease_ms` (`""`: the default),
-    /// serving the conformance fixtures too (`slow_compute` is a long task that runs once).
-    fn start_leased(url: &str, lease_ms: &str) -> Instance {
-        let mut env = vec![("MCP_TASKS_REDIS_URL", url), ("MCP_TASKS_CONFORMANCE", "1")];
-        if !lease_ms.is_empty() {
-            env.push(("MCP_TASKS_LEASE_MS", lease_ms));
-        }
-        let http = Http::start_with(&env);
-        let answer = http.post(&rpc(
-            0,
-            "initialize",
-            &json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "redis-instances", "version": "0"}
-            }),
-        ));
-        assert_eq!(answer.status, 200, "initialize: {}", answer.body);
-        let session = answer.session.expect("initialize issues a session");
-        let initialized = http.post_in(
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-            Some(&session),
-        );
-        assert!(
-            initialized.status < 300,
-            "initialized: {}",
-            initialized.status
-        );
-        Instance { http, session }
-    }
-
-    /// The request's JSON-RPC answer, or what went wrong (HTTP status, JSON-RPC error).
-    fn call(&self, id: u64, method: &str, params: &Value) -> Result<Value, String> {
-        let answer = self
-            .http
-            .post_in(&rpc(id, method, params), Some(&self.session));
-        if answer.status != 200 {
-            return Err(format!("{method}: HTTP {}: {}", answer.status, answer.body));
-        }
-        let body: Value = serde_json::from_str(&answer.body)
-            .map_err(|err| format!("{method}: not JSON ({err}): {}", answer.body))?;
-        match body.get("result") {
-            Some(result) => Ok(result.clone()),
-            None => Err(format!("{method}: {}", body["error"])),
-        }
-    }
-}
-
-/// The text of a `CallToolResult`'s first content block.
-fn text(result: &Value) -> Option<&str> {
-    result["content"][0]["text"].as_str()
+    let downs: Vec<Down> = [closed_port(), missing_socket()]
+        .into_iter()
+        .map(|(url, cause)| Down { url, cause })
+        .collect();
+    stores::servers_exit_with_one_clear_line(Backend::Redis, &downs);
 }
 
 /// The issue's measurement: two `mcp_http` instances on one Redis with AOF
@@ -274,11 +101,11 @@ fn text(result: &Value) -> Option<&str> {
 #[test]
 fn two_http_instances_lose_nothing_across_a_redis_restart() {
     const TASKS: u64 = 12;
-    let Some(mut redis) = RedisServer::start_aof() else {
+    let Some(redis) = RedisServer::start_aof() else {
         return;
     };
-    let url = redis.url();
-    let (a, b) = (Instance::start(&url), Instance::start(&url));
+    let mut db = Db::on_redis(redis);
+    let (a, b) = (Instance::start(&db), Instance::start(&db));
 
     // Task n sleeps 200 + 40 n ms: the restart below falls in the middle of their ends.
     let created_at = Instant::now();
@@ -321,9 +148,9 @@ fn two_http_instances_lose_nothing_across_a_redis_restart() {
             "{finished} of {TASKS} tasks finished before the restart"
         );
         let stopped_at = Instant::now();
-        redis.stop();
+        db.redis().stop();
         thread::sleep(Duration::from_millis(300));
-        redis.resume();
+        db.redis().resume();
         let back_at = Instant::now();
         let answers: Vec<_> = waiters
             .into_iter()
@@ -407,68 +234,12 @@ fn two_http_instances_lose_nothing_across_a_redis_restart() {
     assert!(last_wake < WAIT, "every waiter woke within {WAIT:?}");
 }
 
-/// An instance killed (`SIGKILL`) while it runs a task that is not redeliverable (the
-/// conformance fixture `slow_compute` runs once): with 1 s leases (renewed every 125 ms),
-/// the other instance's `tasks/result` waiter gets the task failed with the lease's
-/// `-32603` within the lease plus one renewal interval, and `tasks/get` there says
-/// `failed`. (A redeliverable task runs again instead: `tests/fleet.rs`.)
+/// An instance killed (`SIGKILL`) while it runs a task that runs once: the other
+/// instance's waiter gets it failed within the lease plus one renewal interval
+/// ([`stores::a_killed_instance_fails_its_task_on_the_other`]).
 #[test]
 fn a_killed_instance_fails_its_task_on_the_other_within_lease_and_interval() {
-    const LEASE: Duration = Duration::from_millis(1_000);
-    const INTERVAL: Duration = Duration::from_millis(125);
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
-    let url = redis.url();
-    let lease_ms = LEASE.as_millis().to_string();
-    let (a, b) = (
-        Instance::start_leased(&url, &lease_ms),
-        Instance::start_leased(&url, &lease_ms),
-    );
-    let created = a
-        .call(
-            1,
-            "tools/call",
-            &json!({"name": "slow_compute", "arguments": {"seconds": 60}, "task": {"ttl": 600_000}}),
-        )
-        .expect("A creates the task");
-    let id = created["task"]["taskId"]
-        .as_str()
-        .expect("a task id")
-        .to_owned();
-    // Alive, A keeps the task past its lease.
-    thread::sleep(LEASE * 2);
-    let task = b.call(2, "tasks/get", &json!({"taskId": id})).unwrap();
-    assert_eq!(task["status"], "working", "{task}");
-
-    let (answer, killed, woke) = thread::scope(|scope| {
-        let waiter = scope.spawn(|| {
-            let answer = b.call(3, "tasks/result", &json!({"taskId": id}));
-            (answer, Instant::now())
-        });
-        thread::sleep(Duration::from_millis(100));
-        assert!(!waiter.is_finished(), "the waiter waits while A lives");
-        let Instance { http, .. } = a;
-        let killed = Instant::now();
-        drop(http); // SIGKILL, then reaped
-        let (answer, woke) = waiter.join().expect("the waiter thread");
-        (answer, killed, woke)
-    });
-    let elapsed = woke.saturating_duration_since(killed);
-    eprintln!(
-        "mcp_http killed with SIGKILL mid-task (lease {LEASE:?}, renewed every \
-         {INTERVAL:?}): the other instance's tasks/result answered {elapsed:?} later"
-    );
-    let error = answer.expect_err("tasks/result of a failed task is its error");
-    assert!(
-        error.contains("-32603") && error.contains("server instance running the task stopped"),
-        "{error}"
-    );
-    let task = b.call(4, "tasks/get", &json!({"taskId": id})).unwrap();
-    assert_eq!(task["status"], "failed", "{task}");
-    assert!(
-        elapsed <= LEASE + INTERVAL + Duration::from_millis(500),
-        "failed {elapsed:?} after the kill, beyond lease + interval ({:?})",
-        LEASE + INTERVAL
-    );
+    if let Some(db) = Db::start(Backend::Redis) {
+        stores::a_killed_instance_fails_its_task_on_the_other(&db);
+    }
 }

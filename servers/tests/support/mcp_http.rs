@@ -7,16 +7,17 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-/// The environment variable naming a prebuilt `mcp_http` (built with the `redis` feature)
-/// for the tests to run instead of building one: CI builds the whole workspace once and
-/// sets it, so no test builds the HTTP stack a second time with other features.
+/// The environment variable naming a prebuilt `mcp_http` (built with the `redis` and
+/// `postgres` features) for the tests to run instead of building one: CI builds the whole
+/// workspace once and sets it, so no test builds the HTTP stack a second time with other
+/// features.
 pub const BIN_ENV: &str = "MCP_TASKS_HTTP_BIN";
 
 /// The `mcp_http` to run: the one [`BIN_ENV`] names, or one built now with
-/// `cargo build -p mcp-tasks-http --features redis` (the one build serves the tests with and
-/// without Redis: without a Redis URL it keeps tasks in process), hard-linked to
-/// `mcp_http.<name>` (`name` says whose it is) so that a later build with other features,
-/// which replaces `mcp_http`, does not change the binary the caller runs.
+/// `cargo build -p mcp-tasks-http --features redis,postgres` (the one build serves the tests
+/// with and without a shared store: without a store's URL it keeps tasks in process),
+/// hard-linked to `mcp_http.<name>` (`name` says whose it is) so that a later build with
+/// other features, which replaces `mcp_http`, does not change the binary the caller runs.
 /// `CARGO_TARGET_DIR` is honoured: the nested cargo inherits it and runs from the
 /// repository root.
 ///
@@ -41,12 +42,12 @@ pub fn build(name: &str) -> PathBuf {
         "-p",
         "mcp-tasks-http",
         "--features",
-        "redis",
+        "redis,postgres",
         "--bin",
         "mcp_http",
         "--message-format=json-render-diagnostics",
     ]);
-    let shown = "cargo build -p mcp-tasks-http --features redis";
+    let shown = "cargo build -p mcp-tasks-http --features redis,postgres";
     let output = command
         .stderr(Stdio::inherit())
         .output()

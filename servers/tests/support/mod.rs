@@ -4,8 +4,10 @@
 #![allow(dead_code)]
 
 mod mcp_http;
+pub mod stores;
 pub mod streamed;
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -185,14 +187,14 @@ pub struct HttpAnswer {
 
 impl Http {
     pub fn start() -> Self {
-        Self::start_with(&[])
+        Self::start_with::<&str, &str>(&[])
     }
 
-    /// The HTTP server with these extra environment variables (e.g. `MCP_TASKS_REDIS_URL`).
-    pub fn start_with(env: &[(&str, &str)]) -> Self {
+    /// The HTTP server with these extra environment variables (e.g. a shared store's,
+    /// [`stores::Db::env`]).
+    pub fn start_with<K: AsRef<OsStr>, V: AsRef<OsStr>>(env: &[(K, V)]) -> Self {
         let mut command = Command::new(mcp_http());
-        command
-            .env_remove("MCP_TASKS_REDIS_URL")
+        stores::clear_store_env(&mut command)
             .env_remove("MCP_TASKS_CONFORMANCE")
             .env("MCP_TASKS_TOKENS", "alice=token-a")
             .env_remove("MCP_TASKS_TOKENS_FILE")
