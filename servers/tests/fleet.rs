@@ -1,5 +1,5 @@
 //! Tasks that outlive their process: a fleet of `mcp_http` instances (the `http/` crate,
-//! built with `--features redis`) on one `redis-server`, with short leases (1000 ms,
+//! built with `--features redis,postgres`) on one shared store, with short leases (1000 ms,
 //! renewed every 125 ms), a 1000 ms shutdown grace and a 200 ms claim back-off, driven
 //! over the stateless 2026-07-28 wire (any instance answers for any task) while instances
 //! are stopped and started again:
@@ -17,13 +17,17 @@
 //! - a 2025-11-25 client whose instance was killed while `confirm` waited for it answers
 //!   the re-run's question in a new session on the other instance.
 //!
-//! The figures are printed on lines starting with `fleet:`. `MCP_TASKS_FLEET_TASKS` sets
-//! the number of tasks of the two restart tests (default 60: under a minute on 2 cores;
-//! the issue's figure is 200). Each test starts its own `redis-server`
-//! (`mcp_tasks_test_support::redis`); without one on `PATH` it says `SKIPPED` and passes.
-//! Every process is killed when its test ends, also when it fails; every loop is bounded
-//! in count and time.
-#![cfg(feature = "redis")]
+//! Every test runs on each store: `redis::NAME` on a `redis-server` of its own
+//! (`mcp_tasks_test_support::redis`, feature `redis`), `postgres::NAME` in a schema of its
+//! own on the test process's PostgreSQL server (`mcp_tasks_test_support::postgres`,
+//! feature `postgres`); without the server installed a test says `SKIPPED` and passes. One
+//! test runs at a time.
+//!
+//! The figures are printed on lines starting with `fleet: STORE:`. `MCP_TASKS_FLEET_TASKS`
+//! sets the number of tasks of the two restart tests (default 60: under a minute on 2
+//! cores; the issue's figure is 200). Every process is killed when its test ends, also when
+//! it fails; every loop is bounded in count and time.
+#![cfg(any(feature = "redis", feature = "postgres"))]
 
 mod support;
 
@@ -37,8 +41,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mcp_tasks_test_support::redis::RedisServer;
 use serde_json::{Value, json};
+use support::stores::{Backend, Db};
 
 /// The lease of a running task.
 const LEASE: Duration = Duration::from_millis(1_000);
@@ -84,19 +88,22 @@ struct Instance {
     addr: String,
 }
 
-/// A few `mcp_http` instances on one Redis, each in a slot that can be emptied (stopped)
-/// and filled again (started). Every instance is killed on drop.
+/// A few `mcp_http` instances on one shared store, each in a slot that can be emptied
+/// (stopped) and filled again (started). Every instance is killed on drop.
 struct Fleet {
-    url: String,
+    backend: Backend,
+    /// The variables that point an instance at the store.
+    store: Vec<(&'static str, String)>,
     env: Vec<(String, String)>,
     slots: Mutex<Vec<Option<Instance>>>,
     log: Arc<Mutex<Vec<Logged>>>,
 }
 
 impl Fleet {
-    fn start(redis: &RedisServer, size: usize, env: &[(&str, &str)]) -> Fleet {
+    fn start(db: &Db, size: usize, env: &[(&str, &str)]) -> Fleet {
         let fleet = Fleet {
-            url: redis.url(),
+            backend: db.backend(),
+            store: db.env(),
             env: env
                 .iter()
                 .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
@@ -113,10 +120,10 @@ impl Fleet {
     /// Starts an instance in `slot` and waits until it listens.
     fn launch(&self, slot: usize) {
         let mut command = Command::new(support::mcp_http());
-        command
+        support::stores::clear_store_env(&mut command)
+            .envs(self.store.iter().map(|(name, value)| (name, value)))
             .env_remove("MCP_TASKS_CONFORMANCE")
             .env_remove("MCP_TASKS_TOKENS_FILE")
-            .env("MCP_TASKS_REDIS_URL", &self.url)
             .env("MCP_TASKS_TOKENS", "alice=token-a")
             .env("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0")
             .env("MCP_TASKS_LEASE_MS", LEASE.as_millis().to_string())
@@ -448,9 +455,9 @@ struct Figures {
 /// N `sleep` tasks of 2–8 s, created round-robin at a steady rate, each awaited through
 /// a random instance, while each of three instances in turn is stopped (`how`) and
 /// started again.
-fn restart_under_load(how: Stop) -> Option<(Fleet, Figures)> {
-    let redis = RedisServer::start()?;
-    let fleet = Fleet::start(&redis, 3, &[]);
+fn restart_under_load(backend: Backend, how: Stop) -> Option<(Fleet, Figures)> {
+    let db = Db::start(backend)?;
+    let fleet = Fleet::start(&db, 3, &[]);
     let count = task_count();
     let mut lcg = Lcg(0x5eed_f1ee7);
     let sleeps: Vec<u64> = (0..count).map(|_| 2_000 + lcg.next() % 6_000).collect();
@@ -566,7 +573,7 @@ fn restart_under_load(how: Stop) -> Option<(Fleet, Figures)> {
             }
         }
     }
-    drop(redis);
+    drop(db);
     Some((fleet, figures))
 }
 
@@ -611,9 +618,10 @@ fn report(how: &str, fleet: &Fleet, figures: &Figures) -> Vec<(Duration, Duratio
         per_stop.iter().map(|(_, l, _)| *l).max()
     }
     .unwrap_or_default();
+    let store = fleet.backend.name();
     eprintln!(
-        "fleet: {how}: {} tasks: completed {}, failed {}, lost {}, twice {}; claims {}; late \
-         writes refused {}; longest unowned {longest:?}",
+        "fleet: {store}: {how}: {} tasks: completed {}, failed {}, lost {}, twice {}; claims {}; \
+         late writes refused {}; longest unowned {longest:?}",
         figures.completed + figures.failed.len() + figures.lost.len(),
         figures.completed,
         figures.failed.len(),
@@ -624,7 +632,7 @@ fn report(how: &str, fleet: &Fleet, figures: &Figures) -> Vec<(Duration, Duratio
     );
     for ((first, longest, claims), (_, slot)) in per_stop.iter().zip(&figures.stops) {
         eprintln!(
-            "fleet: {how}: slot {slot}: {claims} claim(s) before the next stop, first {first:?} and last {longest:?} after the {}",
+            "fleet: {store}: {how}: slot {slot}: {claims} claim(s) before the next stop, first {first:?} and last {longest:?} after the {}",
             if how == "SIGTERM" {
                 "hand-over"
             } else {
@@ -636,13 +644,13 @@ fn report(how: &str, fleet: &Fleet, figures: &Figures) -> Vec<(Duration, Duratio
         for (_, slot, line) in fleet.shutdowns() {
             let summary = line.split("shutdown: ").nth(1).unwrap_or(&line);
             let summary: String = summary.chars().take(160).collect();
-            eprintln!("fleet: SIGTERM: slot {slot}: shutdown: {summary}");
+            eprintln!("fleet: {store}: SIGTERM: slot {slot}: shutdown: {summary}");
         }
         let mut handovers = hand_over_to_claim(fleet);
         handovers.sort();
         if let (Some(first), Some(last)) = (handovers.first(), handovers.last()) {
             eprintln!(
-                "fleet: SIGTERM: hand-over to claim, per task handed over ({}): median {:?}, \
+                "fleet: {store}: SIGTERM: hand-over to claim, per task handed over ({}): median {:?}, \
                  max {last:?}, min {first:?}",
                 handovers.len(),
                 handovers[handovers.len() / 2]
@@ -684,10 +692,9 @@ fn hand_over_to_claim(fleet: &Fleet) -> Vec<Duration> {
 /// A rolling restart with `SIGTERM`: every redeliverable task still running after the
 /// grace is handed over and finished elsewhere; none fails, none is lost, none has two
 /// results.
-#[test]
-fn a_rolling_restart_with_sigterm_loses_no_task() {
+fn a_rolling_restart_with_sigterm_loses_no_task(backend: Backend) {
     let _serial = one_at_a_time();
-    let Some((fleet, figures)) = restart_under_load(Stop::Term) else {
+    let Some((fleet, figures)) = restart_under_load(backend, Stop::Term) else {
         return;
     };
     report("SIGTERM", &fleet, &figures);
@@ -698,10 +705,9 @@ fn a_rolling_restart_with_sigterm_loses_no_task() {
 
 /// The same with `SIGKILL`: every task completes, resumed on another instance within the
 /// lease, one renewal interval and the back-off of the kill (plus scheduling slack).
-#[test]
-fn every_task_completes_when_instances_are_killed() {
+fn every_task_completes_when_instances_are_killed(backend: Backend) {
     let _serial = one_at_a_time();
-    let Some((fleet, figures)) = restart_under_load(Stop::Kill) else {
+    let Some((fleet, figures)) = restart_under_load(backend, Stop::Kill) else {
         return;
     };
     let per_stop = report("SIGKILL", &fleet, &figures);
@@ -711,7 +717,10 @@ fn every_task_completes_when_instances_are_killed() {
     let bound = LEASE + RENEW + BACKOFF;
     for (first, _, claims) in per_stop {
         if claims > 0 {
-            eprintln!("fleet: SIGKILL: kill to resume {first:?} (bound {bound:?})");
+            eprintln!(
+                "fleet: {}: SIGKILL: kill to resume {first:?} (bound {bound:?})",
+                backend.name()
+            );
             assert!(
                 first <= bound + Duration::from_millis(750),
                 "resumed {first:?} after the kill, beyond lease + interval + back-off ({bound:?})"
@@ -723,13 +732,12 @@ fn every_task_completes_when_instances_are_killed() {
 /// A poison task: `abort` aborts every instance that runs it. The harness starts dead
 /// instances again; the task is tried 3 times, at a slowing pace, then fails with
 /// `-32603` naming its attempts, while the `sleep` tasks beside it complete.
-#[test]
-fn a_poison_task_fails_after_its_attempts_and_the_fleet_goes_on() {
+fn a_poison_task_fails_after_its_attempts_and_the_fleet_goes_on(backend: Backend) {
     let _serial = one_at_a_time();
-    let Some(redis) = RedisServer::start() else {
+    let Some(db) = Db::start(backend) else {
         return;
     };
-    let fleet = Fleet::start(&redis, 3, &[]);
+    let fleet = Fleet::start(&db, 3, &[]);
     let (poison, _) = create(&fleet, 0, "abort", &json!({}));
     // After the poison's first run took slot 0 down, beside it: a sleep lives through at
     // most the poison's two other runs, so it needs at most its 3 attempts.
@@ -763,8 +771,9 @@ fn a_poison_task_fails_after_its_attempts_and_the_fleet_goes_on() {
         .filter(|(_, _, task)| *task == poison)
         .count();
     eprintln!(
-        "fleet: poison: ended after {took:?}, {restarts} instance(s) restarted, {claims} claim(s) \
+        "fleet: {}: poison: ended after {took:?}, {restarts} instance(s) restarted, {claims} claim(s) \
          of the poison task; its end: {:?}",
+        backend.name(),
         ends.get(&poison)
     );
     match ends.get(&poison) {
@@ -791,16 +800,15 @@ fn a_poison_task_fails_after_its_attempts_and_the_fleet_goes_on() {
 /// A checkpointing task (`steps`: 10 steps of 300 ms, a checkpoint after each) on an
 /// instance killed mid-way resumes on the other from its last checkpoint: every step
 /// runs, at most one twice, and the re-run starts past the first step.
-#[test]
-fn a_rerun_starts_from_the_last_checkpoint() {
+fn a_rerun_starts_from_the_last_checkpoint(backend: Backend) {
     let _serial = one_at_a_time();
-    let Some(redis) = RedisServer::start() else {
+    let Some(db) = Db::start(backend) else {
         return;
     };
     let record: PathBuf =
         std::env::temp_dir().join(format!("mcpt-steps-{}.txt", uuid::Uuid::new_v4().simple()));
     let file = record.display().to_string();
-    let fleet = Fleet::start(&redis, 2, &[("MCP_TASKS_TEST_STEPS_FILE", &file)]);
+    let fleet = Fleet::start(&db, 2, &[("MCP_TASKS_TEST_STEPS_FILE", &file)]);
     let (task, slot) = create(&fleet, 0, "steps", &json!({"n": 10, "ms": 300}));
     thread::sleep(Duration::from_millis(1_200));
     let killed = fleet.kill(slot);
@@ -834,8 +842,9 @@ fn a_rerun_starts_from_the_last_checkpoint() {
         .find(|(_, attempts)| attempts.contains(&2))
         .map(|(step, _)| *step);
     eprintln!(
-        "fleet: checkpoint: killed after 1.2 s; the re-run started at step {rerun_from:?}; steps \
-         run twice: {twice:?}; end: {end:?}"
+        "fleet: {}: checkpoint: killed after 1.2 s; the re-run started at step {rerun_from:?}; steps \
+         run twice: {twice:?}; end: {end:?}",
+        backend.name()
     );
     assert_eq!(end, Some(End::Completed("ran 10 steps".into())), "{steps}");
     assert_eq!(
@@ -857,13 +866,12 @@ fn a_rerun_starts_from_the_last_checkpoint() {
 /// `sleep` is handed over and completed by the other instance at once (no lease lapse, no
 /// back-off); the conformance fixture `slow_compute`, which runs once, fails with the
 /// shutdown's `-32603` as before. The shutdown line says so.
-#[test]
-fn a_graceful_shutdown_hands_over_what_may_run_again_and_fails_the_rest() {
+fn a_graceful_shutdown_hands_over_what_may_run_again_and_fails_the_rest(backend: Backend) {
     let _serial = one_at_a_time();
-    let Some(redis) = RedisServer::start() else {
+    let Some(db) = Db::start(backend) else {
         return;
     };
-    let fleet = Fleet::start(&redis, 2, &[("MCP_TASKS_CONFORMANCE", "1")]);
+    let fleet = Fleet::start(&db, 2, &[("MCP_TASKS_CONFORMANCE", "1")]);
     let a = fleet.addr(0).expect("slot 0 runs");
     let created = |tool: &str, arguments: Value| {
         let created = call(
@@ -904,8 +912,9 @@ fn a_graceful_shutdown_hands_over_what_may_run_again_and_fails_the_rest() {
         .find(|(_, _, task)| *task == sleep)
         .map(|(at, slot, _)| (at.saturating_duration_since(signalled), slot));
     eprintln!(
-        "fleet: graceful: exited {exited:?} after SIGTERM; the sleep task claimed {claimed:?} \
-         after it; ends {ends:?}; {shutdown}"
+        "fleet: {}: graceful: exited {exited:?} after SIGTERM; the sleep task claimed {claimed:?} \
+         after it; ends {ends:?}; {shutdown}",
+        backend.name()
     );
     assert_eq!(
         ends.get(&sleep),
@@ -998,13 +1007,12 @@ fn session_2025(addr: &str) -> String {
 /// with the killed instance, opens a new session on the other and waits with
 /// `tasks/result`: the new session adopts the task, its stream carries the re-run's
 /// `elicitation/create`, and the answer POSTed back finishes the task with it.
-#[test]
-fn a_2025_client_answers_a_rerun_in_a_new_session() {
+fn a_2025_client_answers_a_rerun_in_a_new_session(backend: Backend) {
     let _serial = one_at_a_time();
-    let Some(redis) = RedisServer::start() else {
+    let Some(db) = Db::start(backend) else {
         return;
     };
-    let fleet = Fleet::start(&redis, 2, &[]);
+    let fleet = Fleet::start(&db, 2, &[]);
     let (a, b) = (
         fleet.addr(0).expect("slot 0"),
         fleet.addr(1).expect("slot 1"),
@@ -1076,8 +1084,9 @@ fn a_2025_client_answers_a_rerun_in_a_new_session() {
         message.get("method").is_none()
     });
     eprintln!(
-        "fleet: 2025-11-25 re-run: asked again in the new session {asked_after:?} after the \
-         kill; answer {answer}"
+        "fleet: {}: 2025-11-25 re-run: asked again in the new session {asked_after:?} after the \
+         kill; answer {answer}",
+        backend.name()
     );
     assert_eq!(answer["id"], 9, "{answer}");
     assert_eq!(
@@ -1085,3 +1094,32 @@ fn a_2025_client_answers_a_rerun_in_a_new_session() {
         "{answer}"
     );
 }
+
+/// Each test, on each store built in: `redis::NAME` and `postgres::NAME`.
+macro_rules! on_each_store {
+    ($($test:ident),* $(,)?) => {
+        #[cfg(feature = "redis")]
+        mod redis {
+            $(#[test]
+            fn $test() {
+                super::$test(super::Backend::Redis);
+            })*
+        }
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(#[test]
+            fn $test() {
+                super::$test(super::Backend::Postgres);
+            })*
+        }
+    };
+}
+
+on_each_store!(
+    a_rolling_restart_with_sigterm_loses_no_task,
+    every_task_completes_when_instances_are_killed,
+    a_poison_task_fails_after_its_attempts_and_the_fleet_goes_on,
+    a_rerun_starts_from_the_last_checkpoint,
+    a_graceful_shutdown_hands_over_what_may_run_again_and_fails_the_rest,
+    a_2025_client_answers_a_rerun_in_a_new_session,
+);
