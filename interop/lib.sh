@@ -1,7 +1,7 @@
 # Shared by the interop runners (interop/run.sh, interop/http/run.sh,
-# interop/http/redis.sh, rmcp-example/run.sh). Sourcing it sets INTEROP, REPO, PYTHON,
-# VENV and CLIENT_TIMEOUT and the totals; the runner sets OUT_DIR, the folder where each
-# component's output is kept, before its first `run`.
+# interop/http/redis.sh, interop/http/postgres.sh, rmcp-example/run.sh). Sourcing it sets
+# INTEROP, REPO, PYTHON, VENV and CLIENT_TIMEOUT and the totals; the runner sets OUT_DIR,
+# the folder where each component's output is kept, before its first `run`.
 
 INTEROP="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$INTEROP/.." && pwd)"
@@ -22,7 +22,8 @@ log() { printf '\n== %s\n' "$*"; }
 # (`-p mcp-tasks-http`, a feature less) would compile tokio, hyper and rmcp again; this one
 # is a no-op after CI's build. The binaries: $TARGET/debug/{stdio_server,mcp_http,
 # mcp-tasks-rmcp-example,mcp-tasks-rmcp-client} and $TARGET/debug/examples/{rmcp_stdio,
-# rmcp_http}, each with the `redis` feature (a store in Redis only when given a URL).
+# rmcp_http}, each with the `redis` and `postgres` features (a shared store only when
+# given a URL).
 BUILD_ARGS=(--locked --workspace --all-features --all-targets)
 build_workspace() {
   log "building the workspace (cargo build ${BUILD_ARGS[*]})"

@@ -6,7 +6,7 @@
 #   1. one instance on Redis: the whole Python HTTP suite (py_client.py), its traces
 #      validated against the official 2025-11-25 schema;
 #   2. two instances (A, B) on two ports sharing that Redis, one pair of tokens:
-#      py_redis_client.py creates tasks through A and gets, awaits (tasks/result through B
+#      py_shared_client.py creates tasks through A and gets, awaits (tasks/result through B
 #      blocks until A's handler finishes), lists and cancels them through B, and checks
 #      that another principal on B sees none of them.
 # See interop/http/README.md. Needs redis-server on PATH (Debian: apt-get install
@@ -104,7 +104,7 @@ if start_server A; then
     URL_B="$SERVER_URL"
     run redis-two-instances env MCP_TASKS_URL_A="$URL_A" MCP_TASKS_URL_B="$URL_B" \
       MCP_TASKS_TRACE_DIR_A="$WORK/A.traces" MCP_TASKS_TRACE_DIR_B="$WORK/B.traces" \
-      timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$HERE/py_redis_client.py"
+      timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$HERE/py_shared_client.py"
   else
     count_failure
   fi

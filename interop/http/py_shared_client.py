@@ -1,9 +1,9 @@
-"""Two mcp_http instances sharing one Redis store, driven with the official Python SDK
-(mcp==1.30.0, installed in interop/.venv): a task created through instance A is read,
-awaited, listed and cancelled through instance B, and stays invisible to another
-principal there.
+"""Two mcp_http instances sharing one store (Redis or PostgreSQL), driven with the
+official Python SDK (mcp==1.30.0, installed in interop/.venv): a task created through
+instance A is read, awaited, listed and cancelled through instance B, and stays invisible
+to another principal there.
 
-Usage: python py_redis_client.py
+Usage: python py_shared_client.py
 
 Environment: MCP_TASKS_URL_A and MCP_TASKS_URL_B (the two instances' /mcp endpoints),
 MCP_TASKS_ALICE_TOKEN and MCP_TASKS_BOB_TOKEN (two principals' bearer tokens, known to
@@ -252,9 +252,9 @@ class Suite(Scenarios):
 
     async def run(self) -> None:
         peers = {
-            "alice_a": connect(URL_A, ALICE, "mcp-tasks-redis-alice-a"),
-            "alice_b": connect(URL_B, ALICE, "mcp-tasks-redis-alice-b"),
-            "bob_b": connect(URL_B, BOB, "mcp-tasks-redis-bob-b"),
+            "alice_a": connect(URL_A, ALICE, "mcp-tasks-shared-alice-a"),
+            "alice_b": connect(URL_B, ALICE, "mcp-tasks-shared-alice-b"),
+            "bob_b": connect(URL_B, BOB, "mcp-tasks-shared-bob-b"),
         }
         await self.connected("r0. initialize with both instances", peers, [
             ("r0. sessions with instance A (alice) and B (alice, bob); A's session unknown to B (404)", self.r0_sessions),
