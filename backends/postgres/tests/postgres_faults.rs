@@ -444,19 +444,26 @@ fn version(server: &PostgresServer, schema: &str, id: &str) -> String {
 
 /// Runs `write` on its own thread while the proxy holds every reply, waits until PostgreSQL
 /// `applied` it, then resets every connection (the write's reply is lost with its
-/// connection) and lets replies through again; answers what `write` answered, and how many
-/// connections were reset.
+/// connection), holds every byte for `outage` more (the write's replay on a fresh
+/// connection is lost too, if the outage is longer than the I/O timeout) and lets
+/// everything through again; answers what `write` answered, and how many connections were
+/// reset.
 #[track_caller]
 fn reply_cut<T: Send + 'static>(
     proxy: &TcpProxy,
     what: &str,
     write: impl FnOnce() -> T + Send + 'static,
     applied: impl FnMut() -> bool,
+    outage: Duration,
 ) -> (T, usize) {
     proxy.hold_replies();
     let writer = thread::spawn(write);
     eventually(&format!("PostgreSQL applied the {what}"), applied);
+    if !outage.is_zero() {
+        proxy.pause();
+    }
     let reset = proxy.reset_all();
+    thread::sleep(outage);
     proxy.resume();
     assert!(reset >= 1, "the {what}'s connection was reset");
     (join_within(writer, BOUND, what), reset)
@@ -469,6 +476,9 @@ fn reply_cut<T: Send + 'static>(
 /// "not found"; and the replay sends no second notification.
 #[test]
 fn a_write_cut_between_statement_and_reply_is_applied_once() {
+    /// The I/O timeout of the instance whose writes are cut.
+    const CUT_IO: Duration = Duration::from_secs(2);
+    let _load = timing();
     let Some(server) = PostgresServer::start() else {
         return;
     };
@@ -478,10 +488,11 @@ fn a_write_cut_between_statement_and_reply_is_applied_once() {
     let (seen, _) = recorder(&direct);
     // One pooled connection (whose statements are prepared below, so that the statement
     // held is the write itself), no lease rounds (nothing else writes on it), and an I/O
-    // timeout far above the test's: the reset, not a timeout, is what ends the write.
+    // timeout far above a write's wait to be applied: the reset, not a timeout, is what
+    // ends the write.
     let cut = builder(&through(&proxy), &schema)
         .pool_size(1)
-        .io_timeout(Duration::from_secs(5))
+        .io_timeout(CUT_IO)
         .lease_policy(LeasePolicy::leave_until_ttl())
         .build()
         .unwrap();
@@ -506,6 +517,7 @@ fn a_write_cut_between_statement_and_reply_is_applied_once() {
             move || cut.store_result(&owner, &id, TaskStatus::Completed, tool_outcome("once"))
         },
         || version(&server, &schema, &id) == "2",
+        Duration::ZERO,
     );
     let done = done.expect("the commit whose reply was cut answers the task");
     assert!(completed_with(&done, "once"), "{done:?}");
@@ -528,6 +540,7 @@ fn a_write_cut_between_statement_and_reply_is_applied_once() {
             move || cut.insert(&owner, req(2))
         },
         || direct.list(&owner, None, 100).unwrap().tasks.len() == before + 1,
+        Duration::ZERO,
     );
     let created = created.expect("the create whose reply was cut answers the task");
     let listed = direct.list(&owner, None, 100).unwrap().tasks;
@@ -546,6 +559,7 @@ fn a_write_cut_between_statement_and_reply_is_applied_once() {
             move || cut.remove(&owner, &id)
         },
         || version(&server, &schema, &id).is_empty(),
+        Duration::ZERO,
     );
     let removed = removed.expect("the removal whose reply was cut answers the task");
     assert_eq!(removed, done);
@@ -553,10 +567,34 @@ fn a_write_cut_between_statement_and_reply_is_applied_once() {
         direct.get(&owner, &id),
         Err(Error::TaskNotFound { .. })
     ));
+
+    // A handler's result whose reply is cut, and whose replay on a fresh connection is lost
+    // too (the link stays down past the I/O timeout): the store tries the finishing write
+    // again once the link is back, finds the task as that write left it, and answers it
+    // (not the illegal transition a second result would be).
+    warm();
+    let (handle, task) = cut.create(&owner, req(3)).unwrap();
+    let id = task.id().to_string();
+    let started = Instant::now();
+    let (done, _) = reply_cut(
+        &proxy,
+        "result",
+        move || handle.complete(tool_result("late")),
+        || version(&server, &schema, &id) == "2",
+        CUT_IO + ms(500),
+    );
+    let took = started.elapsed();
+    let done = done
+        .expect("the result whose reply and replay were lost answers the task")
+        .into_any();
+    assert!(completed_with(&done, "late"), "{done:?}");
+    assert_eq!(version(&server, &schema, &id), "2", "one version step");
+    assert_eq!(terminal_changes(&seen, &done), 1, "one notification");
     eprintln!(
         "writes cut between statement and reply ({reset} connections reset at the commit): \
          the commit, the create and the removal each applied once, the replays answered as \
-         the writes"
+         the writes; a handler's result whose replay was lost too answered the completed \
+         task after {took:?} (I/O timeout {CUT_IO:?})"
     );
 }
 
