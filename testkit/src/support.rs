@@ -169,6 +169,60 @@ pub fn recorder<S: TaskStore>(store: &S) -> (Seen, SubscriptionId) {
     (seen, id)
 }
 
+/// Waits (bounded by [`WAKE`]) until `seen` holds the change to `done`, then a moment more,
+/// and answers how many changes of `done`'s task to a terminal status it holds: one,
+/// unless a write that was replayed (its reply lost) told the subscribers again.
+#[track_caller]
+pub fn terminal_changes(seen: &Seen, done: &AnyTask) -> usize {
+    eventually("the subscriber is told of the finished task", || {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|change| change.task == *done)
+    });
+    thread::sleep(ms(200));
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|change| change.task.id() == done.id() && change.task.is_terminal())
+        .count()
+}
+
+/// A waiter on `waiter` for a task created on `worker`, which `worker` then completes with
+/// the tool result `text`: the waiter wakes with that result. For two instances of a
+/// shared store, called both ways: each hears the other's changes.
+#[track_caller]
+pub fn waiter_wakes<S: TaskStore + Clone + 'static>(
+    worker: &S,
+    waiter: &S,
+    owner: &Owner,
+    text: &str,
+) {
+    let id = worker.insert(owner, req(99)).unwrap().id().to_string();
+    let waiting = spawn_wait(waiter, owner, &id);
+    thread::sleep(ms(100));
+    assert!(
+        !waiting.is_finished(),
+        "the waiter blocks while the task works"
+    );
+    worker
+        .store_result(
+            owner,
+            &id,
+            mcp_tasks::TaskStatus::Completed,
+            tool_outcome(text),
+        )
+        .unwrap();
+    let woke = join_within(waiting, BOUND, "a waiter on the other instance")
+        .expect("the waiter gets the completed task");
+    assert_eq!(woke.status(), mcp_tasks::TaskStatus::Completed);
+    assert_eq!(
+        woke.outcome(),
+        Some(&tool_outcome(text)),
+        "the waiter gets the result written on the other instance"
+    );
+}
+
 /// Every task id of `owner` in `store`, walking all pages of `page_size`.
 pub fn list_all<S: TaskStore + ?Sized>(store: &S, owner: &Owner, page_size: usize) -> Vec<String> {
     let mut all = Vec::new();

@@ -19,8 +19,8 @@ use mcp_tasks::{AnyTask, Error, Owner, TaskStatus, TaskStore, TtlPolicy};
 use mcp_tasks_redis::{RedisStoreBuilder, RedisTaskStore};
 use mcp_tasks_test_support::redis::RedisServer;
 use mcp_tasks_testkit::support::{
-    BOUND, WAKE, alice, assert_unavailable, eventually, ids, join_within, ms, recorder, req, timed,
-    tool_outcome, tool_result,
+    BOUND, WAKE, alice, assert_unavailable, eventually, ids, join_within, ms, recorder, req,
+    terminal_changes, timed, tool_outcome, tool_result,
 };
 
 /// A generous upper bound for "answers within about its timeout": far above the timeouts
@@ -613,20 +613,11 @@ fn a_write_whose_reply_was_lost_is_replayed_exactly() {
     assert_eq!(done.status(), TaskStatus::Completed);
     assert_eq!(field(&id, "v"), "2", "one version step");
     assert_eq!(observer.get(&owner, &id).unwrap(), done);
-    eventually("the observer sees the completion", || {
-        seen.lock()
-            .unwrap()
-            .iter()
-            .any(|change| change.task == done)
-    });
-    thread::sleep(ms(200));
-    let completions = seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|change| change.task.id().to_string() == id && change.task.is_terminal())
-        .count();
-    assert_eq!(completions, 1, "the replay published nothing");
+    assert_eq!(
+        terminal_changes(&seen, &done),
+        1,
+        "the replay published nothing"
+    );
 
     // REMOVE answers the task's four fields.
     proxy.lose_next(b"*4\r\n");

@@ -8,9 +8,6 @@
 //! tests say `SKIPPED` and pass. Every wait and loop is bounded, and every process a test
 //! starts is killed when it ends, also when it fails.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -20,6 +17,7 @@ use mcp_tasks::{
     TtlPolicy, Working,
 };
 use mcp_tasks_redis::{RedisStoreBuilder, RedisTaskStore};
+use mcp_tasks_test_support::child::TestChild;
 use mcp_tasks_test_support::redis::RedisServer;
 use mcp_tasks_testkit::support::{BOUND, alice, ask, eventually, ms, req, tool_result};
 
@@ -128,56 +126,13 @@ fn holder_process() {
     drop((working, waiting));
 }
 
-/// The holder child process, killed on drop.
-struct Holder(Child);
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts [`holder_process`] in a child of this test binary; returns it with the ids of
 /// the tasks it holds.
-fn start_holder(server: &RedisServer, prefix: &str) -> (Holder, Vec<String>) {
-    let exe = std::env::current_exe().expect("the path of this test binary");
-    let mut child = Command::new(exe)
-        .args([
-            "--exact",
-            "holder_process",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(HOLDER, format!("{} {prefix}", server.url()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the holder process starts");
-    let stdout = child.stdout.take().expect("the holder's stdout");
-    let holder = Holder(child);
-    let (lines, received) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    let mut ids = Vec::new();
-    loop {
-        let line = received
-            .recv_timeout(BOUND)
-            .expect("the holder prints its tasks");
-        // The harness's `test holder_process ... ` may precede a line.
-        if line.ends_with("READY") {
-            return (holder, ids);
-        }
-        if let Some((_, id)) = line.split_once("TASK ") {
-            ids.push(id.to_owned());
-        }
-    }
+fn start_holder(server: &RedisServer, prefix: &str) -> (TestChild, Vec<String>) {
+    let value = format!("{} {prefix}", server.url());
+    let holder = TestChild::start("holder_process", HOLDER, &value, BOUND);
+    let ids = holder.values("TASK");
+    (holder, ids)
 }
 
 #[test]
@@ -219,9 +174,7 @@ fn a_killed_instance_fails_its_tasks_within_lease_and_interval() {
         "the waiters wait while the holder lives"
     );
 
-    holder.0.kill().expect("SIGKILL the holder");
-    let killed = Instant::now();
-    holder.0.wait().expect("the holder is reaped");
+    let killed = holder.kill();
 
     let mut slowest = Duration::ZERO;
     for waiter in waiters {

@@ -19,7 +19,8 @@ use mcp_tasks_redis::{RedisStoreBuilder, RedisTaskStore};
 use mcp_tasks_test_support::proxy::TcpProxy;
 use mcp_tasks_test_support::redis::RedisServer;
 use mcp_tasks_testkit::support::{
-    BOUND, alice, eventually, join_within, ms, recorder, req, tool_outcome,
+    BOUND, alice, eventually, join_within, ms, recorder, req, terminal_changes, tool_outcome,
+    waiter_wakes,
 };
 
 /// The I/O timeout of the instance behind the proxy.
@@ -139,32 +140,6 @@ fn batch(store: &RedisTaskStore, owner: &Owner, rounds: i64) -> (usize, Vec<Stri
         failures.push(format!("list: {err}"));
     }
     (sent, failures)
-}
-
-/// A waiter on `waiter` for a task created on `worker`, which `worker` completes: the
-/// waiter wakes with the result. Both directions are checked by the callers.
-fn waiter_wakes(worker: &RedisTaskStore, waiter: &RedisTaskStore, owner: &Owner, text: &str) {
-    let id = worker.insert(owner, req(99)).unwrap().id().to_string();
-    let waiting = {
-        let (waiter, owner, id) = (waiter.clone(), owner.clone(), id.clone());
-        thread::spawn(move || waiter.wait(&owner, &id, Some(BOUND)))
-    };
-    thread::sleep(ms(100));
-    assert!(
-        !waiting.is_finished(),
-        "the waiter blocks while the task works"
-    );
-    worker
-        .store_result(owner, &id, TaskStatus::Completed, tool_outcome(text))
-        .unwrap();
-    let woke = join_within(waiting, BOUND, "a waiter on the other instance")
-        .expect("the waiter gets the completed task");
-    assert_eq!(woke.status(), TaskStatus::Completed);
-    assert_eq!(
-        woke.outcome(),
-        Some(&tool_outcome(text)),
-        "the waiter gets the result written on the other instance"
-    );
 }
 
 /// Paused link: reads, writes, a new wait and a wait already blocked all answer the
@@ -387,20 +362,11 @@ fn a_write_reset_midway_is_applied_exactly_once() {
     assert_eq!(done.outcome(), Some(&tool_outcome("once")));
     assert_eq!(field(&server, &prefix, &id, "v"), "2", "one version step");
     assert_eq!(b.get(&owner, &id).unwrap(), done);
-    eventually("B's subscribers see the completion", || {
-        seen.lock()
-            .unwrap()
-            .iter()
-            .any(|change| change.task == done)
-    });
-    thread::sleep(ms(200));
-    let completions = seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|change| change.task.id().to_string() == id && change.task.is_terminal())
-        .count();
-    assert_eq!(completions, 1, "the replay published nothing");
+    assert_eq!(
+        terminal_changes(&seen, &done),
+        1,
+        "the replay published nothing"
+    );
 
     // A create.
     let before = b.list(&owner, None, 100).unwrap().tasks.len();

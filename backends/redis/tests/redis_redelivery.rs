@@ -7,9 +7,6 @@
 //! on `PATH` the tests say `SKIPPED` and pass. Instances that die are child processes of
 //! this test binary, killed with `SIGKILL`. Every blocking call is bounded.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -19,6 +16,7 @@ use mcp_tasks::{
     TaskStatus, TaskStore, TtlPolicy,
 };
 use mcp_tasks_redis::{RedisStoreBuilder, RedisTaskStore};
+use mcp_tasks_test_support::child::TestChild;
 use mcp_tasks_test_support::proxy::TcpProxy;
 use mcp_tasks_test_support::redis::RedisServer;
 use mcp_tasks_testkit::support::{BOUND, alice, obj, tool_result};
@@ -102,54 +100,12 @@ fn child_process() {
     thread::sleep(Duration::from_secs(60));
 }
 
-/// A child process, killed on drop.
-struct Dying(Child);
-
-impl Drop for Dying {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts [`child_process`] as `role`; returns it with the id of the task it holds.
-fn start_child(server: &RedisServer, prefix: &str, role: &str) -> (Dying, String) {
-    let exe = std::env::current_exe().expect("the path of this test binary");
-    let mut child = Command::new(exe)
-        .args([
-            "--exact",
-            "child_process",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CHILD, format!("{role} {} {prefix}", server.url()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the child process starts");
-    let stdout = child.stdout.take().expect("the child's stdout");
-    let dying = Dying(child);
-    let (lines, received) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    let mut id = None;
-    loop {
-        let line = received
-            .recv_timeout(BOUND)
-            .expect("the child prints its task");
-        if line.ends_with("READY") {
-            return (dying, id.expect("a task id before READY"));
-        }
-        if let Some((_, task)) = line.split_once("TASK ") {
-            id = Some(task.to_owned());
-        }
-    }
+fn start_child(server: &RedisServer, prefix: &str, role: &str) -> (TestChild, String) {
+    let value = format!("{role} {} {prefix}", server.url());
+    let child = TestChild::start("child_process", CHILD, &value, BOUND);
+    let id = child.values("TASK").pop().expect("a task id before READY");
+    (child, id)
 }
 
 #[test]
@@ -228,9 +184,7 @@ fn a_killed_instance_s_task_is_claimed_after_its_lease_and_back_off() {
         "a live instance's task"
     );
 
-    let _ = dying.0.kill();
-    let _ = dying.0.wait();
-    let killed = Instant::now();
+    let killed = dying.kill();
     let claim = claim_within(&survivor, BOUND).expect("claimed after the death");
     let took = killed.elapsed();
     eprintln!(
@@ -265,15 +219,13 @@ fn a_task_whose_attempts_run_out_fails_saying_how_many_ran() {
     // Attempt 1 dies, attempt 2 (of 2) is claimed by another instance that dies too: a
     // poison task. The surviving instance fails it and claims nothing.
     let (mut first, id) = start_child(&server, &prefix, "create");
-    let _ = first.0.kill();
-    let _ = first.0.wait();
+    let _ = first.kill();
     let (mut second, claimed) = start_child(&server, &prefix, "claim");
     assert_eq!(
         claimed, id,
         "the second instance claimed the first one's task"
     );
-    let _ = second.0.kill();
-    let _ = second.0.wait();
+    let _ = second.kill();
     let failed = watcher.wait(&alice(), &id, Some(BOUND)).unwrap();
     let AnyTask::Failed(failed) = failed else {
         panic!("failed, not {failed:?}");
