@@ -4,6 +4,10 @@
 //!   both generations of MCP tasks.
 //! - [`fixtures`]: the fixture tools of the official conformance suite's `tasks-*`
 //!   scenarios, registered beside the example tools.
+//! - [`core_fixtures`]: the fixture tools the suite expects of any tools server (content
+//!   blocks, progress, logging, sampling, elicitation), served with the fixtures.
+//! - [`peer`]: what a tool running inline may send its client while it runs (progress, log
+//!   messages, requests), and `logging/setLevel`.
 //! - [`claims`]: the claim loop that runs again, here, the redeliverable tasks of
 //!   instances that stopped (over a shared store).
 //! - [`access`]: bearer-token principals, the anonymous loopback mode, allowed origins.
@@ -22,9 +26,11 @@
 pub mod access;
 pub mod child;
 pub mod claims;
+pub mod core_fixtures;
 pub mod fixtures;
 pub mod framing;
 pub mod headers;
 pub mod outbound;
+pub mod peer;
 pub mod server;
 pub mod tools;
