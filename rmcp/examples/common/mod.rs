@@ -8,6 +8,7 @@
 //! finishes the sleep of an instance that died, sleeping only the rest.
 
 mod fixtures;
+mod talk;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,10 +18,12 @@ use mcp_tasks::{TaskRegistry, TaskStore};
 use mcp_tasks_rmcp::{
     TaskContext, TaskExit, TaskManager, TaskOptions, declares_tasks, text_result,
 };
+use mcp_tasks_servers::peer::LogLevel;
 use mcp_tasks_servers::tools::{self, CONFORMANCE_FLAG, Call, Catalog};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InputRequest,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    InitializeRequestParams, InitializeResult, InputRequest, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -44,6 +47,8 @@ pub struct ExampleServer {
     pub tasks: TaskManager<Store>,
     /// The tools served.
     pub catalog: Catalog,
+    /// The log level the session's client set with `logging/setLevel` (2025-11-25).
+    log_level: talk::LogLevelCell,
 }
 
 impl ExampleServer {
@@ -59,7 +64,20 @@ impl ExampleServer {
         if let Err(err) = tasks.run_claims() {
             eprintln!("the claim loop did not start: {err}");
         }
-        Self { tasks, catalog }
+        Self {
+            tasks,
+            catalog,
+            log_level: talk::LogLevelCell::default(),
+        }
+    }
+
+    /// The handler of a new session: the same tools and tasks, and a log level of its own.
+    #[allow(dead_code, reason = "the stdio example has one session")]
+    pub fn for_session(&self) -> Self {
+        Self {
+            log_level: talk::LogLevelCell::default(),
+            ..self.clone()
+        }
     }
 }
 
@@ -135,17 +153,55 @@ fn redis_store(_url: &str, _leases: LeaseArgs) -> Result<Store, String> {
 
 impl ServerHandler for ExampleServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            "mcp-tasks-rmcp-example",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(self.catalog.instructions())
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tasks()
+            .build();
+        if self.catalog.logs() {
+            capabilities.logging = Some(rmcp::model::JsonObject::new());
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "mcp-tasks-rmcp-example",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(self.catalog.instructions())
+    }
+
+    /// `initialize` opens a 2025-11-25 session: the tasks extension, which belongs to
+    /// 2026-07-28 (`server/discover`), is not declared there.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+            .map(mcp_tasks_rmcp::without_tasks_extension)
+    }
+
+    /// `logging/setLevel` (2025-11-25, with the conformance fixtures, whose
+    /// `test_tool_with_logging` logs): the level holds for the session. 2026-07-28 has no
+    /// such method (a request asks for its level in `_meta`).
+    #[expect(
+        deprecated,
+        reason = "logging is 2025-11-25's; SEP-2577 deprecates it for 2026-07-28"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if !self.catalog.logs() || talk::is_2026(&context) {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
+        let request = serde_json::to_value(&request)
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        let level = LogLevel::requested(Some(&request)).map_err(error)?;
+        talk::write(&self.log_level, level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -193,6 +249,14 @@ impl ServerHandler for ExampleServer {
                     .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
                 return Ok(CallToolResponse::InputRequired(asked));
             }
+        }
+        // A fixture that reports or asks while it runs inline talks through rmcp's peer; as
+        // a task it would report nothing (no progress or log notifications on tasks).
+        let as_task = support != Some(TaskSupport::Forbidden) && declares_tasks(&context);
+        if call.talks() && !as_task {
+            return talk::run(call, &context, self.log_level.clone())
+                .await
+                .map(CallToolResponse::Complete);
         }
         // `echo`, `greet` and the diagnostic fixtures never run as tasks.
         if support == Some(TaskSupport::Forbidden) {
