@@ -22,8 +22,9 @@ use mcp_tasks_servers::peer::LogLevel;
 use mcp_tasks_servers::tools::{self, CONFORMANCE_FLAG, Call, Catalog};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    InitializeRequestParams, InitializeResult, InputRequest, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    InitializeRequestParams, InitializeResult, InputRequest, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -204,6 +205,49 @@ impl ServerHandler for ExampleServer {
         Ok(())
     }
 
+    /// `server/discover` (2026-07-28): as `mcp_http`, the example declares `prompts` and
+    /// `resources` there and answers their lists empty (below), so that a 2026-07-28
+    /// client may list and cache them; `initialize` (2025-11-25) declares neither.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        info.capabilities.prompts = Some(Default::default());
+        info.capabilities.resources = Some(Default::default());
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            info,
+        ))
+    }
+
+    // On 2026-07-28 the example answers the lists it has nothing for with empty, cacheable
+    // lists (rmcp adds the caching hints), as `mcp_http` does; on 2025-11-25 they stay
+    // unknown methods (-32601), as there.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        empty_on_2026::<rmcp::model::ListPromptsRequestMethod, _>(&context)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        empty_on_2026::<rmcp::model::ListResourcesRequestMethod, _>(&context)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        empty_on_2026::<rmcp::model::ListResourceTemplatesRequestMethod, _>(&context)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -378,6 +422,17 @@ async fn confirm(ctx: &TaskContext<Store>, question: &str) -> Result<CallToolRes
         _ => "the user cancelled".to_owned(),
     };
     Ok(text_result(text, false))
+}
+
+/// An empty list on 2026-07-28; `-32601` (method `M`) on 2025-11-25.
+fn empty_on_2026<M: rmcp::model::ConstString, R: Default>(
+    context: &RequestContext<RoleServer>,
+) -> Result<R, ErrorData> {
+    if talk::is_2026(context) {
+        Ok(R::default())
+    } else {
+        Err(ErrorData::method_not_found::<M>())
+    }
 }
 
 fn error(error: mcp_tasks::JsonRpcError) -> ErrorData {
