@@ -41,17 +41,14 @@ fn post(url: &str, headers: &str, body: &Value) -> (u16, Value) {
         .nth(1)
         .and_then(|code| code.parse().ok())
         .expect("a status");
+    // An event stream's last message with an id, else the whole body.
     let message = rest
         .lines()
+        .rev()
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-        .filter(|message| message.get("id").is_some())
-        .last()
-        .or_else(|| {
-            rest.find('{').and_then(|start| {
-                serde_json::from_str(rest[start..].trim_end_matches(['\r', '\n', '0'])).ok()
-            })
-        })
+        .find(|message| message.get("id").is_some())
+        .or_else(|| serde_json::from_str(rest.trim()).ok())
         .unwrap_or_else(|| panic!("no JSON-RPC answer in {answer}"));
     (status, message)
 }
