@@ -6,7 +6,8 @@
 #   2. the official extension client (@modelcontextprotocol/ext-tasks 0.2.2) against the
 #      stdio example, its trace validated against the schemas (the two 2025-11-25
 #      scenarios are skipped: an rmcp 3.x server serves no 2025-11-25 tasks);
-#   3. the official conformance suite's tasks-* scenarios against the HTTP example.
+#   3. the official conformance suite, every server scenario on both wires, against the
+#      HTTP example (interop/conformance/run.sh, the runner mcp_http's CI step uses too).
 # The last line is "N passed, N failed". Builds with the shared build of interop/lib.sh;
 # honours CARGO_TARGET_DIR and INTEROP_SKIP_INSTALL=1.
 set -euo pipefail
@@ -43,9 +44,8 @@ EXT_ONLY_2026=1 INTEROP_SERVER="$EXAMPLES/rmcp_stdio" \
   bash "$REPO/interop/ext/run.sh" 2>&1 | tee "$OUT/ext" || true
 tally "$OUT/ext"
 
-log "rmcp: the conformance suite's tasks-* scenarios against rmcp_http"
-CONFORMANCE_SET=tasks CONFORMANCE_SERVER="$EXAMPLES/rmcp_http" \
-  bash "$REPO/interop/conformance/run.sh" 2>&1 | tee "$OUT/conformance" || true
+log "rmcp: the conformance suite (every server scenario, both wires) against rmcp_http"
+bash "$REPO/interop/conformance/run.sh" "$EXAMPLES/rmcp_http" 2>&1 | tee "$OUT/conformance" || true
 tally "$OUT/conformance"
 
 echo

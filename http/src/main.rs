@@ -116,6 +116,7 @@ mod service;
 mod session;
 mod sse;
 mod stateless;
+mod talk;
 mod tasks;
 mod trace;
 

@@ -14,6 +14,7 @@ use mcp_tasks::protocol::methods as v1_methods;
 use mcp_tasks::{AnyTask, JsonRpcError, Owner, TaskId, TaskStore, jsonrpc};
 use mcp_tasks_servers::access::origin_allowed;
 use mcp_tasks_servers::framing::{self, Id, Incoming as Message};
+use mcp_tasks_servers::peer::{Mute, Talk};
 use mcp_tasks_servers::server::{Elicitation, Reply};
 use mcp_tasks_servers::tools::Catalog;
 use mcp_tasks_servers::{headers, outbound};
@@ -25,6 +26,7 @@ use crate::limits::Slot;
 use crate::session::{Role, Session, parse_event_id};
 use crate::sse::{self, Answer};
 use crate::stateless::{self, Wire};
+use crate::talk::{self, Talked};
 use crate::trace::Trace;
 
 /// The one endpoint.
@@ -272,7 +274,7 @@ async fn stateless_message(
     principal: &str,
     headers: &HeaderMap,
     text: &str,
-    _slot: Slot,
+    slot: Slot,
 ) -> Response<Body> {
     let version = header_str(headers, "mcp-protocol-version");
     let trace_name = Trace::stateless_name(principal);
@@ -298,6 +300,17 @@ async fn stateless_message(
             Elicitation::Undeclared,
         )
     });
+    if let Reply::Talk(work) = reply {
+        let sse_ok = accepts(
+            header_str(headers, header::ACCEPT.as_str()),
+            "text/event-stream",
+        );
+        let status = |answer: &Result<Value, JsonRpcError>| match answer {
+            Err(error) => stateless::status_of(error.code),
+            Ok(_) => StatusCode::OK,
+        };
+        return talking(app, work, id, None, sse_ok, trace_name, slot, status).await;
+    }
     let (answer, then) = settle(app, reply, &owner, None).await;
     let status = match &answer {
         Err(error) => stateless::status_of(error.code),
@@ -397,6 +410,20 @@ async fn session_message(
         );
         return event_stream(body, Some(slot));
     }
+    if let Reply::Talk(work) = reply {
+        let (session_id, status) = (session.id.clone(), |_: &_| StatusCode::OK);
+        return talking(
+            app,
+            work,
+            id,
+            Some(session),
+            sse_ok,
+            session_id,
+            slot,
+            status,
+        )
+        .await;
+    }
     let (answer, then) = settle(app, reply, &owner, Some(&session)).await;
     let text = framing::response(Some(&id), &answer);
     app.trace.write(&session.id, "out", &text);
@@ -405,6 +432,35 @@ async fn session_message(
         response.headers_mut().insert("mcp-session-id", value);
     }
     response
+}
+
+/// The response to a request answered by talking work ([`talk`]): the SSE stream of what it
+/// sent, ending with its answer (holding `slot` while open), or the answer alone as JSON,
+/// with the HTTP status `status` gives it. Traced under `trace_name`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the request's facts, each used once"
+)]
+async fn talking(
+    app: &Arc<App>,
+    work: Talk,
+    id: Id,
+    session: Option<Arc<Session>>,
+    sse_ok: bool,
+    trace_name: String,
+    slot: Slot,
+    status: impl FnOnce(&Result<Value, JsonRpcError>) -> StatusCode,
+) -> Response<Body> {
+    let trace = (Arc::clone(&app.trace), trace_name.clone());
+    match talk::run(work, id.clone(), session, sse_ok, trace).await {
+        Talked::Stream(body) => event_stream(body, Some(slot)),
+        Talked::Answer(answer) => {
+            drop(slot);
+            let text = framing::response(Some(&id), &answer);
+            app.trace.write(&trace_name, "out", &text);
+            json(status(&answer), text)
+        }
+    }
 }
 
 /// The routing headers the stateless wire requires: `Mcp-Method`, `Mcp-Name` when the body
@@ -577,14 +633,9 @@ async fn settle(
 ) -> (Result<Value, JsonRpcError>, Option<Work>) {
     match reply {
         Reply::Now(answer) => (answer, None),
-        Reply::Later(work) => {
-            let answer = tokio::task::spawn_blocking(work)
-                .await
-                .unwrap_or_else(|err| {
-                    Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, err.to_string()))
-                });
-            (answer, None)
-        }
+        // Answered by `talking` before it gets here; with nobody to talk to otherwise.
+        Reply::Talk(work) => (run_blocking(move || work(&Mute)).await, None),
+        Reply::Later(work) => (run_blocking(work).await, None),
         Reply::ThenRun(answer, work) => {
             let task = answer
                 .get("task")
@@ -607,6 +658,15 @@ async fn settle(
             (Ok(answer), Some(work))
         }
     }
+}
+
+/// Runs `work` on the blocking pool; a panic is a `-32603`.
+async fn run_blocking(
+    work: impl FnOnce() -> Result<Value, JsonRpcError> + Send + 'static,
+) -> Result<Value, JsonRpcError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|err| Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, err.to_string())))
 }
 
 fn with_work(response: Response<Body>, then: Option<Work>) -> Response<Body> {

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mcp_tasks::{AnyTask, JsonRpcError, TaskId, TaskStatus};
+use mcp_tasks_servers::peer::LogLevel;
 use mcp_tasks_servers::server::Elicitation;
 use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
@@ -94,6 +95,8 @@ pub struct Session {
     next_request: AtomicU64,
     /// Set when the session ends (`DELETE`, or forgotten for a newer one).
     ended: AtomicBool,
+    /// The log level the client set with `logging/setLevel`, if it did.
+    log_level: Mutex<Option<LogLevel>>,
 }
 
 impl Session {
@@ -107,6 +110,7 @@ impl Session {
             pending: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             ended: AtomicBool::new(false),
+            log_level: Mutex::new(None),
         }
     }
 
@@ -148,12 +152,7 @@ impl Session {
         Arc<str>,
         oneshot::Receiver<Result<Value, JsonRpcError>>,
     ) {
-        let id = format!(
-            "server-{}",
-            self.next_request.fetch_add(1, Ordering::Relaxed)
-        );
-        let (answer, answered) = oneshot::channel();
-        self.pending().insert(id.clone(), answer);
+        let (id, answered) = self.expect_answer();
         let message =
             serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let data: Arc<str> = message.to_string().into();
@@ -164,6 +163,34 @@ impl Session {
             data: Arc::clone(&data),
         });
         (id, data, answered)
+    }
+
+    /// A fresh id for a request to the client, and the receiver of its answer (the caller
+    /// sends the request itself, on a stream of its own).
+    pub fn expect_answer(&self) -> (String, oneshot::Receiver<Result<Value, JsonRpcError>>) {
+        let id = format!(
+            "server-{}",
+            self.next_request.fetch_add(1, Ordering::Relaxed)
+        );
+        let (answer, answered) = oneshot::channel();
+        self.pending().insert(id.clone(), answer);
+        (id, answered)
+    }
+
+    /// The log level the client set with `logging/setLevel`, if it did.
+    pub fn log_level(&self) -> Option<LogLevel> {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records the level `logging/setLevel` asked for.
+    pub fn set_log_level(&self, level: LogLevel) {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(level);
     }
 
     /// Stops waiting for the answer to request `id`.

@@ -44,17 +44,32 @@ impl http_body::Body for SseBody {
 
 /// One SSE event: its id and one JSON-RPC message as `data` (one line per line of it).
 fn encode(event: &Event) -> Bytes {
-    let mut text = String::with_capacity(event.data.len() + 32);
-    text.push_str("id: ");
-    text.push_str(&event.id);
-    text.push_str("\nevent: message\n");
-    for line in event.data.split('\n') {
+    message(Some(&event.id), &event.data)
+}
+
+/// One SSE event carrying one JSON-RPC message as `data` (one line per line of it), with
+/// `id` if given.
+pub fn message(id: Option<&str>, data: &str) -> Bytes {
+    let mut text = String::with_capacity(data.len() + 32);
+    if let Some(id) = id {
+        text.push_str("id: ");
+        text.push_str(id);
+        text.push('\n');
+    }
+    text.push_str("event: message\n");
+    for line in data.split('\n') {
         text.push_str("data: ");
         text.push_str(line);
         text.push('\n');
     }
     text.push('\n');
     Bytes::from(text)
+}
+
+/// A stream of the events `events` yields, already encoded ([`message`]); it ends when
+/// their sender is dropped.
+pub fn from_events(events: mpsc::Receiver<Bytes>) -> SseBody {
+    SseBody { events }
 }
 
 /// Opens a stream of `session` with `role` (resuming `resume`, a `Last-Event-ID`) and

@@ -21,6 +21,12 @@
 //! `anonymous`, and is refused unless the address is a loopback one (for test suites
 //! that send no token). The first line on stdout is `listening on http://ADDR/mcp`.
 //!
+//! On the 2026-07-28 wire a `tools/call` must repeat the tool's `x-mcp-header` arguments in
+//! `Mcp-Param-*` headers (SEP-2243); rmcp 3.11 does not check them, so this front does,
+//! with `mcp_http`'s check (`mcp_tasks_servers::headers::check_params`): a missing,
+//! undecodable or different header is refused with HTTP 400 and `-32020` before rmcp
+//! reads the request.
+//!
 //! As the project's own `mcp_http` (`http/`), it also reads `MCP_TASKS_HTTP_ADDR` (the
 //! default for `--listen`) and `MCP_TASKS_ANONYMOUS=1` (as `--anonymous`), so the
 //! conformance runner drives it unchanged:
@@ -47,8 +53,11 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use mcp_tasks_rmcp::Principal;
+use mcp_tasks_servers::headers;
+use mcp_tasks_servers::tools::Catalog;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
 use tokio::net::TcpListener;
 
 /// Who may call: bearer tokens and their owners, or everyone as one anonymous owner.
@@ -126,6 +135,59 @@ fn principal(access: &Access, request: &Request<Incoming>) -> Option<Principal> 
     tokens.get(token).map(|owner| Principal::new(owner.clone()))
 }
 
+/// The largest body this front reads to check its headers (as rmcp's own limit).
+const MAX_BODY: usize = 4 << 20;
+
+/// A `POST`, its body read, if its `Mcp-Param-*` headers agree with its body (see the
+/// module docs); else the refusal to send.
+async fn check_param_headers(
+    catalog: Catalog,
+    request: Request<Incoming>,
+) -> Result<Request<Full<Bytes>>, Response<Body>> {
+    let (parts, body) = request.into_parts();
+    let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) => {
+            return Err(plain(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot read the body: {err}"),
+            ));
+        }
+    };
+    let stateless = parts
+        .headers
+        .get("mcp-protocol-version")
+        .and_then(|version| version.to_str().ok())
+        .is_some_and(|version| version >= mcp_tasks::ext::PROTOCOL_VERSION);
+    if stateless
+        && let Ok(message) = serde_json::from_slice::<Value>(&body)
+        && message["method"] == "tools/call"
+        && let Some(schema) = message["params"]["name"]
+            .as_str()
+            .and_then(|tool| catalog.input_schema(tool))
+        && let Err(why) =
+            headers::check_params(&schema, message["params"].get("arguments"), |name| {
+                parts
+                    .headers
+                    .get(name)
+                    .and_then(|value| value.to_str().ok())
+            })
+    {
+        let refusal = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": message["id"],
+            "error": {"code": mcp_tasks::ext::HEADER_MISMATCH, "message": why},
+        });
+        let mut response = plain(StatusCode::BAD_REQUEST, &refusal.to_string());
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("application/json"),
+        );
+        return Err(response);
+    }
+    Ok(Request::from_parts(parts, Full::new(body)))
+}
+
 /// `401` with the scheme to use.
 fn unauthorized() -> Response<Body> {
     let mut refused = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
@@ -160,7 +222,7 @@ async fn main() -> ExitCode {
     let server = common::ExampleServer::new(store, catalog);
     let tasks = server.tasks.clone();
     let service = Arc::new(StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.for_session()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     ));
@@ -192,12 +254,16 @@ async fn main() -> ExitCode {
                     if request.uri().path() != "/mcp" {
                         return Ok::<_, Infallible>(plain(StatusCode::NOT_FOUND, "not found"));
                     }
-                    match principal(&access, &request) {
-                        Some(principal) => {
-                            request.extensions_mut().insert(principal);
-                            Ok(service.handle(request).await)
-                        }
-                        None => Ok(unauthorized()),
+                    let Some(principal) = principal(&access, &request) else {
+                        return Ok(unauthorized());
+                    };
+                    request.extensions_mut().insert(principal);
+                    if request.method() != hyper::Method::POST {
+                        return Ok(service.handle(request).await);
+                    }
+                    match check_param_headers(catalog, request).await {
+                        Ok(request) => Ok(service.handle(request).await),
+                        Err(refused) => Ok(refused),
                     }
                 }
             });

@@ -106,8 +106,8 @@ mod wait;
 
 pub use context::{TaskContext, TaskExit, TaskFuture};
 pub use manager::{
-    AnswerCheck, DEFAULT_POLL_INTERVAL_MS, DEFAULT_TASK_TTL_MS, TaskManager, TaskOptions,
-    declares_tasks, text_result,
+    AnswerCheck, DEFAULT_POLL_INTERVAL_MS, DEFAULT_TASK_TTL_MS, TaskManager, TaskOptions, complete,
+    declares_tasks, text_result, tool_result, without_tasks_extension,
 };
 pub use owner::Principal;
 

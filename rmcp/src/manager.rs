@@ -7,7 +7,8 @@ use mcp_tasks::{JsonObject, Owner, Redelivery, TaskRegistry, TaskRequest, TaskSt
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
-    GetTaskParams, GetTaskResult, UpdateTaskParams,
+    GetTaskParams, GetTaskResult, InitializeResult, ResultType, TASKS_EXTENSION_ID,
+    UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 
@@ -555,7 +556,7 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
 /// The answer to a call run inline.
 fn inline_answer(exit: Result<CallToolResult, TaskExit>) -> Result<CallToolResponse, ErrorData> {
     match exit {
-        Ok(result) => Ok(CallToolResponse::Complete(result)),
+        Ok(result) => Ok(CallToolResponse::Complete(complete(result))),
         Err(TaskExit::Error(error)) => Err(error),
         Err(TaskExit::Cancelled) => Err(ErrorData::internal_error("request cancelled", None)),
     }
@@ -577,6 +578,62 @@ pub fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
     context
         .client_capabilities()
         .is_some_and(|capabilities| capabilities.supports_tasks())
+}
+
+/// `result`, marked `resultType: "complete"`. rmcp sends the field to 2026-07-28 peers,
+/// whose schema requires it, and strips it for older ones; but a `CallToolResult` read
+/// from JSON that lacks the field (a result built as JSON, as the servers' shared tools
+/// build theirs) has none, and would go out without it on 2026-07-28.
+#[must_use]
+pub fn complete(mut result: CallToolResult) -> CallToolResult {
+    result.result_type.get_or_insert(ResultType::COMPLETE);
+    result
+}
+
+/// A `CallToolResult` from its JSON, marked complete ([`complete`]).
+///
+/// # Errors
+/// `-32603` when `result` is not a `CallToolResult`.
+pub fn tool_result(result: JsonObject) -> Result<CallToolResult, ErrorData> {
+    serde_json::from_value(serde_json::Value::Object(result))
+        .map(complete)
+        .map_err(convert::internal)
+}
+
+/// The answer to `initialize` of a server that declares the tasks extension in its
+/// `get_info` (`enable_tasks`), without the extension: `initialize` opens a 2025-11-25 (or
+/// older) session, and the extension belongs to 2026-07-28, where a client learns of it
+/// from `server/discover`. rmcp's default `initialize` answers `get_info` as it is; a
+/// server overrides it with this:
+///
+/// ```no_run
+/// # use rmcp::{ErrorData, ServerHandler, model::*, service::{RequestContext, RoleServer}};
+/// # struct Server;
+/// impl ServerHandler for Server {
+///     async fn initialize(
+///         &self,
+///         request: InitializeRequestParams,
+///         context: RequestContext<RoleServer>,
+///     ) -> Result<InitializeResult, ErrorData> {
+///         context.peer.set_peer_info(request.clone());
+///         self.negotiate_initialize(&request)
+///             .map(mcp_tasks_rmcp::without_tasks_extension)
+///     }
+/// #   fn get_info(&self) -> ServerConfig { ServerConfig::default() }
+/// }
+/// ```
+///
+/// rmcp still gates `tasks/*` on `get_info`, so the extension keeps working for requests
+/// that declare it.
+#[must_use]
+pub fn without_tasks_extension(mut result: InitializeResult) -> InitializeResult {
+    if let Some(extensions) = &mut result.capabilities.extensions {
+        extensions.remove(TASKS_EXTENSION_ID);
+        if extensions.is_empty() {
+            result.capabilities.extensions = None;
+        }
+    }
+    result
 }
 
 /// A tool result with one text block, for operations that only report text.

@@ -1,7 +1,10 @@
 //! The fixture tools of the official MCP conformance suite
 //! (`@modelcontextprotocol/conformance`, its `tasks-*` server scenarios), served beside
 //! the example tools by both transports. `interop/conformance/README.md` gives each one's
-//! contract as the scenarios read it.
+//! contract as the scenarios read it. The fixtures of the suite's `tools-call-*`,
+//! `elicitation-*` and `json-schema-2020-12` scenarios, which any tools server is expected
+//! to have, are [`core_fixtures`](crate::core_fixtures) ([`Fixture::Core`]), listed after
+//! these.
 //!
 //! | tool | task support | does |
 //! |---|---|---|
@@ -44,7 +47,9 @@ use mcp_tasks::{
 };
 use serde_json::{Value, json};
 
+use crate::core_fixtures::{self, CoreFixture};
 use crate::mrtr::Before;
+use crate::peer::Caller;
 use crate::tools::{check_answer, text_result};
 
 /// The fixtures' names, in the order `tools/list` shows them.
@@ -87,8 +92,16 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// The key under which `test_tool_with_task` asks for the user's name.
 const USER_NAME: &str = "user_name";
 
-/// The fixtures, as `tools/list` shows them.
+/// The fixtures, as `tools/list` shows them: these, then the
+/// [`core_fixtures`](crate::core_fixtures).
 pub fn list() -> Vec<Value> {
+    let mut tools = own();
+    tools.extend(core_fixtures::list());
+    tools
+}
+
+/// The fixtures of this module, as `tools/list` shows them.
+fn own() -> Vec<Value> {
     let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
     vec![
         json!({
@@ -204,7 +217,7 @@ pub fn task_support(name: &str) -> Option<TaskSupport> {
         "failing_job" | "confirm_delete" | "multi_input" | "test_tool_with_task" => {
             Some(TaskSupport::Required)
         }
-        _ => None,
+        other => core_fixtures::task_support(other),
     }
 }
 
@@ -250,6 +263,8 @@ pub enum Fixture {
     TestToolWithTask(Gathered),
     /// A diagnostic fixture of the transport and lifecycle scenarios.
     Diagnostic(Diagnostic),
+    /// A fixture any tools server is expected to have ([`core_fixtures`]).
+    Core(CoreFixture),
 }
 
 /// The diagnostic fixtures: never tasks, each answered by one request (or, for
@@ -304,7 +319,9 @@ impl Fixture {
             "test_custom_header" => string("region")
                 .map(|region| Fixture::Diagnostic(Diagnostic::CustomHeader(region)))
                 .ok_or_else(|| invalid("`test_custom_header` needs a string `region`")),
-            _ => return None,
+            other => {
+                return CoreFixture::parse(other, arguments).map(|core| core.map(Fixture::Core));
+            }
         };
         Some(fixture)
     }
@@ -320,6 +337,24 @@ impl Fixture {
             Fixture::MultiInput => "multi_input",
             Fixture::TestToolWithTask(_) => "test_tool_with_task",
             Fixture::Diagnostic(diagnostic) => diagnostic.name(),
+            Fixture::Core(core) => core.name(),
+        }
+    }
+
+    /// Whether the call talks to the client while it runs inline
+    /// ([`CoreFixture::talks`]): it runs with a [`Caller`] ([`run_talking`](Self::run_talking)).
+    pub fn talks(&self) -> bool {
+        matches!(self, Fixture::Core(core) if core.talks())
+    }
+
+    /// Runs the call as a normal request, talking to the client through `caller`.
+    ///
+    /// # Errors
+    /// As for [`run`](Self::run).
+    pub fn run_talking(self, caller: &Caller<'_>) -> Result<JsonObject, JsonRpcError> {
+        match self {
+            Fixture::Core(core) => core.run(Some(caller)),
+            other => other.run(),
         }
     }
 
@@ -386,6 +421,7 @@ impl Fixture {
             }
             Fixture::ProtocolErrorJob => Err(protocol_error()),
             Fixture::Diagnostic(diagnostic) => Ok(diagnostic.run()),
+            Fixture::Core(core) => core.run(None),
             only_tasks => Err(Error::TaskRequired {
                 tool: only_tasks.name().into(),
             }
@@ -426,6 +462,7 @@ impl Fixture {
             // Never tasks ([`task_support`]); a transport that runs one anyway gets the
             // same result as a task's.
             Fixture::Diagnostic(diagnostic) => handle.complete(diagnostic.run()).map(drop),
+            Fixture::Core(core) => core.run_task(handle),
         }
     }
 }
@@ -579,7 +616,7 @@ fn confirmed(answer: &Value) -> bool {
 /// task is done with: cancelled here because the requestor asked (the extension's
 /// cooperative cancel), or cancelled, expired or removed by someone else. A store that
 /// cannot be reached for a while says nothing about the task: the sleep goes on.
-fn pause<T: TaskStore>(
+pub(crate) fn pause<T: TaskStore>(
     handle: TaskHandle<Working, T>,
     total: Duration,
 ) -> Result<Option<TaskHandle<Working, T>>, Error> {
@@ -781,8 +818,9 @@ mod tests {
 
     #[test]
     fn every_name_is_listed_parses_and_has_its_task_support() {
-        let listed: Vec<Value> = list().iter().map(|tool| tool["name"].clone()).collect();
+        let listed: Vec<Value> = own().iter().map(|tool| tool["name"].clone()).collect();
         assert_eq!(listed, NAMES.map(Value::from).to_vec());
+        assert_eq!(list().len(), NAMES.len() + core_fixtures::NAMES.len());
         for tool in list() {
             let description = tool["description"].as_str().unwrap_or_default();
             assert!(!description.is_empty(), "{tool}");

@@ -7,6 +7,10 @@
 //! - [`mrtr`]: input before (or without) a task on the 2026-07-28 wire (SEP-2322): the
 //!   rounds of `InputRequiredResult` and retry, and the `requestState` key.
 //! - [`input_fixtures`]: the fixtures of the suite's `input-required-result-*` scenarios.
+//! - [`core_fixtures`]: the fixture tools the suite expects of any tools server (content
+//!   blocks, progress, logging, sampling, elicitation), served with the fixtures.
+//! - [`peer`]: what a tool running inline may send its client while it runs (progress, log
+//!   messages, requests), and `logging/setLevel`.
 //! - [`claims`]: the claim loop that runs again, here, the redeliverable tasks of
 //!   instances that stopped (over a shared store).
 //! - [`access`]: bearer-token principals, the anonymous loopback mode, allowed origins.
@@ -27,12 +31,14 @@
 pub mod access;
 pub mod child;
 pub mod claims;
+pub mod core_fixtures;
 pub mod fixtures;
 pub mod framing;
 pub mod headers;
 pub mod input_fixtures;
 pub mod mrtr;
 pub mod outbound;
+pub mod peer;
 pub mod server;
 pub mod shared;
 pub mod tools;

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 
 use crate::input_fixtures;
 use crate::mrtr::{self, States};
+use crate::peer::{self, Caller, Talk};
 use crate::shared::{Backend, SharedStore, StoreArgs, StoreSettings};
 use crate::tools::{self, Catalog, Invocation};
 
@@ -41,6 +42,10 @@ pub enum Reply {
     /// Send this answer, then run the work in the background (a task's handler: it must
     /// not change the task before the requestor has the `CreateTaskResult`).
     ThenRun(Value, Box<dyn FnOnce() + Send>),
+    /// Run this (it may block) with the request's [`Peer`](peer::Peer), through which it
+    /// notifies and asks the client meanwhile (a tool that reports progress, logs or asks
+    /// for sampling or elicitation; `logging/setLevel`), and send what it returns.
+    Talk(Talk),
 }
 
 /// Which generation of MCP tasks a request speaks.
@@ -580,10 +585,11 @@ impl Server {
         match method {
             "initialize" => Reply::Now(Ok(json!({
                 "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": {"tools": {}, "tasks": self.capabilities},
+                "capabilities": self.catalog.capabilities_v1(json!({"tools": {}, "tasks": self.capabilities})),
                 "serverInfo": server_info(),
                 "instructions": self.catalog.instructions()
             }))),
+            "logging/setLevel" if self.catalog.logs() => Reply::Talk(peer::set_level(params)),
             "ping" => Reply::Now(Ok(json!({}))),
             "tools/list" => Reply::Now(Ok(json!({"tools": self.catalog.list()}))),
             "tools/call" => {
@@ -596,10 +602,11 @@ impl Server {
                 };
                 match augmentation(call.1, self.capabilities.tools_call(), params) {
                     Augmentation::Refuse(error) => Reply::Now(Err(error.to_jsonrpc())),
-                    Augmentation::Normal => {
-                        let call = call.0;
-                        Reply::Later(Box::new(move || call.run().map(Value::Object)))
-                    }
+                    Augmentation::Normal => inline(
+                        call.0,
+                        Some(Value::Object(params.clone())),
+                        Generation::V2025,
+                    ),
                     Augmentation::Task { .. }
                         if call.0.asks_for_input() && elicitation == Elicitation::Undeclared =>
                     {
@@ -767,9 +774,7 @@ impl Server {
             Err(error) => return Reply::Now(Err(error)),
         }
         if !as_task {
-            return Reply::Later(Box::new(move || {
-                call.run().map(|result| complete(Value::Object(result)))
-            }));
+            return inline(call, params, Generation::Extension);
         }
         let request = task_request(
             &call,
@@ -874,6 +879,25 @@ fn complete(mut result: Value) -> Value {
             .or_insert_with(|| Value::String("complete".into()));
     }
     result
+}
+
+/// The reply of a call that runs at once, in `generation`: with the request's peer if it
+/// talks to the client meanwhile ([`Invocation::talks`]).
+fn inline(call: Invocation, params: Option<Value>, generation: Generation) -> Reply {
+    let answer = move |result: JsonObject| match generation {
+        Generation::V2025 => Value::Object(result),
+        Generation::Extension => complete(Value::Object(result)),
+    };
+    if !call.talks() {
+        return Reply::Later(Box::new(move || call.run().map(answer)));
+    }
+    Reply::Talk(Box::new(move |peer| {
+        let caller = match generation {
+            Generation::V2025 => Caller::v1(peer, params.as_ref()),
+            Generation::Extension => Caller::ext(peer, params.as_ref()),
+        };
+        call.run_talking(&caller).map(answer)
+    }))
 }
 
 /// What the store is asked for a task running `call`, requested with `arguments` in

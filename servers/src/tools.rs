@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 use crate::fixtures::{self, Fixture};
 use crate::input_fixtures::{self, InputFixture};
 use crate::mrtr::Before;
+use crate::peer::Caller;
 
 /// What the example tells a client it is about (`initialize` and `server/discover`).
 const INSTRUCTIONS: &str = "An example of MCP tasks. Tools: sleep {ms} (task optional: \
@@ -111,6 +112,26 @@ impl Catalog {
     #[must_use]
     pub fn conformance(self) -> bool {
         self == Catalog::WithConformance
+    }
+
+    /// Whether tools of this catalog send log messages, so that the server serves
+    /// `logging/setLevel` and declares `logging` (2025-11-25): with the fixtures only
+    /// (`test_tool_with_logging`).
+    #[must_use]
+    pub fn logs(self) -> bool {
+        self.conformance()
+    }
+
+    /// The capabilities of a 2025-11-25 `initialize` answer: `capabilities`, and `logging`
+    /// when this catalog [`logs`](Self::logs).
+    #[must_use]
+    pub fn capabilities_v1(self, mut capabilities: Value) -> Value {
+        if self.logs()
+            && let Some(capabilities) = capabilities.as_object_mut()
+        {
+            capabilities.insert("logging".into(), json!({}));
+        }
+        capabilities
     }
 
     /// What the server tells a client it is about.
@@ -474,6 +495,25 @@ impl Call {
         }
     }
 
+    /// Whether the call talks to the client while it runs inline (progress, log messages,
+    /// requests: [`Fixture::talks`]); it then runs with a [`Caller`]
+    /// ([`run_talking`](Self::run_talking)).
+    #[must_use]
+    pub fn talks(&self) -> bool {
+        matches!(self, Call::Fixture(fixture) if fixture.talks())
+    }
+
+    /// Runs the call as a normal request, talking to the client through `caller`.
+    ///
+    /// # Errors
+    /// As for [`run`](Self::run).
+    pub fn run_talking(self, caller: &Caller<'_>) -> Result<JsonObject, JsonRpcError> {
+        match self {
+            Call::Fixture(fixture) => fixture.run_talking(caller),
+            other => other.run(),
+        }
+    }
+
     /// Runs the call as a normal request and returns its `CallToolResult`.
     ///
     /// # Errors
@@ -633,6 +673,24 @@ impl Invocation {
         match self {
             Invocation::Tool(call) => call.gather(before),
             Invocation::Test(_) => Ok(None),
+        }
+    }
+
+    /// Whether the call talks to the client while it runs inline ([`Call::talks`]).
+    #[must_use]
+    pub fn talks(&self) -> bool {
+        matches!(self, Invocation::Tool(call) if call.talks())
+    }
+
+    /// Runs the call as a normal request, talking to the client through `caller`
+    /// ([`Call::run_talking`]).
+    ///
+    /// # Errors
+    /// As for [`Call::run`].
+    pub fn run_talking(self, caller: &Caller<'_>) -> Result<JsonObject, JsonRpcError> {
+        match self {
+            Invocation::Tool(call) => call.run_talking(caller),
+            Invocation::Test(test) => test.run(),
         }
     }
 
@@ -1022,14 +1080,21 @@ mod tests {
         let all = names(Catalog::WithConformance);
         assert_eq!(
             all.len(),
-            examples.len() + fixtures::NAMES.len() + input_fixtures::NAMES.len()
+            examples.len()
+                + fixtures::NAMES.len()
+                + input_fixtures::NAMES.len()
+                + crate::core_fixtures::NAMES.len()
         );
         assert_eq!(
             all[0], "test_simple_text",
             "the first listed tool takes no arguments"
         );
         assert!(all.ends_with(&examples.map(str::to_owned)));
-        for fixture in fixtures::NAMES.into_iter().chain(input_fixtures::NAMES) {
+        for fixture in fixtures::NAMES
+            .into_iter()
+            .chain(input_fixtures::NAMES)
+            .chain(crate::core_fixtures::NAMES)
+        {
             assert!(all.iter().any(|name| name == fixture), "{fixture} listed");
             assert_eq!(Catalog::Examples.task_support(fixture), None, "{fixture}");
             let error = Catalog::Examples

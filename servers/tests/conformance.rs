@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio as Pipe};
 use std::time::{Duration, Instant};
 
-use mcp_tasks_servers::fixtures;
+use mcp_tasks_servers::{core_fixtures, fixtures};
 use serde_json::{Value, json};
 use support::{Stdio, WAIT, ext, ext_meta, routing_headers};
 
@@ -135,8 +135,23 @@ fn every_fixture_is_listed_with_its_task_support() {
         ("test_streaming_elicitation", None),
         ("test_logging_tool", None),
         ("test_custom_header", None),
+        ("test_image_content", None),
+        ("test_audio_content", None),
+        ("test_embedded_resource", None),
+        ("test_multiple_content_types", None),
+        ("test_error_handling", None),
+        ("test_tool_with_progress", Some("optional")),
+        ("test_tool_with_logging", Some("optional")),
+        ("test_sampling", None),
+        ("test_elicitation", None),
+        ("test_elicitation_sep1034_defaults", None),
+        ("test_elicitation_sep1330_enums", None),
+        ("json_schema_2020_12_tool", None),
     ];
-    assert_eq!(expected.len(), fixtures::NAMES.len());
+    assert_eq!(
+        expected.len(),
+        fixtures::NAMES.len() + core_fixtures::NAMES.len()
+    );
     // The suite calls the first listed tool with `{}`: a fixture that needs nothing.
     assert_eq!(tools[0]["name"], "test_simple_text", "{listed}");
     for (name, support) in expected {
@@ -513,6 +528,164 @@ fn bad_fixture_arguments_are_invalid_params() {
     }
 }
 
+/// The `params` of the messages in `seen` with `method`.
+fn sent(seen: &[Value], method: &str) -> Vec<Value> {
+    seen.iter()
+        .filter(|message| message["method"] == method)
+        .map(|message| message["params"].clone())
+        .collect()
+}
+
+/// The `progress` values of the `notifications/progress` in `seen` for `token`.
+fn progress(seen: &[Value], token: &Value) -> Vec<Value> {
+    sent(seen, "notifications/progress")
+        .into_iter()
+        .filter(|params| &params["progressToken"] == token)
+        .map(|params| params["progress"].clone())
+        .collect()
+}
+
+#[test]
+fn progress_and_log_messages_go_out_inline_at_the_level_asked_for_and_never_for_a_task() {
+    let mut server = Stdio::start_conformance();
+    let initialized = server.initialize(json!({}));
+    assert_eq!(
+        result(&initialized)["capabilities"]["logging"],
+        json!({}),
+        "{initialized}"
+    );
+    // 2025-11-25: progress with the request's token, in steps.
+    let token = json!("p-1");
+    let called = server.request(
+        "tools/call",
+        json!({"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": token}}),
+    );
+    assert_eq!(result(&called)["isError"], false, "{called}");
+    assert_eq!(
+        progress(&server.seen, &token),
+        [json!(0), json!(50), json!(100)]
+    );
+    // Log messages at or above the level set; all of them until one is set.
+    let logged = server.request("tools/call", json!({"name": "test_tool_with_logging"}));
+    assert_eq!(result(&logged)["isError"], false, "{logged}");
+    assert_eq!(sent(&server.seen, "notifications/message").len(), 3);
+    let set = server.request("logging/setLevel", json!({"level": "warning"}));
+    assert_eq!(result(&set), &json!({}));
+    server.seen.clear();
+    server.request("tools/call", json!({"name": "test_tool_with_logging"}));
+    assert!(
+        sent(&server.seen, "notifications/message").is_empty(),
+        "{:?}",
+        server.seen
+    );
+    let bad = server.request("logging/setLevel", json!({"level": "loud"}));
+    assert_eq!(error_code(&bad), -32602, "{bad}");
+    // 2026-07-28: no logging/setLevel; a request asks for its level in `_meta`.
+    let gone = server.request("logging/setLevel", undeclared(json!({"level": "debug"})));
+    assert_eq!(error_code(&gone), -32601, "{gone}");
+    let mut asked = undeclared(json!({"name": "test_tool_with_logging"}));
+    asked["_meta"]["io.modelcontextprotocol/logLevel"] = json!("info");
+    asked["_meta"]["progressToken"] = json!(7);
+    let logged = server.request("tools/call", asked);
+    assert_eq!(result(&logged)["resultType"], "complete", "{logged}");
+    let messages = sent(&server.seen, "notifications/message");
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert_eq!(messages[0]["data"], "Tool execution started");
+    server.seen.clear();
+    server.request(
+        "tools/call",
+        undeclared(json!({"name": "test_tool_with_logging"})),
+    );
+    assert!(
+        server.seen.is_empty(),
+        "no logLevel, no log: {:?}",
+        server.seen
+    );
+    // As tasks, in both generations: nothing but the task's own status notifications.
+    for (generation, params) in [
+        (
+            "2026-07-28",
+            ext(json!({"name": "test_tool_with_progress", "arguments": {}})),
+        ),
+        (
+            "2025-11-25",
+            json!({"name": "test_tool_with_progress", "arguments": {}, "task": {"ttl": 60_000}}),
+        ),
+    ] {
+        let mut params = params;
+        params["_meta"]["progressToken"] = json!("as-task");
+        params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
+        server.seen.clear();
+        let created = server.request("tools/call", params);
+        let task_id = result(&created)["taskId"]
+            .as_str()
+            .or_else(|| result(&created)["task"]["taskId"].as_str())
+            .unwrap_or_else(|| panic!("{generation}: a task: {created}"))
+            .to_owned();
+        let done = terminal(&mut server, &task_id);
+        assert_eq!(done["status"], "completed", "{generation}: {done}");
+        let logged = ext(json!({"name": "test_tool_with_logging", "arguments": {}}));
+        let created = server.request("tools/call", logged);
+        let logging_task = result(&created)["taskId"]
+            .as_str()
+            .expect("a task")
+            .to_owned();
+        assert_eq!(terminal(&mut server, &logging_task)["status"], "completed");
+        assert!(
+            progress(&server.seen, &json!("as-task")).is_empty()
+                && sent(&server.seen, "notifications/message").is_empty(),
+            "{generation}: a task reported: {:?}",
+            server.seen
+        );
+    }
+}
+
+#[test]
+fn sampling_and_elicitation_ask_the_client_inline_and_report_its_answer() {
+    let mut server = Stdio::start_conformance();
+    server.initialize(json!({"sampling": {}, "elicitation": {"form": {}}}));
+    let call = |id: u64, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+        .to_string()
+    };
+    server.send_raw(&call(100, "test_sampling", json!({"prompt": "Say hi"})));
+    let asked = server.next_server_request();
+    assert_eq!(asked["method"], "sampling/createMessage", "{asked}");
+    assert_eq!(asked["params"]["messages"][0]["content"]["text"], "Say hi");
+    assert_eq!(asked["params"]["maxTokens"], 100);
+    server.send_raw(
+        &json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+            "role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"
+        }})
+        .to_string(),
+    );
+    let answer: Value = serde_json::from_str(&server.next_response()).expect("JSON");
+    assert_eq!(text(result(&answer)), "LLM response: hi", "{answer}");
+
+    server.send_raw(&call(101, "test_elicitation_sep1034_defaults", json!({})));
+    let asked = server.next_server_request();
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let schema = &asked["params"]["requestedSchema"]["properties"];
+    assert_eq!(schema["name"]["default"], "John Doe", "{asked}");
+    assert_eq!(schema["verified"]["default"], true, "{asked}");
+    server.send_raw(
+        &json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}).to_string(),
+    );
+    let answer: Value = serde_json::from_str(&server.next_response()).expect("JSON");
+    assert!(text(result(&answer)).contains("action=decline"), "{answer}");
+
+    // A client that did not declare elicitation is not asked: a tool error.
+    let mut plain = Stdio::start_conformance();
+    plain.initialize(json!({}));
+    let refused = plain.request(
+        "tools/call",
+        json!({"name": "test_elicitation", "arguments": {"message": "Who?"}}),
+    );
+    assert_eq!(result(&refused)["isError"], true, "{refused}");
+    assert!(plain.seen.is_empty(), "{:?}", plain.seen);
+}
+
 /// Starts the HTTP server (`mcp_http`) with `env`; returns the child and, if it started, the address
 /// it listens on (else its stderr, once it exited).
 fn http_server(env: &[(&str, &str)]) -> (Child, Result<String, String>) {
@@ -682,6 +855,68 @@ fn the_anonymous_mode_serves_one_owner_on_loopback() {
         );
         assert_eq!(status, 403, "{refused}");
     }
+}
+
+/// POSTs a 2026-07-28 `tools/call` of `name` (anonymous, accepting SSE) with `meta` as its
+/// `_meta`, and returns the response as it streams.
+fn call_streamed(addr: &str, name: &str, meta: Value) -> support::streamed::Streamed {
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                      "params": {"name": name, "arguments": {}, "_meta": meta}})
+    .to_string();
+    support::streamed::send(
+        addr,
+        &format!(
+            "POST /mcp HTTP/1.1\r\n{}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Connection: close",
+            routing_headers(&body)
+        ),
+        &body,
+    )
+}
+
+#[test]
+fn mcp_http_streams_progress_ahead_of_the_answer_and_answers_a_task_in_json() {
+    let (mut child, started) = http_server(&[
+        ("MCP_TASKS_ANONYMOUS", "1"),
+        ("MCP_TASKS_CONFORMANCE", "1"),
+        ("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0"),
+    ]);
+    let _stop = Stop(&mut child);
+    let addr = started.unwrap_or_else(|stderr| panic!("{stderr}"));
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "progressToken": "p-http"
+    });
+    let mut streamed = call_streamed(&addr, "test_tool_with_progress", meta.clone());
+    assert_eq!(streamed.status, 200);
+    assert_eq!(streamed.header("content-type"), Some("text/event-stream"));
+    let mut seen = Vec::new();
+    let answer = streamed.next_message(&mut seen, "the answer", |m| m.get("id").is_some());
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(
+        progress(&seen, &json!("p-http")),
+        [json!(0), json!(50), json!(100)]
+    );
+
+    // Work that sends nothing is answered with plain JSON.
+    let mut plain = call_streamed(&addr, "test_simple_text", meta.clone());
+    assert_eq!(plain.header("content-type"), Some("application/json"));
+    let mut body = String::new();
+    plain.body.read_to_string(&mut body).expect("a body");
+    let answer: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+
+    // As a task: the CreateTaskResult, in JSON, and no progress at all.
+    meta["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let mut task = call_streamed(&addr, "test_tool_with_progress", meta);
+    assert_eq!(task.header("content-type"), Some("application/json"));
+    let mut body = String::new();
+    task.body.read_to_string(&mut body).expect("a body");
+    let created: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
 }
 
 /// Stops a server when dropped, also when a test fails.

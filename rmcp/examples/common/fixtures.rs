@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use mcp_tasks_rmcp::{TaskContext, TaskExit, text_result};
+use mcp_tasks_servers::core_fixtures::STEP_PAUSE;
 use mcp_tasks_servers::fixtures::{Fixture, Gathered};
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, InputRequest};
@@ -162,8 +163,22 @@ pub async fn run(
             ))
         }
         // Answered at once, never tasks: the shared result as rmcp's type.
-        Fixture::Diagnostic(diagnostic) => serde_json::from_value(Value::Object(diagnostic.run()))
-            .map_err(|err| TaskExit::Error(ErrorData::internal_error(err.to_string(), None))),
+        Fixture::Diagnostic(diagnostic) => Ok(mcp_tasks_rmcp::tool_result(diagnostic.run())?),
+        // Content blocks at once; as a task (`test_tool_with_progress`,
+        // `test_tool_with_logging`) the same steps, silently: no progress or log
+        // notifications on a task. The inline calls that talk run in `talk`.
+        Fixture::Core(core) => {
+            let pauses = u32::try_from(core.steps().len().saturating_sub(1)).unwrap_or(0);
+            pause(ctx.as_ref(), STEP_PAUSE * pauses).await?;
+            let result = match core.question() {
+                Some((method, _)) => core.answered(Err(mcp_tasks::JsonRpcError::new(
+                    mcp_tasks::jsonrpc::INTERNAL_ERROR,
+                    format!("`{method}` cannot reach the client from here"),
+                ))),
+                None => core.result().map_err(super::error)?,
+            };
+            Ok(mcp_tasks_rmcp::tool_result(result)?)
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 //! finishes the sleep of an instance that died, sleeping only the rest.
 
 mod fixtures;
+mod talk;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,12 +18,14 @@ use mcp_tasks::{ClaimBackoff, LeasePolicy, TaskRegistry, TaskStore};
 use mcp_tasks_rmcp::{
     TaskContext, TaskExit, TaskManager, TaskOptions, declares_tasks, text_result,
 };
+use mcp_tasks_servers::peer::LogLevel;
 use mcp_tasks_servers::shared::{StoreArgs, StoreSettings};
 use mcp_tasks_servers::tools::{self, CONFORMANCE_FLAG, Call, Catalog};
 use mcp_tasks_servers::{input_fixtures, mrtr};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InputRequest, ListPromptsResult, ListToolsResult,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, InputRequest,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
@@ -50,6 +53,8 @@ pub struct ExampleServer {
     /// The issuer and checker of 2026-07-28 `requestState` (SEP-2322 input rounds), keyed
     /// by `MCP_TASKS_REQUEST_STATE_KEY` or at random.
     pub states: Arc<mrtr::States>,
+    /// The log level the session's client set with `logging/setLevel` (2025-11-25).
+    log_level: talk::LogLevelCell,
 }
 
 impl ExampleServer {
@@ -73,6 +78,16 @@ impl ExampleServer {
             tasks,
             catalog,
             states: Arc::new(states),
+            log_level: talk::LogLevelCell::default(),
+        }
+    }
+
+    /// The handler of a new session: the same tools and tasks, and a log level of its own.
+    #[allow(dead_code, reason = "the stdio example has one session")]
+    pub fn for_session(&self) -> Self {
+        Self {
+            log_level: talk::LogLevelCell::default(),
+            ..self.clone()
         }
     }
 
@@ -176,17 +191,104 @@ pub fn from_args() -> Result<(Store, Catalog, Vec<String>), String> {
 
 impl ServerHandler for ExampleServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            "mcp-tasks-rmcp-example",
-            env!("CARGO_PKG_VERSION"),
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tasks()
+            .build();
+        if self.catalog.logs() {
+            capabilities.logging = Some(rmcp::model::JsonObject::new());
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "mcp-tasks-rmcp-example",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(self.catalog.instructions())
+    }
+
+    /// `initialize` opens a 2025-11-25 session: the tasks extension, which belongs to
+    /// 2026-07-28 (`server/discover`), is not declared there.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+            .map(mcp_tasks_rmcp::without_tasks_extension)
+    }
+
+    /// `logging/setLevel` (2025-11-25, with the conformance fixtures, whose
+    /// `test_tool_with_logging` logs): the level holds for the session. 2026-07-28 has no
+    /// such method (a request asks for its level in `_meta`).
+    #[expect(
+        deprecated,
+        reason = "logging is 2025-11-25's; SEP-2577 deprecates it for 2026-07-28"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if !self.catalog.logs() || talk::is_2026(&context) {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
+        let request = serde_json::to_value(&request)
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        let level = LogLevel::requested(Some(&request)).map_err(error)?;
+        talk::write(&self.log_level, level);
+        Ok(())
+    }
+
+    /// `server/discover` (2026-07-28): as `mcp_http`, the example declares `prompts` and
+    /// `resources` there and answers their lists empty (below), so that a 2026-07-28
+    /// client may list and cache them; `initialize` (2025-11-25) declares neither.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        info.capabilities.prompts = Some(Default::default());
+        info.capabilities.resources = Some(Default::default());
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            info,
         ))
-        .with_instructions(self.catalog.instructions())
+    }
+
+    // On 2026-07-28 the example answers the lists it has nothing for with empty, cacheable
+    // lists (rmcp adds the caching hints), as `mcp_http` does; on 2025-11-25 they stay
+    // unknown methods (-32601), as there.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        // With the conformance flag, the prompt of `input-required-result-non-tool-request`.
+        if !self.catalog.conformance() {
+            return empty_on_2026::<rmcp::model::ListPromptsRequestMethod, _>(&context);
+        }
+        let prompts = serde_json::from_value(Value::Array(input_fixtures::prompts()))
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        empty_on_2026::<rmcp::model::ListResourcesRequestMethod, _>(&context)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        empty_on_2026::<rmcp::model::ListResourceTemplatesRequestMethod, _>(&context)
     }
 
     async fn list_tools(
@@ -231,6 +333,13 @@ impl ServerHandler for ExampleServer {
         })? {
             return Ok(CallToolResponse::InputRequired(asked));
         }
+        // A fixture that reports or asks while it runs inline talks through rmcp's peer; as
+        // a task it would report nothing (no progress or log notifications on tasks).
+        if call.talks() && !as_task {
+            return talk::run(call, &context, self.log_level.clone())
+                .await
+                .map(CallToolResponse::Complete);
+        }
         // `echo`, `greet`, the diagnostic fixtures and an answered `confirm` without the
         // extension never run as tasks.
         if support == Some(TaskSupport::Forbidden) || !as_task && call.asks_inline() {
@@ -251,21 +360,6 @@ impl ServerHandler for ExampleServer {
         self.tasks
             .call_tool(&context, options, move |ctx| Box::pin(run(call, Some(ctx))))
             .await
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        let prompts = if self.catalog.conformance() {
-            input_fixtures::prompts()
-        } else {
-            Vec::new()
-        };
-        let prompts = serde_json::from_value(Value::Array(prompts))
-            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
-        Ok(ListPromptsResult::with_all_items(prompts))
     }
 
     /// The conformance prompt, which asks for its context in an input round first.
@@ -411,6 +505,17 @@ async fn confirm(ctx: &TaskContext<Store>, question: &str) -> Result<CallToolRes
         _ => "the user cancelled".to_owned(),
     };
     Ok(text_result(text, false))
+}
+
+/// An empty list on 2026-07-28; `-32601` (method `M`) on 2025-11-25.
+fn empty_on_2026<M: rmcp::model::ConstString, R: Default>(
+    context: &RequestContext<RoleServer>,
+) -> Result<R, ErrorData> {
+    if talk::is_2026(context) {
+        Ok(R::default())
+    } else {
+        Err(ErrorData::method_not_found::<M>())
+    }
 }
 
 fn error(error: mcp_tasks::JsonRpcError) -> ErrorData {

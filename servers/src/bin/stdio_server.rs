@@ -80,6 +80,7 @@ use mcp_tasks::{
 use mcp_tasks_servers::claims::ClaimLoop;
 use mcp_tasks_servers::framing::{self, Id, Incoming, Refusal};
 use mcp_tasks_servers::outbound;
+use mcp_tasks_servers::peer::{LogLevel, Peer};
 use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
 use serde_json::{Value, json};
 
@@ -112,6 +113,8 @@ struct Connection {
     /// The status and message last notified per task: a change that leaves both as they
     /// were (an answer delivered, a TTL changed) is not notified again.
     notified: Mutex<HashMap<TaskId, (TaskStatus, Option<String>)>>,
+    /// The log level the client set with `logging/setLevel`, if it did.
+    log_level: Mutex<Option<LogLevel>>,
 }
 
 impl Connection {
@@ -131,6 +134,7 @@ impl Connection {
             initialized: AtomicBool::new(false),
             elicitation: AtomicBool::new(false),
             notified: Mutex::new(HashMap::new()),
+            log_level: Mutex::new(None),
         })
     }
 
@@ -216,13 +220,7 @@ impl Connection {
         owner: &Owner,
         task_id: &str,
     ) -> Result<Value, JsonRpcError> {
-        let id = format!("server-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let (answer, answered) = mpsc::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), answer);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let (id, answered) = self.send_request(method, &Value::Object(params));
         let deadline = Instant::now() + ANSWER_TIMEOUT;
         let answer = loop {
             match answered.recv_timeout(STATUS_CHECK) {
@@ -257,11 +255,32 @@ impl Connection {
                 }
             }
         };
+        self.forget_request(&id);
+        answer
+    }
+
+    /// Sends a request to the client: its id, and where its answer arrives.
+    fn send_request(
+        &self,
+        method: &str,
+        params: &Value,
+    ) -> (String, mpsc::Receiver<Result<Value, JsonRpcError>>) {
+        let id = format!("server-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (answer, answered) = mpsc::channel();
         self.pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&id);
-        answer
+            .insert(id.clone(), answer);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        (id, answered)
+    }
+
+    /// Stops waiting for the answer to request `id`.
+    fn forget_request(&self, id: &str) {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
     }
 
     /// Hands the client's answer to the thread waiting for it.
@@ -280,6 +299,51 @@ impl Connection {
         };
         // The waiting thread may have timed out and gone; nothing to do then.
         let _ = waiting.send(answer);
+    }
+}
+
+/// The client end of a request answered inline: notifications go out at once, and
+/// requests wait for the client's answer (at most `ANSWER_TIMEOUT`).
+struct StdioPeer(Arc<Connection>);
+
+impl Peer for StdioPeer {
+    fn notify(&self, method: &str, params: Value) {
+        self.0
+            .send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    fn request(&self, method: &str, params: Value) -> Result<Value, JsonRpcError> {
+        if method == "elicitation/create" && !self.0.elicitation.load(Ordering::SeqCst) {
+            return Err(JsonRpcError::new(
+                jsonrpc::INVALID_PARAMS,
+                "invalid params: this client did not declare the `elicitation` capability",
+            ));
+        }
+        let (id, answered) = self.0.send_request(method, &params);
+        let answer = answered.recv_timeout(ANSWER_TIMEOUT).unwrap_or_else(|_| {
+            Err(JsonRpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!("the client did not answer `{method}`"),
+            ))
+        });
+        self.0.forget_request(&id);
+        answer
+    }
+
+    fn log_level(&self) -> Option<LogLevel> {
+        *self
+            .0
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_log_level(&self, level: LogLevel) {
+        *self
+            .0
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(level);
     }
 }
 
@@ -359,6 +423,13 @@ fn handle_line(server: &Server, connection: &Arc<Connection>, owner: &Owner, lin
         Reply::ThenRun(answer, work) => {
             connection.respond(&id, Ok(answer));
             std::thread::spawn(work);
+        }
+        Reply::Talk(work) => {
+            let connection = Arc::clone(connection);
+            std::thread::spawn(move || {
+                let answer = work(&StdioPeer(Arc::clone(&connection)));
+                connection.respond(&id, answer);
+            });
         }
     }
 }
