@@ -178,3 +178,62 @@ start_http_server() {
   SERVER_URL="$(sed -n 's/^listening on //p' "$base.server.out")"
   echo "server $name at $SERVER_URL"
 }
+
+# The steps the runners over a shared store (interop/http/redis.sh, postgres.sh) share.
+
+# stdio_suite LABEL SERVER ARGS...: the whole Python stdio suite (../py_client.py:
+# elicitation, status notifications) against SERVER ARGS (the environment chooses the
+# rest), its trace validated against the official 2025-11-25 schema.
+stdio_suite() {
+  local label="$1"; shift
+  run "$label-stdio-py-client" env MCP_TASKS_TRACE="$OUT_DIR/$label-stdio.trace.jsonl" \
+    timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$INTEROP/py_client.py" "$@"
+  run "$label-stdio-schema-validation" "$VENV/bin/python" "$INTEROP/validate_trace.py" \
+    "$OUT_DIR/$label-stdio.trace.jsonl"
+}
+
+# validate_http_traces LABEL DIR...: validates the traces mcp_http wrote into each DIR
+# (MCP_TASKS_TRACE_DIR): one file per 2025-11-25 session against the 2025-11-25 schema,
+# ext-<principal>.jsonl (the 2026-07-28 requests) against the extension's.
+validate_http_traces() {
+  local label="$1" dir trace; shift
+  local traces=() ext_traces=()
+  for dir in "$@"; do
+    for trace in "$dir"/*.jsonl; do
+      [[ -e "$trace" ]] || continue
+      case "$(basename "$trace")" in
+        ext-*) ext_traces+=("$trace") ;;
+        *) traces+=("$trace") ;;
+      esac
+    done
+  done
+  run "$label-schema-validation" "$VENV/bin/python" "$INTEROP/validate_trace.py" "${traces[@]}"
+  if [[ ${#ext_traces[@]} -gt 0 && -f "$INTEROP/ext/validate_ext_trace.py" ]]; then
+    run "$label-ext-schema-validation" "$VENV/bin/python" "$INTEROP/ext/validate_ext_trace.py" \
+      "${ext_traces[@]}"
+  fi
+}
+
+# two_instances LABEL START: two fresh instances, A and B (`START NAME` starts one as
+# start_http_server does, on the shared store), and interop/http/py_shared_client.py
+# through them: tasks created through A are awaited, listed and cancelled through B.
+two_instances() {
+  local label="$1" start="$2" url_a
+  if "$start" A && url_a="$SERVER_URL" && "$start" B; then
+    run "$label-two-instances" env MCP_TASKS_URL_A="$url_a" MCP_TASKS_URL_B="$SERVER_URL" \
+      MCP_TASKS_TRACE_DIR_A="$OUT_DIR/A.traces" MCP_TASKS_TRACE_DIR_B="$OUT_DIR/B.traces" \
+      timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$INTEROP/http/py_shared_client.py"
+  else
+    count_failure
+  fi
+}
+
+# fail_on_panics: a server that logged a panic ($OUT_DIR/*.server.err) failed, whatever
+# its clients saw.
+fail_on_panics() {
+  if grep -l 'panicked' "$OUT_DIR"/*.server.err >/dev/null 2>&1; then
+    echo "-- a server panicked:"
+    grep -H -A5 'panicked' "$OUT_DIR"/*.server.err || true
+    count_failure
+  fi
+}

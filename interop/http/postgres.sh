@@ -145,11 +145,7 @@ write_tokens
 export MCP_TASKS_PAGE_SIZE=2
 
 # 0. The whole Python stdio suite (elicitation, status notifications) on PostgreSQL.
-run postgres-stdio-py-client env MCP_TASKS_POSTGRES_SCHEMA=stdio \
-  MCP_TASKS_TRACE="$WORK/stdio.trace.jsonl" \
-  timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$INTEROP/py_client.py" \
-  "$STDIO_SERVER" --postgres "$MCP_TASKS_POSTGRES_URL"
-run postgres-stdio-schema-validation "$VENV/bin/python" "$INTEROP/validate_trace.py" "$WORK/stdio.trace.jsonl"
+MCP_TASKS_POSTGRES_SCHEMA=stdio stdio_suite postgres "$STDIO_SERVER" --postgres "$MCP_TASKS_POSTGRES_URL"
 
 # start_server NAME SCHEMA: a fresh instance on SCHEMA (start_http_server: a free loopback
 # port, traces in $WORK/NAME.traces); sets SERVER_URL and SERVER_PID.
@@ -169,39 +165,15 @@ else
   count_failure
 fi
 stop_all
+validate_http_traces postgres-http "$WORK/ts.traces" "$WORK/py.traces"
 
-# One trace per 2025-11-25 session; ext-<principal>.jsonl holds the 2026-07-28 requests.
-shopt -s nullglob
-traces=()
-ext_traces=()
-for trace in "$WORK"/ts.traces/*.jsonl "$WORK"/py.traces/*.jsonl; do
-  case "$(basename "$trace")" in
-    ext-*) ext_traces+=("$trace") ;;
-    *) traces+=("$trace") ;;
-  esac
-done
-shopt -u nullglob
-run postgres-http-schema-validation "$VENV/bin/python" "$INTEROP/validate_trace.py" "${traces[@]}"
-if [[ ${#ext_traces[@]} -gt 0 && -f "$INTEROP/ext/validate_ext_trace.py" ]]; then
-  run postgres-http-ext-schema-validation "$VENV/bin/python" "$INTEROP/ext/validate_ext_trace.py" "${ext_traces[@]}"
-fi
+# 2. Tasks created through one instance, awaited, listed and cancelled through the other,
+#    on another schema.
+start_shared() { start_server "$1" shared; }
+two_instances postgres start_shared
 
-# 2. Tasks created through one instance, awaited, listed and cancelled through the other.
-if start_server A shared && URL_A="$SERVER_URL" && start_server B shared; then
-  URL_B="$SERVER_URL"
-  run postgres-two-instances env MCP_TASKS_URL_A="$URL_A" MCP_TASKS_URL_B="$URL_B" \
-    MCP_TASKS_TRACE_DIR_A="$WORK/A.traces" MCP_TASKS_TRACE_DIR_B="$WORK/B.traces" \
-    timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$HERE/py_shared_client.py"
-else
-  count_failure
-fi
-
-# A server that logged a panic failed, whatever its clients saw.
-if grep -l 'panicked' "$WORK"/*.server.err >/dev/null 2>&1; then
-  echo "-- a server panicked:"
-  grep -H -A5 'panicked' "$WORK"/*.server.err || true
-  count_failure
-fi
+fail_on_panics
+stop_all
 stop_postgres
 
 finish interop-postgres "traces, server and postgres logs and outputs"

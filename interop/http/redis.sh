@@ -79,45 +79,22 @@ start_server() {
 }
 
 # 0. The whole Python stdio suite (elicitation, status notifications) on Redis.
-run redis-stdio-py-client env MCP_TASKS_TRACE="$WORK/stdio.trace.jsonl" \
-  timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$INTEROP/py_client.py" \
-  "$STDIO_SERVER" --redis "$MCP_TASKS_REDIS_URL"
-run redis-stdio-schema-validation "$VENV/bin/python" "$INTEROP/validate_trace.py" "$WORK/stdio.trace.jsonl"
+stdio_suite redis "$STDIO_SERVER" --redis "$MCP_TASKS_REDIS_URL"
 
 # 1. The whole Python HTTP suite against one instance on Redis.
 if start_server suite; then
   run redis-py-client env MCP_TASKS_URL="$SERVER_URL" \
     timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$HERE/py_client.py"
   stop "$SERVER_PID"
-  shopt -s nullglob
-  traces=("$WORK"/suite.traces/*.jsonl)
-  shopt -u nullglob
-  run redis-schema-validation "$VENV/bin/python" "$INTEROP/validate_trace.py" "${traces[@]}"
+  validate_http_traces redis "$WORK/suite.traces"
 else
   count_failure
 fi
 
 # 2. Two instances sharing the store.
-if start_server A; then
-  URL_A="$SERVER_URL"
-  if start_server B; then
-    URL_B="$SERVER_URL"
-    run redis-two-instances env MCP_TASKS_URL_A="$URL_A" MCP_TASKS_URL_B="$URL_B" \
-      MCP_TASKS_TRACE_DIR_A="$WORK/A.traces" MCP_TASKS_TRACE_DIR_B="$WORK/B.traces" \
-      timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$HERE/py_shared_client.py"
-  else
-    count_failure
-  fi
-else
-  count_failure
-fi
+two_instances redis start_server
 
-# A server that logged a panic failed, whatever its clients saw.
-if grep -l 'panicked' "$WORK"/*.server.err >/dev/null 2>&1; then
-  echo "-- a server panicked:"
-  grep -H -A5 'panicked' "$WORK"/*.server.err || true
-  count_failure
-fi
+fail_on_panics
 stop_all
 
 finish interop-redis "traces, server and redis logs and outputs"

@@ -40,19 +40,6 @@ run http-py-client env MCP_TASKS_URL="$SERVER_URL" \
   timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$HERE/py_client.py"
 stop "$SERVER_PID"
 
-# One trace per 2025-11-25 session; ext-<principal>.jsonl holds the 2026-07-28 requests.
-shopt -s nullglob
-traces=()
-ext_traces=()
-for trace in "$WORK"/ts.traces/*.jsonl "$WORK"/py.traces/*.jsonl; do
-  case "$(basename "$trace")" in
-    ext-*) ext_traces+=("$trace") ;;
-    *) traces+=("$trace") ;;
-  esac
-done
-run http-schema-validation "$VENV/bin/python" "$INTEROP/validate_trace.py" "${traces[@]}"
-if [[ ${#ext_traces[@]} -gt 0 && -f "$INTEROP/ext/validate_ext_trace.py" ]]; then
-  run http-ext-schema-validation "$VENV/bin/python" "$INTEROP/ext/validate_ext_trace.py" "${ext_traces[@]}"
-fi
+validate_http_traces http "$WORK/ts.traces" "$WORK/py.traces"
 
 finish interop-http "traces, server logs and outputs"

@@ -119,12 +119,8 @@ fn two_http_instances_on_one_database_serve_the_same_tasks() {
     }
 
     let (waiter, cancelled, woke) = thread::scope(|scope| {
-        let waiter = scope.spawn(|| {
-            let answer = a.call(400, "tasks/result", &json!({"taskId": long}));
-            (answer, Instant::now())
-        });
-        thread::sleep(Duration::from_millis(200));
-        assert!(!waiter.is_finished(), "A's waiter waits for the long sleep");
+        // A's waiter waits for the long sleep.
+        let waiter = a.awaiting(scope, 400, &long, Duration::from_millis(200));
         let cancelled_at = Instant::now();
         let cancelled = b.call(401, "tasks/cancel", &json!({"taskId": long}));
         let (waiter, woke) = waiter.join().expect("the waiter thread");

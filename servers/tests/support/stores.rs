@@ -289,6 +289,25 @@ impl Instance {
         }
     }
 
+    /// A `tasks/result` of `task` (request `id`) through this instance, on a thread of
+    /// `scope`, checked to be still waiting `pause` later: join it for the answer and
+    /// when it came.
+    pub fn awaiting<'scope, 'env>(
+        &'env self,
+        scope: &'scope thread::Scope<'scope, 'env>,
+        id: u64,
+        task: &'env str,
+        pause: Duration,
+    ) -> thread::ScopedJoinHandle<'scope, (Result<Value, String>, Instant)> {
+        let waiter = scope.spawn(move || {
+            let answer = self.call(id, "tasks/result", &json!({"taskId": task}));
+            (answer, Instant::now())
+        });
+        thread::sleep(pause);
+        assert!(!waiter.is_finished(), "tasks/result of {task} waits");
+        waiter
+    }
+
     /// Creates a task of `tool` and answers its id.
     pub fn create(&self, id: u64, tool: &str, arguments: &Value) -> String {
         let created = self
@@ -326,12 +345,8 @@ pub fn a_killed_instance_fails_its_task_on_the_other(db: &Db) {
     assert_eq!(task["status"], "working", "{task}");
 
     let (answer, killed, woke) = thread::scope(|scope| {
-        let waiter = scope.spawn(|| {
-            let answer = b.call(3, "tasks/result", &json!({"taskId": id}));
-            (answer, Instant::now())
-        });
-        thread::sleep(Duration::from_millis(100));
-        assert!(!waiter.is_finished(), "the waiter waits while A lives");
+        // The waiter waits while A lives.
+        let waiter = b.awaiting(scope, 3, &id, Duration::from_millis(100));
         let Instance { http, .. } = a;
         let killed = Instant::now();
         drop(http); // SIGKILL, then reaped
