@@ -12,6 +12,8 @@
 //! - [`outbound`]: the client's answers to the server's requests for a task's input.
 //! - [`server`]: the request routing over any transport, for both generations.
 //! - [`headers`]: the `Mcp-Method` / `Mcp-Name` request headers checked against the body.
+//! - [`listen`]: `subscriptions/listen` with `notifications.taskIds` (2026-07-28): task
+//!   status pushed to the client, for both transports, over the store's one subscription.
 //! - `src/bin/stdio_server.rs` (`cargo run --bin stdio_server`): the stdio transport.
 //!   The Streamable HTTP transport is `mcp_http`, in the repository's `http/` crate (built
 //!   on hyper 1.x and tokio, so this crate stays synchronous):
@@ -25,6 +27,7 @@ pub mod claims;
 pub mod fixtures;
 pub mod framing;
 pub mod headers;
+pub mod listen;
 pub mod outbound;
 pub mod server;
 pub mod tools;
