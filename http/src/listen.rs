@@ -115,10 +115,19 @@ async fn feed(app: Arc<App>, listening: Listening, tx: mpsc::Sender<bytes::Bytes
             break;
         }
     }
-    tracing::debug!(
-        "listen {} ended; {} open",
-        stream.subscription_id(),
-        app.listens.open_count().saturating_sub(1)
-    );
     drop(watch);
+    // What is left of the listens, for an operator (and the tests) to see that an ended
+    // listen left nothing behind.
+    let watches = app.listens.watches();
+    tracing::debug!(
+        "listen {} ended: {} open, {} routes, store subscription: {}",
+        stream.subscription_id(),
+        watches.len(),
+        watches.routes(),
+        if watches.is_subscribed() {
+            "held"
+        } else {
+            "none"
+        }
+    );
 }
