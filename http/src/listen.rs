@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use mcp_tasks::{JsonRpcError, Owner, jsonrpc};
 use mcp_tasks_servers::framing::Id;
-use mcp_tasks_servers::listen::Listening;
+use mcp_tasks_servers::listen::{Listening, Listens};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -47,6 +47,10 @@ pub fn open(
     trace_name: &str,
 ) -> Answer {
     if !sse_ok {
+        // The request's own errors first (`-32021` is a MUST, whatever the client accepts).
+        if let Err(error) = Listens::check(params) {
+            return Answer::Refused(error);
+        }
         return Answer::Refused(JsonRpcError::new(
             jsonrpc::INVALID_REQUEST,
             "invalid request: subscriptions/listen is answered with a text/event-stream; \

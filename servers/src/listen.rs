@@ -84,6 +84,15 @@ impl Listens {
             && Generation::of(method, params) == Generation::Extension
     }
 
+    /// Checks what can be checked of a listen request without opening it: its filter, and
+    /// the extension's capability when it names `taskIds`.
+    ///
+    /// # Errors
+    /// `-32602` for a malformed filter, `-32021` for `taskIds` without the extension.
+    pub fn check(params: Option<&Value>) -> Result<(), JsonRpcError> {
+        ListenRequest::parse(params, ext::declares_extension(params)).map(drop)
+    }
+
     /// Opens the listen request `id` of `owner` with `params` (it reads each task once).
     ///
     /// # Errors
