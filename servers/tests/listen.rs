@@ -445,7 +445,7 @@ fn a_listen_over_stdio_shares_the_channel_and_ends_cleanly() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert_eq!(acknowledged(&ack, 8), [task.clone()]);
+    assert_eq!(acknowledged(&ack, 8), std::slice::from_ref(&task));
     // A second listen is past the bound of one, with a clear error.
     let (_, refused) = alice.listen(9, listen_params(&[], true));
     assert_eq!(refused["error"]["code"], -32603, "{refused}");

@@ -1,34 +1,5 @@
 //! [`Watches`]: the changes of chosen tasks, for the requestor who owns them, from one store
-//! subscription per process. What a server serves `subscriptions/listen` with, on any
-//! backend: a shared store's subscribers see the changes made by every instance, so a
-//! watch on one instance follows tasks that run on another.
-//!
-//! A server keeps one [`Watches`] over its store. Each [`Watch`] is one owner's set of task
-//! ids; the hub holds **one** subscriber on the store while watches are open (from the
-//! first that follows a task; none otherwise), and routes each change by task id to the watches of that task and owner: a
-//! change costs one map lookup, whatever the number of watches. A dropped [`Watch`] leaves
-//! nothing behind: its routes, its count against the owner's bound, and, with the last
-//! one, the store subscription go with it.
-//!
-//! # What a watch guarantees
-//! - **Register, then read.** [`Watches::watch`] routes the ids before it reads the tasks,
-//!   so every change made after the reads is delivered; a change made meanwhile may be
-//!   delivered too (it is real, and in order).
-//! - **Only the owner's tasks.** The ids that are not the owner's tasks (unknown, expired,
-//!   removed, or another owner's) are dropped, all alike, and are not in
-//!   [`Watch::task_ids`]; no change of another owner's task is ever delivered.
-//! - **In order per task, the terminal state last.** Changes arrive in the order the
-//!   store delivers them (the order of each task's changes); a task's route is dropped
-//!   with its terminal change, so nothing follows it (a later TTL change of a finished
-//!   task is not delivered).
-//! - **Bounded.** A watch follows at most [`WatchLimits::max_task_ids`] ids, an owner
-//!   holds at most [`WatchLimits::max_per_owner`] watches at once, and a watch buffers at
-//!   most twice its ids plus 16 changes: a consumer that falls that far behind gets each
-//!   task's latest state in place of the older ones still queued (never an older state
-//!   after a newer one; a terminal state is never dropped).
-//! - **No lost wakeup, no runtime.** [`Watch::recv`] is a future woken by the change
-//!   itself (cancel-safe: dropping it takes nothing), [`Watch::recv_blocking`] its blocking
-//!   twin; both are fed from the store's delivery thread, which only queues.
+//! subscription per process (what a server serves `subscriptions/listen` with).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -153,9 +124,39 @@ pub enum Received {
     Closed,
 }
 
-/// One store subscription, routed by task id to the open [`Watch`]es of each owner.
+/// The changes of chosen tasks, for the requestor who owns them, from one store
+/// subscription per process. What a server serves `subscriptions/listen` with, on any
+/// backend: a shared store's subscribers see the changes made by every instance, so a
+/// watch on one instance follows tasks that run on another.
 ///
-/// `Clone` shares the hub. See the [module docs](self) for the guarantees.
+/// A server keeps one [`Watches`] over its store. Each [`Watch`] is one owner's set of task
+/// ids; the hub holds **one** subscriber on the store while watches are open (from the
+/// first that follows a task; none otherwise), and routes each change by task id to the watches of that task and owner: a
+/// change costs one map lookup, whatever the number of watches. A dropped [`Watch`] leaves
+/// nothing behind: its routes, its count against the owner's bound, and, with the last
+/// one, the store subscription go with it.
+///
+/// # What a watch guarantees
+/// - **Register, then read.** [`Watches::watch`] routes the ids before it reads the tasks,
+///   so every change made after the reads is delivered; a change made meanwhile may be
+///   delivered too (it is real, and in order).
+/// - **Only the owner's tasks.** The ids that are not the owner's tasks (unknown, expired,
+///   removed, or another owner's) are dropped, all alike, and are not in
+///   [`Watch::task_ids`]; no change of another owner's task is ever delivered.
+/// - **In order per task, the terminal state last.** Changes arrive in the order the
+///   store delivers them (the order of each task's changes); a task's route is dropped
+///   with its terminal change, so nothing follows it (a later TTL change of a finished
+///   task is not delivered).
+/// - **Bounded.** A watch follows at most [`WatchLimits::max_task_ids`] ids, an owner
+///   holds at most [`WatchLimits::max_per_owner`] watches at once, and a watch buffers at
+///   most twice its ids plus 16 changes: a consumer that falls that far behind gets each
+///   task's latest state in place of the older ones still queued (never an older state
+///   after a newer one; a terminal state is never dropped).
+/// - **No lost wakeup, no runtime.** [`Watch::recv`] is a future woken by the change
+///   itself (cancel-safe: dropping it takes nothing), [`Watch::recv_blocking`] its blocking
+///   twin; both are fed from the store's delivery thread, which only queues.
+///
+/// `Clone` shares the hub.
 #[derive(Debug)]
 pub struct Watches<T: TaskStore> {
     store: T,
