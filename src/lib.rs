@@ -69,6 +69,10 @@
 //!   waits; and, in the crate `mcp-tasks-redis`, `RedisTaskStore`, shared by several
 //!   server instances. [`backend`] is what a backend is built from, for anyone writing
 //!   one; the crate `mcp-tasks-testkit` checks that it behaves like the registry.
+//! - [`Watches`]: the changes of chosen tasks for their owner, from one store subscription
+//!   per process, on any backend (a shared store's changes come from every instance): what
+//!   a server serves the extension's `subscriptions/listen` with
+//!   ([`ext::ListenRequest`]).
 //! - [`Error`]: every refusal, with its JSON-RPC code.
 //!
 //! # Task ids
@@ -142,6 +146,7 @@ pub use store::{
     MAX_PAGE_SIZE, Owner, Redelivery, StatusChange, Step, StoreFuture, Subscriber, SubscriptionId,
     TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
 };
+pub use store::{Received, Recv, Watch, WatchCloser, WatchError, WatchLimits, Watches};
 pub use task::{Change, Finished, Task};
 
 /// The README's code samples, compiled and run as doctests.

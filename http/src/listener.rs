@@ -26,6 +26,10 @@ const BACKLOG: u32 = 4096;
 /// How long the connections get, after the tasks' deadline, to send what they still owe.
 const FLUSH: Duration = Duration::from_millis(500);
 
+/// How long the changes of the tasks ended at shutdown get to come back through a shared
+/// store's feed before the listens end.
+const LISTEN_SETTLE: Duration = Duration::from_millis(200);
+
 /// How long the claim loop may take to end beyond the grace period (it looks at the
 /// shutdown at least once per idle wait of a second).
 const CLAIM_LOOP_END: Duration = Duration::from_millis(1_500);
@@ -132,7 +136,7 @@ pub async fn serve(
 
 /// Stops the streams and the claim loop, gives requests and tasks the grace period, hands
 /// the redeliverable tasks still running over to another instance and fails the others,
-/// and lets the connections send what they owe.
+/// ends the listens (after those changes), and lets the connections send what they owe.
 async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: GracefulShutdown) {
     let grace = app.limits.shutdown_grace;
     let running_at_start = app.tasks.handlers_running();
@@ -163,6 +167,12 @@ async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: Gracefu
     })
     .await
     .unwrap_or_default();
+    // The listens carry those ends, then their result: over a shared store a change comes
+    // back through the store's feed, so it gets a moment to arrive.
+    if app.server.is_shared() {
+        tokio::time::sleep(LISTEN_SETTLE).await;
+    }
+    app.listens.close_all();
     let (handed, failed) = (ending.handed_over.len(), ending.failed.len());
     let finished = running_at_start.saturating_sub(handed + failed);
     let ids = |tasks: &[mcp_tasks::TaskId]| {

@@ -33,6 +33,15 @@
 //! methods are `-32601` with HTTP 404, `server/discover` and `tools/list` carry `ttlMs` and
 //! `cacheScope`.
 //!
+//! `subscriptions/listen` with `notifications.taskIds` (see `listen.rs` and
+//! `mcp_tasks_servers::listen`) answers with a long-lived `text/event-stream`: the
+//! acknowledgement (only the ids of the caller's own tasks), then one `notifications/tasks`
+//! per change of those tasks, made on this instance or on any other of a shared store, and
+//! at shutdown the `SubscriptionsListenResult`. `-32021` (HTTP 400) without the extension
+//! declared; `MCP_TASKS_LISTEN_MAX_TASK_IDS` (1000) ids per listen (`-32602`) and
+//! `MCP_TASKS_LISTEN_MAX_PER_PRINCIPAL` (16) open listens per principal (`-32603`) at most;
+//! HTTP 406 for a client that does not accept `text/event-stream`.
+//!
 //! # Authorization, origins, limits
 //! - `Authorization: Bearer <token>`: the token's principal owns its tasks
 //!   (`MCP_TASKS_TOKENS` or `MCP_TASKS_TOKENS_FILE`), or the anonymous single-owner mode
@@ -111,6 +120,7 @@ mod body;
 mod claims;
 mod config;
 mod limits;
+mod listen;
 mod listener;
 mod service;
 mod session;
@@ -126,6 +136,7 @@ use std::sync::{Arc, Mutex};
 
 use mcp_tasks_servers::access::Access;
 use mcp_tasks_servers::claims::ClaimLoop;
+use mcp_tasks_servers::listen::Listens;
 use mcp_tasks_servers::server::Server;
 use tokio::sync::watch;
 
@@ -153,6 +164,8 @@ pub struct App {
     pub sessions: Sessions,
     /// The tasks this instance runs.
     pub tasks: Arc<Tasks>,
+    /// The open `subscriptions/listen` streams.
+    pub listens: Listens,
     /// The message trace.
     pub trace: Arc<Trace>,
     /// Turns `true` when the server starts shutting down.
@@ -183,6 +196,7 @@ fn run() -> Result<(), String> {
     let config = Config::from_env()?;
     listener::raise_descriptor_limit();
     let server = Arc::new(Server::from_env().map_err(|err| err.to_string())?);
+    let listens = Listens::from_env(server.store().clone())?;
     let trace = Arc::new(
         Trace::new(config.trace_dir.clone())
             .map_err(|err| format!("cannot create MCP_TASKS_TRACE_DIR: {err}"))?,
@@ -212,6 +226,7 @@ fn run() -> Result<(), String> {
             limits: config.limits,
             sessions: Sessions::default(),
             tasks,
+            listens,
             trace,
             shutdown,
             claims: Mutex::new(None),

@@ -23,6 +23,7 @@ use serde_json::Value;
 use crate::App;
 use crate::body::{Body, Work};
 use crate::limits::Slot;
+use crate::listen;
 use crate::session::{Role, Session, parse_event_id};
 use crate::sse::{self, Answer};
 use crate::stateless::{self, Wire};
@@ -260,7 +261,9 @@ async fn post(
     });
     let text = std::str::from_utf8(&body).unwrap_or_default();
     match wire {
-        Wire::Stateless => stateless_message(app, message, &principal, &headers, text, slot).await,
+        Wire::Stateless => {
+            stateless_message(app, message, &principal, &headers, sse_ok, text, slot).await
+        }
         Wire::Session => {
             session_message(app, message, &principal, &headers, sse_ok, text, slot).await
         }
@@ -273,6 +276,7 @@ async fn stateless_message(
     message: Message,
     principal: &str,
     headers: &HeaderMap,
+    sse_ok: bool,
     text: &str,
     slot: Slot,
 ) -> Response<Body> {
@@ -291,6 +295,21 @@ async fn stateless_message(
         return json(StatusCode::BAD_REQUEST, answer);
     }
     let owner = Owner::new(principal);
+    if method == mcp_tasks::ext::methods::SUBSCRIPTIONS_LISTEN {
+        // A long-lived stream: the request slot is given back once it is open.
+        return match listen::open(app, &owner, &id, params.as_ref(), sse_ok, &trace_name) {
+            listen::Answer::Stream(body) => event_stream(body, None),
+            listen::Answer::Refused(error) => {
+                let status = match error.code {
+                    jsonrpc::INVALID_REQUEST => StatusCode::NOT_ACCEPTABLE,
+                    code => stateless::status_of(code),
+                };
+                let answer = framing::response(Some(&id), &Err(error));
+                app.trace.write(&trace_name, "out", &answer);
+                json(status, answer)
+            }
+        };
+    }
     let reply = tokio::task::block_in_place(|| {
         app.server.request(
             &owner,

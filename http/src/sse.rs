@@ -18,7 +18,7 @@ use crate::session::{Event, Role, Session};
 const RETRY_MS: u64 = 1000;
 
 /// How often an idle stream sends a comment, so a dead peer is noticed.
-const KEEPALIVE: Duration = Duration::from_secs(15);
+pub const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// The answer a `tasks/result` stream ends with: one JSON-RPC response.
 pub type Answer = Pin<Box<dyn Future<Output = String> + Send>>;
@@ -40,6 +40,18 @@ impl http_body::Body for SseBody {
             .poll_recv(cx)
             .map(|event| event.map(|bytes| Ok(Frame::data(bytes))))
     }
+}
+
+/// An SSE body fed through the returned sender (at most `capacity` events waiting): for
+/// a stream that no session holds (a 2026-07-28 `subscriptions/listen`).
+pub fn channel(capacity: usize) -> (mpsc::Sender<Bytes>, SseBody) {
+    let (tx, events) = mpsc::channel(capacity);
+    (tx, SseBody { events })
+}
+
+/// One SSE event without an id, carrying one JSON-RPC message written on one line.
+pub fn message_event(message: &str) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }
 
 /// One SSE event: its id and one JSON-RPC message as `data` (one line per line of it).

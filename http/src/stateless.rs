@@ -29,8 +29,9 @@ pub const SUPPORTED: [&str; 1] = [ext::PROTOCOL_VERSION];
 
 /// The requests this server serves on the stateless wire; any other method is answered
 /// `-32601` before its routing headers are looked at (`tasks/result`, say, is removed).
-pub const METHODS: [&str; 11] = [
+pub const METHODS: [&str; 12] = [
     "server/discover",
+    "subscriptions/listen",
     "tools/list",
     "tools/call",
     "prompts/list",

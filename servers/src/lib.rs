@@ -21,6 +21,8 @@
 //! - [`shared`]: the stores several instances share (Redis, PostgreSQL): which one the
 //!   command line and the environment name, and how it is opened.
 //! - [`headers`]: the `Mcp-Method` / `Mcp-Name` request headers checked against the body.
+//! - [`listen`]: `subscriptions/listen` with `notifications.taskIds` (2026-07-28): task
+//!   status pushed to the client, for both transports, over the store's one subscription.
 //! - `src/bin/stdio_server.rs` (`cargo run --bin stdio_server`): the stdio transport.
 //!   The Streamable HTTP transport is `mcp_http`, in the repository's `http/` crate (built
 //!   on hyper 1.x and tokio, so this crate stays synchronous):
@@ -36,6 +38,7 @@ pub mod fixtures;
 pub mod framing;
 pub mod headers;
 pub mod input_fixtures;
+pub mod listen;
 pub mod mrtr;
 pub mod outbound;
 pub mod peer;

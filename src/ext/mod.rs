@@ -13,7 +13,7 @@
 //! | input before (or without) a task | none | an `InputRequiredResult`, retried with `inputResponses` and `requestState` (below) |
 //! | cancel | a transition; a terminal task is `-32602` | a request the handler may honour; always acknowledged |
 //! | listing | `tasks/list` | none (`-32601`) |
-//! | notification | `notifications/tasks/status` (Task) | `notifications/tasks` (DetailedTask) |
+//! | notification | `notifications/tasks/status` (Task) | `notifications/tasks` (DetailedTask), on a `subscriptions/listen` stream ([`ListenRequest`]) |
 //!
 //! The core stores each outcome neutrally and this module computes its wire status
 //! ([`wire_status`]); nothing here lives in the typed core.
@@ -68,12 +68,17 @@
 //! ```
 
 mod dispatch;
+mod listen;
 mod messages;
 mod mrtr;
 mod request_state;
 mod task;
 
 pub use dispatch::ExtDispatcher;
+pub use listen::{
+    AcknowledgedFilter, AcknowledgedParams, ListenNotification, ListenNotificationParams,
+    ListenRequest, SubscriptionMeta, SubscriptionsAcknowledged, SubscriptionsListenResult,
+};
 pub use messages::{
     Acknowledgement, CancelTaskResult, CreateTaskResult, GetTaskResult, TaskNotification,
     TaskNotificationParams, TasksExtensionCapability, UpdateTaskParams, UpdateTaskResult,
@@ -97,6 +102,10 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 
 /// The request `_meta` key with the client's capabilities.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The `_meta` key naming the `subscriptions/listen` stream a message belongs to (the listen
+/// request's JSON-RPC id).
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The request `_meta` key with the client's name and version.
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
@@ -122,6 +131,12 @@ pub mod methods {
     pub const TASKS_LIST: &str = "tasks/list";
     /// `notifications/tasks`: a task changed.
     pub const NOTIFICATIONS_TASKS: &str = "notifications/tasks";
+    /// `subscriptions/listen`: the 2026-07-28 core's notification stream; with
+    /// `notifications.taskIds`, it carries `notifications/tasks` ([`ListenRequest`](super::ListenRequest)).
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+    /// `notifications/subscriptions/acknowledged`: the first message of a listen stream.
+    pub const NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
+        "notifications/subscriptions/acknowledged";
     /// `server/discover`: the 2026-07-28 replacement for `initialize`.
     pub const SERVER_DISCOVER: &str = "server/discover";
 }

@@ -25,6 +25,7 @@ mod redelivery;
 mod update;
 pub(crate) mod versioned;
 pub(crate) mod wait;
+mod watch;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +53,7 @@ pub use update::{Step, Update};
 pub use update::{handle_conflict, take_answers};
 pub use wait::StoreFuture;
 pub(crate) use wait::{Events, Probe};
+pub use watch::{Received, Recv, Watch, WatchCloser, WatchError, WatchLimits, Watches};
 
 /// The most tasks one `list` page holds.
 pub const MAX_PAGE_SIZE: usize = 1_000;

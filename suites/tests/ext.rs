@@ -473,3 +473,90 @@ fn an_input_required_result_is_the_core_schemas_and_its_retry_reads_back() {
     assert_eq!(round.data(), &json!({"page": 3}));
     assert_eq!(round.responses().len(), 3);
 }
+
+/// Checks `instance` against `$defs/<def>` of the 2026-07-28 core schema.
+#[track_caller]
+fn check_core(def: &str, instance: &Value) {
+    let errors = mcp_tasks_suites::errors(mcp_tasks_suites::MCP_2026_07_28, def, instance);
+    assert!(errors.is_empty(), "{def} {instance}: {errors:?}");
+}
+
+#[test]
+fn listen_messages_validate_against_the_core_and_the_extension() {
+    use mcp_tasks::RequestId;
+    use mcp_tasks::ext::{
+        ListenNotification, ListenRequest, SubscriptionsAcknowledged, SubscriptionsListenResult,
+    };
+    let at = t("2026-11-22T08:00:02Z");
+    // The request a client sends, and what the server reads of it.
+    let params = json!({
+        "notifications": {"taskIds": ["786512e2-9e0d-44bd-8f29-789f320fe840", "other"]},
+        "_meta": declared("x")["_meta"].clone()
+    });
+    let request =
+        json!({"jsonrpc": "2.0", "id": 12, "method": "subscriptions/listen", "params": params});
+    check_core("SubscriptionsListenRequest", &request);
+    check(
+        "TaskSubscriptionNotifications",
+        &params["notifications"],
+        true,
+    );
+    let read = ListenRequest::parse(Some(&params), true).unwrap();
+    assert_eq!(read.task_ids().map(<[String]>::len), Some(2));
+    let refused = ListenRequest::parse(Some(&params), false).unwrap_err();
+    check_core(
+        "MissingRequiredClientCapabilityError",
+        &json!({"jsonrpc": "2.0", "id": 12, "error": refused}),
+    );
+
+    // The stream: the acknowledgement, a notification per status, the result.
+    for id in [RequestId::from(12), RequestId::from("listen-1")] {
+        let ack = serde_json::to_value(SubscriptionsAcknowledged::new(
+            id.clone(),
+            Some(vec![TaskId::from("786512e2-9e0d-44bd-8f29-789f320fe840")]),
+        ))
+        .unwrap();
+        check_core("SubscriptionsAcknowledgedNotification", &ack);
+        check_core("ServerNotification", &ack);
+        check(
+            "TaskSubscriptionAcknowledgedNotifications",
+            &ack["params"]["notifications"],
+            true,
+        );
+        let tasks = [
+            working().into_any(),
+            working()
+                .require_input(InputRequests::new().with("confirm-1", elicit()), at)
+                .into_any(),
+            working()
+                .complete(obj(json!({"content": []})), at)
+                .into_any(),
+            working()
+                .fail(Outcome::error(-32603, "disk full"), at)
+                .into_any(),
+            working().cancel(at).into_any(),
+        ];
+        for task in &tasks {
+            let note = serde_json::to_value(ListenNotification::new(id.clone(), task)).unwrap();
+            check("TaskStatusNotification", &note, true);
+            check_core("JSONRPCNotification", &note);
+            check_core("NotificationParams", &note["params"]);
+            assert_eq!(
+                note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                serde_json::to_value(&id).unwrap()
+            );
+            // Exactly what tasks/get answers, but for `resultType` and `_meta`.
+            let mut got = serde_json::to_value(GetTaskResult::new(task)).unwrap();
+            got.as_object_mut().unwrap().remove("resultType");
+            let mut params = note["params"].clone();
+            params.as_object_mut().unwrap().remove("_meta");
+            assert_eq!(params, got);
+        }
+        let result = serde_json::to_value(SubscriptionsListenResult::new(id.clone())).unwrap();
+        check_core("SubscriptionsListenResult", &result);
+        check_core(
+            "SubscriptionsListenResultResponse",
+            &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        );
+    }
+}

@@ -588,3 +588,153 @@ fn mcp_http() -> &'static Path {
     static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BINARY.get_or_init(|| mcp_http_build::build("suites"))
 }
+
+/// A `subscriptions/listen` stream of each server, every message checked against the
+/// schemas: the acknowledgement (`SubscriptionsAcknowledgedNotification`), the task's
+/// notification (the extension's `TaskStatusNotification`, the core's
+/// `JSONRPCNotification`), the result that ends the stream at shutdown
+/// (`SubscriptionsListenResultResponse`), and the refusal of a listen that does not
+/// declare the extension (`MissingRequiredClientCapabilityError`).
+mod listen {
+    use super::*;
+
+    fn listen_body(id: u64, task_ids: &[&str], declare: bool) -> String {
+        json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {
+            "notifications": {"taskIds": task_ids},
+            "_meta": meta(declare)
+        }})
+        .to_string()
+    }
+
+    /// A `sleep {ms}` task created through `transport`; its id.
+    fn task(transport: &mut dyn Transport, ms: u64) -> String {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "sleep", "arguments": {"ms": ms}, "_meta": meta(true)
+        }})
+        .to_string();
+        let (_, answer) = transport.exchange(&body);
+        answer["result"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not a task: {answer}"))
+            .to_owned()
+    }
+
+    /// The problems of a listen stream's messages: the acknowledgement, one notification
+    /// of `task`, and the result, all of listen `id`.
+    fn problems(messages: &[Value], id: u64, task: &str) -> Vec<String> {
+        let mut problems = Vec::new();
+        let [ack, note, result] = messages else {
+            return vec![format!("expected three messages: {messages:?}")];
+        };
+        for (def, value) in [
+            ("SubscriptionsAcknowledgedNotification", ack),
+            ("ServerNotification", ack),
+            ("JSONRPCNotification", note),
+            ("SubscriptionsListenResultResponse", result),
+            ("JSONRPCResponse", result),
+        ] {
+            problems.extend(
+                errors(MCP_2026_07_28, def, value)
+                    .into_iter()
+                    .map(|e| format!("{def}: {e}")),
+            );
+        }
+        problems.extend(
+            errors(EXT_TASKS, "TaskStatusNotification", note)
+                .into_iter()
+                .map(|e| format!("TaskStatusNotification: {e}")),
+        );
+        for (what, value) in [
+            ("acknowledgement", &ack["params"]["_meta"]),
+            ("notification", &note["params"]["_meta"]),
+            ("result", &result["result"]["_meta"]),
+        ] {
+            if value["io.modelcontextprotocol/subscriptionId"] != id {
+                problems.push(format!("the {what} does not carry the subscription id"));
+            }
+        }
+        if ack["params"]["notifications"]["taskIds"] != json!([task]) {
+            problems.push(format!("acknowledged {ack}, not only {task}"));
+        }
+        if note["params"]["taskId"] != task || note["params"]["status"] != "completed" {
+            problems.push(format!("not the task's end: {note}"));
+        }
+        problems
+    }
+
+    /// The refusal of a listen that names `taskIds` without declaring the extension.
+    fn refusal_problems(answer: &Value) -> Vec<String> {
+        let mut problems = errors(
+            MCP_2026_07_28,
+            "MissingRequiredClientCapabilityError",
+            answer,
+        );
+        problems.extend(errors(MCP_2026_07_28, "JSONRPCErrorResponse", answer));
+        problems
+    }
+
+    #[test]
+    fn the_stdio_servers_listen_stream_is_schema_valid() {
+        let mut server = StdioServer::start();
+        let (_, refused) = server.exchange(&listen_body(3, &["t"], false));
+        let mut found = refusal_problems(&refused);
+        let task = task(&mut server, 300);
+        server
+            .child
+            .send_line(listen_body(4, &[&task, "unknown"], true).as_bytes());
+        let line = |child: &LineChild| {
+            let line = child.line_within(WAIT).expect("a line within 20 s");
+            serde_json::from_str::<Value>(&line).expect("JSON")
+        };
+        let mut messages = vec![line(&server.child), line(&server.child)];
+        server.child.close_stdin();
+        messages.push(line(&server.child));
+        found.extend(problems(&messages, 4, &task));
+        assert!(found.is_empty(), "stdio_server: {found:#?}\n{messages:#?}");
+    }
+
+    #[test]
+    fn the_http_servers_listen_stream_is_schema_valid() {
+        let mut server = HttpServer::start();
+        let (status, refused) = server.exchange(&listen_body(3, &["t"], false));
+        let mut found = refusal_problems(&refused);
+        if status != Some(400) {
+            found.push(format!("the refusal is HTTP {status:?}, not 400"));
+        }
+        let task = task(&mut server, 300);
+        let body = listen_body(4, &[&task, "unknown"], true);
+        let mut stream = TcpStream::connect(&server.addr).expect("the server accepts");
+        stream.set_read_timeout(Some(WAIT)).expect("a timeout");
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer token-a\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: 2026-07-28\r\n{}\
+             Content-Length: {}\r\n\r\n{body}",
+            server.addr,
+            mcp_http_build::routing_headers(&body),
+            body.len()
+        )
+        .expect("the server reads");
+        // The event stream's `data:` lines (the chunks' sizes and the blank lines apart);
+        // the stream ends at shutdown, after its result.
+        let mut lines = BufReader::new(stream).lines();
+        let mut messages = Vec::new();
+        let mut next = || loop {
+            let line = lines.next().expect("the stream goes on").expect("readable");
+            if let Some(data) = line.strip_prefix("data: ") {
+                return serde_json::from_str::<Value>(data).expect("JSON");
+            }
+        };
+        messages.push(next());
+        messages.push(next());
+        let stopped = Command::new("kill")
+            .args(["-TERM", &server.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(stopped.success());
+        messages.push(next());
+        found.extend(problems(&messages, 4, &task));
+        assert!(found.is_empty(), "mcp_http: {found:#?}\n{messages:#?}");
+    }
+}

@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod v2026;
+
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -506,6 +508,61 @@ impl Conn {
             }
             return Ok(response);
         }
+    }
+
+    /// Reads an answer's head. An event stream's status comes back `Ok`, its body left to
+    /// read chunk by chunk ([`read_chunk`](Self::read_chunk)); any other answer is read
+    /// whole (by its `Content-Length`) and comes back `Err`.
+    pub fn read_stream_head(&mut self) -> io::Result<Result<u16, Response>> {
+        let status = self.read_status()?;
+        let mut headers = Vec::new();
+        loop {
+            let line = self.read_line()?;
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+            }
+        }
+        let mut response = Response {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        if response
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("text/event-stream"))
+        {
+            return Ok(Ok(status));
+        }
+        let length = response
+            .header("content-length")
+            .and_then(|l| l.parse::<usize>().ok())
+            .unwrap_or(0);
+        response.body.resize(length.min(64 << 20), 0);
+        self.reader.read_exact(&mut response.body)?;
+        Ok(Err(response))
+    }
+
+    /// Reads one chunk of a chunked body (a stream's next bytes); `None` at its end.
+    pub fn read_chunk(&mut self) -> io::Result<Option<Vec<u8>>> {
+        let size_line = self.read_line()?;
+        let hex = size_line.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(hex, 16).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("bad chunk size {size_line:?}"),
+            )
+        })?;
+        if size == 0 {
+            while !self.read_line()?.is_empty() {}
+            return Ok(None);
+        }
+        let mut chunk = vec![0; size];
+        self.reader.read_exact(&mut chunk)?;
+        self.read_line()?;
+        Ok(Some(chunk))
     }
 
     /// Reads only an answer's status line and headers (for a stream that stays open);

@@ -22,7 +22,11 @@
 //! - 2026-07-28 requests (`server/discover`, or a `_meta` naming
 //!   `io.modelcontextprotocol/protocolVersion`): the tasks extension, where the server
 //!   decides which calls run as tasks and `tasks/get` / `tasks/update` / `tasks/cancel`
-//!   carry results, input and cancellation.
+//!   carry results, input and cancellation; `subscriptions/listen` with
+//!   `notifications.taskIds` pushes their changes (`mcp_tasks_servers::listen`): the
+//!   acknowledgement, then one `notifications/tasks` per change on this one channel, until
+//!   the client sends `notifications/cancelled` naming the listen request (nothing more
+//!   follows) or stdin closes (each open listen then gets its `SubscriptionsListenResult`).
 //!
 //! Messages follow JSON-RPC 2.0 exactly (`mcp_tasks_servers::framing`, shared with
 //! `mcp_http`): `"jsonrpc": "2.0"` is required, invalid messages get `-32600` (or
@@ -32,6 +36,8 @@
 //! Logs go to stderr.
 //!
 //! Environment: `MCP_TASKS_PAGE_SIZE` (tasks per `tasks/list` page, default 50);
+//! `MCP_TASKS_LISTEN_MAX_TASK_IDS` (task ids per listen, default 1000) and
+//! `MCP_TASKS_LISTEN_MAX_PER_PRINCIPAL` (listens open at once, default 16);
 //! `MCP_TASKS_TRACE=<file>` appends every message read and written, one JSON line each,
 //! `{"dir": "in" | "out", "msg": ...}`.
 //!
@@ -79,6 +85,7 @@ use mcp_tasks::{
 };
 use mcp_tasks_servers::claims::ClaimLoop;
 use mcp_tasks_servers::framing::{self, Id, Incoming, Refusal};
+use mcp_tasks_servers::listen::{LineListens, Listens};
 use mcp_tasks_servers::outbound;
 use mcp_tasks_servers::peer::{LogLevel, Peer};
 use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
@@ -92,6 +99,9 @@ const MAX_MESSAGE: usize = 4 << 20;
 
 /// How long the claim loop may take to end once stdin closed.
 const CLAIM_LOOP_END: Duration = Duration::from_millis(1_500);
+
+/// How long the open listens may take to send their last messages once stdin closed.
+const LISTENS_END: Duration = Duration::from_millis(1_500);
 
 /// How often a task waiting for an answer checks whether it was cancelled meanwhile.
 const STATUS_CHECK: Duration = Duration::from_millis(100);
@@ -394,13 +404,28 @@ fn forward_input(
 }
 
 /// Reads one request, notification or response and acts on it.
-fn handle_line(server: &Server, connection: &Arc<Connection>, owner: &Owner, line: &[u8]) {
+fn handle_line(
+    server: &Server,
+    connection: &Arc<Connection>,
+    listens: &Arc<LineListens>,
+    owner: &Owner,
+    line: &[u8],
+) {
     connection.trace_in(line);
     let (id, method, params) = match framing::parse(line) {
         Incoming::Request { id, method, params } => (id, method, params),
-        // Notifications (`notifications/initialized`, `notifications/cancelled`) need no
-        // answer.
-        Incoming::Notification { .. } => return,
+        // Notifications need no answer; `notifications/cancelled` naming a listen ends it.
+        Incoming::Notification { method, params } => {
+            if method == "notifications/cancelled"
+                && let Some(request) = params
+                    .as_ref()
+                    .and_then(|params| params.get("requestId"))
+                    .and_then(|id| Id::parse(&id.to_string()))
+            {
+                listens.cancel(request.request_id());
+            }
+            return;
+        }
         Incoming::Response(message) => return connection.resolve(&message),
         Incoming::Invalid(refusal) => return connection.refuse(&refusal),
     };
@@ -408,6 +433,12 @@ fn handle_line(server: &Server, connection: &Arc<Connection>, owner: &Owner, lin
         let declared = Elicitation::declared_in(params.as_ref()) == Elicitation::Declared;
         connection.elicitation.store(declared, Ordering::SeqCst);
         connection.initialized.store(true, Ordering::SeqCst);
+    }
+    if Listens::handles(&method, params.as_ref()) {
+        if let Err(error) = listens.listen(owner, &id, params.as_ref()) {
+            connection.respond(&id, Err(error));
+        }
+        return;
     }
     let elicitation = if connection.elicitation.load(Ordering::SeqCst) {
         Elicitation::Declared
@@ -444,6 +475,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .ok()
             .filter(|owner| !owner.is_empty())
             .unwrap_or_else(|| "stdio".to_owned()),
+    );
+
+    let writer = Arc::clone(&connection);
+    let listens = LineListens::new(
+        Listens::from_env(server.store().clone())?,
+        Arc::new(move |line: &str| writer.send_line(line)),
     );
 
     let notifier = Arc::clone(&connection);
@@ -532,10 +569,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let trimmed = line.trim_ascii();
         if !trimmed.is_empty() {
-            handle_line(&server, &connection, &owner, trimmed);
+            handle_line(&server, &connection, &listens, &owner, trimmed);
         }
     }
     eprintln!("stdio_server: stdin closed, shutting down");
+    if !listens.close_all(LISTENS_END) {
+        eprintln!("stdio_server: the open listens did not end in time");
+    }
     stopping.store(true, Ordering::SeqCst);
     if let Some(claims) = claims {
         let _ended = claims.join_within(CLAIM_LOOP_END);
