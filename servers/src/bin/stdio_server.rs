@@ -7,7 +7,9 @@
 //! Tools: `sleep` {ms}, `fail` {} (a tool error) and `crash` {} (a JSON-RPC error), task
 //! optional; `confirm` {question} (task required; asks the user for input); `echo` {text}
 //! (never a task). With `--conformance` (or `MCP_TASKS_CONFORMANCE=1`), the official
-//! conformance suite's fixture tools too.
+//! conformance suite's fixture tools too, and `logging/setLevel` (2025-11-25): the fixtures
+//! that report progress, log or ask for sampling or elicitation while they run inline write
+//! those notifications and requests on the one channel, ahead of their answer.
 //!
 //! It speaks both generations of MCP tasks from one registry and one set of handlers:
 //! - 2025-11-25 after `initialize`: `ping`, `tools/list`, `tools/call` (with `task`),
