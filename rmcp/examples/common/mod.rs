@@ -343,9 +343,11 @@ impl ServerHandler for ExampleServer {
         // `echo`, `greet`, the diagnostic fixtures and an answered `confirm` without the
         // extension never run as tasks.
         if support == Some(TaskSupport::Forbidden) || !as_task && call.asks_inline() {
+            // Marked complete: 2026-07-28 requires `resultType` (rmcp clears it for older
+            // sessions).
             return run(call, None)
                 .await
-                .map(CallToolResponse::Complete)
+                .map(|result| CallToolResponse::Complete(mcp_tasks_rmcp::complete(result)))
                 .map_err(exit);
         }
         let options = TaskOptions::new().with_poll_interval_ms(POLL_INTERVAL_MS);
@@ -392,9 +394,13 @@ impl ServerHandler for ExampleServer {
         }
         let result =
             got.ok_or_else(|| ErrorData::internal_error("the prompt gave nothing", None))?;
-        serde_json::from_value(result)
-            .map(GetPromptResponse::Complete)
-            .map_err(|err| ErrorData::internal_error(err.to_string(), None))
+        let mut result: rmcp::model::GetPromptResult = serde_json::from_value(result)
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        // 2026-07-28 requires `resultType` (rmcp clears it for older sessions).
+        result
+            .result_type
+            .get_or_insert(rmcp::model::ResultType::COMPLETE);
+        Ok(GetPromptResponse::Complete(result))
     }
 
     mcp_tasks_rmcp::task_handlers!(tasks);
