@@ -123,6 +123,7 @@ mod registry;
 mod status;
 mod store;
 mod task;
+mod trace;
 mod wire;
 
 pub use any::{AnyTask, StatusMismatch, Transition, TransitionError};
@@ -143,6 +144,7 @@ pub use store::{
     TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
 };
 pub use task::{Change, Finished, Task};
+pub use trace::{MAX_BAGGAGE, MAX_TRACESTATE, TraceContext};
 
 /// The README's code samples, compiled and run as doctests.
 #[cfg(doctest)]
