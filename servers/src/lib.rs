@@ -12,6 +12,8 @@
 //! - [`outbound`]: the client's answers to the server's requests for a task's input.
 //! - [`server`]: the request routing over any transport, for both generations.
 //! - [`headers`]: the `Mcp-Method` / `Mcp-Name` request headers checked against the body.
+//! - [`telemetry`]: spans and metrics through OpenTelemetry (feature `otel`), following
+//!   the MCP semantic conventions, with the tasks' additions.
 //! - `src/bin/stdio_server.rs` (`cargo run --bin stdio_server`): the stdio transport.
 //!   The Streamable HTTP transport is `mcp_http`, in the repository's `http/` crate (built
 //!   on hyper 1.x and tokio, so this crate stays synchronous):
@@ -27,4 +29,5 @@ pub mod framing;
 pub mod headers;
 pub mod outbound;
 pub mod server;
+pub mod telemetry;
 pub mod tools;
