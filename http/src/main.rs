@@ -91,6 +91,13 @@
 //! `MCP_TASKS_TEST_TOOLS=1` (test only: the `abort` and `steps` tools).
 //! `RUST_LOG` filters the log on stderr (default `info`); `RUST_LOG=mcp_http=debug` adds
 //! one line per request: HTTP method, JSON-RPC method, principal, status, latency.
+//!
+//! # Telemetry
+//! With `OTEL_EXPORTER_OTLP_ENDPOINT` set (e.g. `http://127.0.0.1:4318`), spans and metrics
+//! go to that OpenTelemetry collector over OTLP/HTTP: one span per MCP request following
+//! the MCP semantic conventions, each task's work in the trace of the call that created
+//! it (also when another instance runs it), and the tasks' metrics; see
+//! `mcp_tasks_servers::telemetry` and the README. Unset, nothing is recorded.
 
 mod body;
 mod claims;
@@ -111,6 +118,7 @@ use std::sync::{Arc, Mutex};
 use mcp_tasks_servers::access::Access;
 use mcp_tasks_servers::claims::ClaimLoop;
 use mcp_tasks_servers::server::Server;
+use mcp_tasks_servers::telemetry::{self, Transport};
 use tokio::sync::watch;
 
 use crate::config::{Config, Limits};
@@ -164,6 +172,9 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
+    // Before the server: it observes with what this installs (flushed when run returns).
+    let telemetry = telemetry::init(Transport::Http);
+    tracing::info!("{}", telemetry.describe());
     let config = Config::from_env()?;
     listener::raise_descriptor_limit();
     let server = Arc::new(Server::from_env().map_err(|err| err.to_string())?);

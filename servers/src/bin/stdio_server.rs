@@ -31,6 +31,11 @@
 //!
 //! Logs go to stderr.
 //!
+//! Built with the `otel` feature (`cargo run -p mcp-tasks-servers --features otel --bin
+//! stdio_server`), it exports spans and metrics over OTLP/HTTP when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set (`mcp_tasks_servers::telemetry`: the MCP semantic
+//! conventions, and the tasks' additions).
+//!
 //! Environment: `MCP_TASKS_PAGE_SIZE` (tasks per `tasks/list` page, default 50);
 //! `MCP_TASKS_TRACE=<file>` appends every message read and written, one JSON line each,
 //! `{"dir": "in" | "out", "msg": ...}`.
@@ -72,6 +77,7 @@ use mcp_tasks_servers::claims::ClaimLoop;
 use mcp_tasks_servers::framing::{self, Id, Incoming, Refusal};
 use mcp_tasks_servers::outbound;
 use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
+use mcp_tasks_servers::telemetry::{self, Transport};
 use serde_json::{Value, json};
 
 /// How long a task waits for the client to answer an elicitation.
@@ -355,6 +361,10 @@ fn handle_line(server: &Server, connection: &Arc<Connection>, owner: &Owner, lin
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Spans and metrics over OTLP when the OTEL_EXPORTER_OTLP_* variables ask for it
+    // (feature `otel`), flushed when main returns.
+    let telemetry = telemetry::init(Transport::Stdio);
+    eprintln!("stdio_server: {}", telemetry.describe());
     let server = Arc::new(Server::from_env()?);
     let connection = Arc::new(Connection::new()?);
     // Over stdio there is one requestor: the process that started this server. On a shared
