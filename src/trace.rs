@@ -218,7 +218,8 @@ mod tests {
         let request = TaskRequest::new(1, "tools/call").with_trace_context(context.clone());
         let (handle, task) = registry.create(&owner, request).unwrap();
         assert_eq!(task.trace_context(), context.as_ref());
-        handle.complete(JsonObject::new()).unwrap();
+        let done = handle.complete(JsonObject::new()).unwrap();
+        assert_eq!(done.trace_context(), context.as_ref());
         let done = registry.get(&owner, &task.id().to_string()).unwrap();
         assert_eq!(done.trace_context(), context.as_ref(), "kept when finished");
         let v1 = serde_json::to_string(&done).unwrap();

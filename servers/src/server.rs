@@ -527,14 +527,14 @@ impl Server {
     /// embedders; the example binaries use [`from_env`](Self::from_env).
     #[must_use]
     pub fn new(store: Store, catalog: Catalog, shared: bool) -> Self {
-        Self::observed(store, catalog, shared, Telemetry::global())
+        Self::observed(store, catalog, shared, telemetry::global())
     }
 
     /// [`new`](Self::new), recording spans and metrics into `telemetry` (whose store
     /// wrapper times every store call).
     #[must_use]
     pub fn observed(store: Store, catalog: Catalog, shared: bool, telemetry: Telemetry) -> Self {
-        let store = telemetry.observe_store(store);
+        let store = telemetry::observe_store(&telemetry, store);
         Self {
             telemetry,
             shared,
@@ -616,7 +616,8 @@ impl Server {
         session: Option<&str>,
     ) -> Reply {
         let generation = Generation::of(method, params.as_ref());
-        let mut operation = self.telemetry.operation(
+        let operation = telemetry::operation(
+            &self.telemetry,
             method,
             id,
             params.as_ref(),
@@ -670,7 +671,7 @@ impl Server {
             attempts.attempt(),
             claim.task.trace_context(),
             &owner,
-            self.store(),
+            self.store().clone(),
         );
         let handle = TaskHandle::claimed(self.store().clone(), claim);
         let work: Box<dyn FnOnce() + Send> = match call {

@@ -1,56 +1,13 @@
 //! What an operator sees of the example servers: spans and metrics through OpenTelemetry
 //! (cargo feature `otel`; without it every call here is free and does nothing).
 //!
-//! # Spans
-//! One `SERVER` span per request, as OpenTelemetry's MCP semantic conventions (status
-//! *development*, in the GenAI conventions) describe it: named `{mcp.method.name}` or
-//! `tools/call {gen_ai.tool.name}`, a child of the trace context the client sent in
-//! `params._meta` (`traceparent`, `tracestate`, `baggage`; SEP-414), with
-//! `mcp.method.name`, `mcp.protocol.version` (`2025-11-25` or `2026-07-28`),
-//! `jsonrpc.request.id`, `network.transport` (`pipe` on stdio, `tcp` on HTTP),
-//! `gen_ai.tool.name` and `gen_ai.operation.name = execute_tool` on `tools/call`,
-//! `mcp.session.id` on a 2025-11-25 request in an HTTP session (never on 2026-07-28, which
-//! has no sessions), and on failure `error.type` (the JSON-RPC code, or `tool_error` for a
-//! result with `isError: true`), `rpc.response.status_code` (the JSON-RPC code) and an
-//! error status with the error's message.
-//!
-//! The conventions say nothing of tasks yet. What this server adds:
-//! - `mcp.task.id` on every request span that creates or reads one task (`tools/call` as a
-//!   task, `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/update`), and
-//!   `mcp.task.status`, its status as that request left or read it.
-//! - The task's work is an `INTERNAL` span `execute_tool {gen_ai.tool.name}` (the GenAI
-//!   execute-tool span) with `mcp.task.id`, `mcp.task.attempt` (1, then 2… after a
-//!   redelivery) and, when it ends, `mcp.task.status` (`completed`, `failed`, `cancelled`,
-//!   or `working` / `input_required` if this attempt stopped without finishing: handed
-//!   over, superseded) and `error.type` (`tool_error`, the JSON-RPC code, or `cancelled`).
-//!   Its parent is the `tools/call` span that created the task: that context is stored
-//!   with the task ([`TaskRequest::with_trace_context`](mcp_tasks::TaskRequest::with_trace_context)),
-//!   so an attempt claimed by another instance continues the same trace.
-//! - `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/update` spans link to the
-//!   task's stored context, so a poll in its own trace leads to the work it asks about.
-//!
-//! # Metrics
-//! - `mcp.server.operation.duration` (histogram, s): the conventions' metric, with the
-//!   span's low-cardinality attributes (an unknown method or tool reads `_OTHER`).
-//! - `mcp.task.created` (counter, `{task}`): by `gen_ai.tool.name`, `mcp.protocol.version`.
-//! - `mcp.task.finished` (counter, `{task}`) and `mcp.task.duration` (histogram, s, from
-//!   the attempt's start to its end on this instance): by tool, `mcp.task.status`.
-//! - `mcp.task.running` (up-down counter, `{task}`): attempts running here, by tool.
-//! - `mcp.task.input.wait.duration` (histogram, s) and `mcp.task.input.waiting` (up-down
-//!   counter): handlers waiting for the requestor's input.
-//! - `mcp.task.store.operation.duration` (histogram, s): every store call by
-//!   `mcp.task.store.backend` (the store's type: `TaskRegistry`, `RedisTaskStore`, …) and
-//!   `mcp.task.store.operation` (`get`, `update`, `insert_leased`, `claim`, …), with
-//!   `error.type` when it failed. Waits are not operations: they are not counted here.
-//! - `mcp.task.redeliveries` (counter): tasks this instance claimed for another attempt,
-//!   by tool.
-//! - `mcp.task.lease.lapses` (counter): tasks failed because the instance running them
-//!   stopped renewing their lease, as this instance's store subscription sees them (over a
-//!   shared store every instance sees each lapse: aggregate with `max`, not `sum`). A
-//!   redeliverable task whose lease lapses is claimed instead, and counted as a
-//!   redelivery where it is claimed.
-//! - `mcp.task.listen.subscriptions` (up-down counter): open `subscriptions/listen`
-//!   streams, through [`Telemetry::listen_opened`].
+//! The spans, attributes and metrics are `mcp-tasks-otel`'s: OpenTelemetry's MCP
+//! semantic conventions, and the tasks' additions (`mcp.task.id`, `mcp.task.status`, the
+//! work's `execute_tool` span in the trace of the call that created the task, also on
+//! another instance, links from `tasks/get`, the tasks' and the store's metrics). This
+//! module ties them to the servers: [`init`] installs the SDK and the OTLP exporters from
+//! the environment, [`operation`] spans a request through its [`Reply`], and
+//! [`observe_store`] times the store.
 //!
 //! # Pointing it at a collector
 //! [`init`] exports over OTLP/HTTP (protobuf) when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
@@ -59,16 +16,20 @@
 //! `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`,
 //! `OTEL_METRIC_EXPORT_INTERVAL`, `OTEL_BSP_*`); `OTEL_TRACES_EXPORTER=none` or
 //! `OTEL_METRICS_EXPORTER=none` turns one signal off, `OTEL_SDK_DISABLED=true` both.
-//! Unset, nothing is recorded: each request costs one branch.
+//! Unset, nothing is recorded: each request costs a branch.
 
-use mcp_tasks::{JsonObject, TraceContext};
+use mcp_tasks::{JsonObject, JsonRpcError, Owner, RequestId, TraceContext};
+use serde_json::Value;
+
+use crate::server::{Reply, Store};
+use crate::tools::Catalog;
 
 #[cfg(feature = "otel")]
 mod otel;
 #[cfg(feature = "otel")]
-mod store;
+pub use mcp_tasks_otel::{ListenGuard, TaskRun, Telemetry};
 #[cfg(feature = "otel")]
-pub use otel::{Guard, ListenGuard, Operation, TaskRun, Telemetry};
+pub use otel::{Guard, Operation};
 
 #[cfg(not(feature = "otel"))]
 mod off;
@@ -80,7 +41,7 @@ pub use off::{Guard, ListenGuard, Operation, TaskRun, Telemetry};
 pub enum Transport {
     /// Standard input and output (`pipe`).
     Stdio,
-    /// Streamable HTTP (`tcp`, `network.protocol.name = http`).
+    /// Streamable HTTP (`tcp`, with `network.protocol.name = http`).
     Http,
 }
 
@@ -96,58 +57,115 @@ impl Transport {
 }
 
 /// Exports spans and metrics over OTLP if the environment asks for it (see the module
-/// docs), and makes that the telemetry [`Telemetry::global`] answers (what
-/// [`Server::new`](crate::server::Server::new) observes with). Keep the guard: dropping it
-/// flushes what is pending and stops the exporters. Without an OTLP endpoint, or built
-/// without the `otel` feature, it does nothing and says so in [`Guard::describe`].
-///
-/// A second call changes nothing.
+/// docs), and makes that the telemetry [`global`] answers (what
+/// [`Server::new`](crate::server::Server::new) observes with); the OpenTelemetry global
+/// providers are set too, for libraries that record through them (`mcp-tasks-rmcp`).
+/// Keep the guard: dropping it flushes what is pending and stops the exporters. Without an
+/// OTLP endpoint, or built without the `otel` feature, it does nothing and says so in
+/// [`Guard::describe`]. A second call changes nothing.
 #[must_use = "dropping the guard stops the exporters"]
 pub fn init(transport: Transport) -> Guard {
     Guard::install(transport)
 }
 
-/// The trace context a task created now keeps: the current request span's (so the work
-/// is its child) if telemetry is recording, else whatever the client sent in the
-/// request's `_meta` (`traceparent`, `tracestate`, `baggage`), so that an instance that
-/// records continues the caller's trace.
+/// What [`init`] installed, else telemetry that records nothing.
 #[must_use]
-pub fn task_trace_context(meta: Option<&JsonObject>) -> Option<TraceContext> {
-    let sent = meta.and_then(TraceContext::from_meta);
+pub fn global() -> Telemetry {
     #[cfg(feature = "otel")]
-    if let Some(context) = otel::current_trace_context(sent.as_ref()) {
-        return Some(context);
-    }
-    sent
+    return otel::global();
+    #[cfg(not(feature = "otel"))]
+    Telemetry
 }
 
-/// The method name metrics may carry: a method the servers know, else `_OTHER` (a
-/// client's made-up method names must not grow the metric's series).
-#[cfg_attr(not(feature = "otel"), allow(dead_code))]
-fn known_method(method: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "initialize",
-        "ping",
-        "tools/list",
-        "tools/call",
-        "prompts/list",
-        "prompts/get",
-        "resources/list",
-        "resources/read",
-        "resources/templates/list",
-        "server/discover",
-        "subscriptions/listen",
-        "tasks/get",
-        "tasks/result",
-        "tasks/list",
-        "tasks/cancel",
-        "tasks/update",
-        "notifications/initialized",
-        "notifications/cancelled",
-    ];
-    KNOWN
-        .iter()
-        .find(|known| **known == method)
-        .copied()
-        .unwrap_or("_OTHER")
+/// `store`, timed by backend and operation and noting the task each request touches, if
+/// `telemetry` records; else `store` itself.
+#[must_use]
+pub fn observe_store(telemetry: &Telemetry, store: Store) -> Store {
+    #[cfg(feature = "otel")]
+    if telemetry.is_enabled() {
+        return std::sync::Arc::new(telemetry.observe(store));
+    }
+    let _ = telemetry;
+    store
+}
+
+/// The trace context a task created now keeps: the current request span's while one is
+/// recording (the work is then its child), else what the client sent in the request's
+/// `_meta` (`traceparent`, `tracestate`, `baggage`).
+#[must_use]
+pub fn task_trace_context(meta: Option<&JsonObject>) -> Option<TraceContext> {
+    #[cfg(feature = "otel")]
+    return mcp_tasks_otel::task_trace_context(meta);
+    #[cfg(not(feature = "otel"))]
+    meta.and_then(TraceContext::from_meta)
+}
+
+/// Starts the span of a request of `method` with `id` and `params`, speaking `version`
+/// (in the 2025-11-25 `session`, if any), to a server of `catalog`'s tools.
+pub fn operation(
+    telemetry: &Telemetry,
+    method: &str,
+    id: &RequestId,
+    params: Option<&Value>,
+    version: &'static str,
+    session: Option<&str>,
+    catalog: Catalog,
+) -> Operation {
+    Operation::start(telemetry, method, id, params, version, session, catalog)
+}
+
+/// The helpers both builds share.
+impl Operation {
+    /// The tool of a `tools/call`, and whether the catalog has it.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    fn tool<'a>(
+        method: &str,
+        params: Option<&'a Value>,
+        catalog: Catalog,
+    ) -> Option<(&'a str, bool)> {
+        (method == "tools/call")
+            .then(|| params.and_then(|p| p.get("name")).and_then(Value::as_str))
+            .flatten()
+            .map(|name| (name, catalog.task_support(name).is_some()))
+    }
+
+    /// The id of the task a `CreateTaskResult` (either generation's) names.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    fn created_task(created: &Value) -> Option<mcp_tasks::TaskId> {
+        created
+            .get("task")
+            .and_then(|task| task.get("taskId"))
+            .or_else(|| created.get("taskId"))
+            .and_then(Value::as_str)
+            .map(mcp_tasks::TaskId::from)
+    }
+
+    /// Ends the span when `reply` has its answer: now, after the work of a `Later` (run in
+    /// scope), or as a task is created (whose attempt runs in its own span, a child).
+    pub fn reply(self, reply: Reply, owner: &Owner, store: &Store) -> Reply {
+        if !self.is_recording() {
+            return reply;
+        }
+        match reply {
+            Reply::Now(answer) => {
+                self.end(&answer);
+                Reply::Now(answer)
+            }
+            Reply::Later(work) => Reply::Later(Box::new(move || {
+                let answer = self.in_scope(work);
+                self.end(&answer);
+                answer
+            })),
+            Reply::ThenRun(created, work) => {
+                let run = self.created(&created, owner, store);
+                self.end_with(Ok(&created));
+                Reply::ThenRun(created, Box::new(move || run.run(work)))
+            }
+        }
+    }
+
+    /// Ends the span with `answer`.
+    pub fn end(self, answer: &Result<Value, JsonRpcError>) {
+        self.end_with(answer.as_ref());
+    }
 }

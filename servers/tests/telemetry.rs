@@ -9,133 +9,21 @@ use std::thread;
 use std::time::Duration;
 
 use mcp_tasks::{Owner, RequestId, TaskStore};
+use mcp_tasks_otel::testing::{Recorder, attr};
 use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
-use mcp_tasks_servers::telemetry::{Telemetry, Transport};
+use mcp_tasks_servers::telemetry::Transport;
 use mcp_tasks_servers::tools::Catalog;
 use mcp_tasks_test_support::handing::HandingRegistry;
-use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanKind, Status};
-use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
-use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::{Value, json};
 
 /// The client's span: the parent every server span of its requests must name.
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
 
-/// One instance's telemetry, into in-memory exporters.
-struct Recorder {
-    spans: InMemorySpanExporter,
-    metrics: InMemoryMetricExporter,
-    meters: SdkMeterProvider,
-    telemetry: Telemetry,
-}
-
-impl Recorder {
-    fn new(transport: Transport) -> Self {
-        let spans = InMemorySpanExporter::default();
-        let tracers = SdkTracerProvider::builder()
-            .with_simple_exporter(spans.clone())
-            .build();
-        let metrics = InMemoryMetricExporter::default();
-        let meters = SdkMeterProvider::builder()
-            .with_reader(PeriodicReader::builder(metrics.clone()).build())
-            .build();
-        let telemetry = Telemetry::new(&tracers, &meters, transport);
-        Recorder {
-            spans,
-            metrics,
-            meters,
-            telemetry,
-        }
-    }
-
-    fn server(&self, store: Store, shared: bool) -> Server {
-        Server::observed(store, Catalog::Examples, shared, self.telemetry.clone())
-    }
-
-    fn spans(&self) -> Vec<SpanData> {
-        self.spans.get_finished_spans().expect("the spans")
-    }
-
-    fn span(&self, name: &str) -> SpanData {
-        let spans = self.spans();
-        spans
-            .iter()
-            .find(|span| span.name == name)
-            .cloned()
-            .unwrap_or_else(|| {
-                let names: Vec<_> = spans.iter().map(|span| span.name.to_string()).collect();
-                panic!("no span {name}; spans: {names:?}")
-            })
-    }
-
-    /// Every data point of the metric `name`: its attributes and its value (a sum's value,
-    /// a histogram's count).
-    fn points(&self, name: &str) -> Vec<(Vec<KeyValue>, f64)> {
-        self.meters.force_flush().expect("flushed");
-        let exported = self.metrics.get_finished_metrics().expect("the metrics");
-        let mut points = Vec::new();
-        // Cumulative: the last export holds everything so far.
-        let Some(last) = exported.last() else {
-            return points;
-        };
-        for scope in last.scope_metrics() {
-            for metric in scope.metrics().filter(|metric| metric.name() == name) {
-                match metric.data() {
-                    AggregatedMetrics::F64(MetricData::Histogram(histogram)) => {
-                        for point in histogram.data_points() {
-                            #[allow(clippy::cast_precision_loss)]
-                            let count = point.count() as f64;
-                            points.push((point.attributes().cloned().collect(), count));
-                        }
-                    }
-                    AggregatedMetrics::U64(MetricData::Sum(sum)) => {
-                        for point in sum.data_points() {
-                            #[allow(clippy::cast_precision_loss)]
-                            let value = point.value() as f64;
-                            points.push((point.attributes().cloned().collect(), value));
-                        }
-                    }
-                    AggregatedMetrics::I64(MetricData::Sum(sum)) => {
-                        for point in sum.data_points() {
-                            #[allow(clippy::cast_precision_loss)]
-                            let value = point.value() as f64;
-                            points.push((point.attributes().cloned().collect(), value));
-                        }
-                    }
-                    other => panic!("{name}: unexpected data {other:?}"),
-                }
-            }
-        }
-        points
-    }
-
-    /// The value of `name`'s data point with (at least) `attributes`.
-    fn value(&self, name: &str, attributes: &[(&str, &str)]) -> f64 {
-        let points = self.points(name);
-        points
-            .iter()
-            .filter(|(point, _)| {
-                attributes
-                    .iter()
-                    .all(|(key, value)| attribute(point, key).as_deref() == Some(*value))
-            })
-            .map(|(_, value)| value)
-            .sum()
-    }
-}
-
-fn attribute(attributes: &[KeyValue], key: &str) -> Option<String> {
-    attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.as_str().into_owned())
-}
-
-fn attr(span: &SpanData, key: &str) -> Option<String> {
-    attribute(&span.attributes, key)
+/// A server of the example tools over `store` recording into `recorder`.
+fn server(recorder: &Recorder, store: Store, shared: bool) -> Server {
+    Server::observed(store, Catalog::Examples, shared, recorder.telemetry())
 }
 
 /// A 2026-07-28 `_meta` declaring the tasks extension, carrying the client's trace.
@@ -169,8 +57,12 @@ fn answer(reply: Reply) -> Result<Value, mcp_tasks::JsonRpcError> {
 /// the task's status; a later `tasks/get` (in a trace of its own) links to the work's.
 #[test]
 fn a_task_is_one_trace_from_the_call_to_its_end_and_polls_link_to_it() {
-    let recorder = Recorder::new(Transport::Http);
-    let server = recorder.server(Arc::new(mcp_tasks::TaskRegistry::default()), false);
+    let recorder = Recorder::new(Transport::Http.as_str());
+    let server = server(
+        &recorder,
+        Arc::new(mcp_tasks::TaskRegistry::default()),
+        false,
+    );
     let owner = Owner::new("alice");
     let params = traced_ext(json!({"name": "sleep", "arguments": {"ms": 5}}));
     let reply = server.request(
@@ -311,8 +203,12 @@ fn a_task_is_one_trace_from_the_call_to_its_end_and_polls_link_to_it() {
 /// session names it; an unknown method is `_OTHER` in metrics.
 #[test]
 fn failures_say_their_type_and_sessions_appear_only_where_they_exist() {
-    let recorder = Recorder::new(Transport::Stdio);
-    let server = recorder.server(Arc::new(mcp_tasks::TaskRegistry::default()), false);
+    let recorder = Recorder::new(Transport::Stdio.as_str());
+    let server = server(
+        &recorder,
+        Arc::new(mcp_tasks::TaskRegistry::default()),
+        false,
+    );
     let owner = Owner::new("bob");
     let call = |name: &str, id: i64| {
         let params = json!({"name": name, "arguments": {}});
@@ -407,11 +303,11 @@ fn failures_say_their_type_and_sessions_appear_only_where_they_exist() {
 fn a_task_handed_over_to_another_instance_stays_in_its_trace() {
     let store = Arc::new(HandingRegistry::default());
     let (a, b) = (
-        Recorder::new(Transport::Http),
-        Recorder::new(Transport::Http),
+        Recorder::new(Transport::Http.as_str()),
+        Recorder::new(Transport::Http.as_str()),
     );
-    let first = a.server(Arc::clone(&store) as Store, true);
-    let second = b.server(Arc::clone(&store) as Store, true);
+    let first = server(&a, Arc::clone(&store) as Store, true);
+    let second = server(&b, Arc::clone(&store) as Store, true);
     let owner = Owner::new("carol");
     let params = traced_ext(json!({"name": "sleep", "arguments": {"ms": 300}}));
     let Reply::ThenRun(created, work) = first.request(

@@ -5,43 +5,18 @@ use mcp_tasks::{JsonRpcError, Owner, RequestId, TaskId, TraceContext};
 use serde_json::Value;
 
 use super::Transport;
-use crate::server::{Reply, Store};
+use crate::server::Store;
 use crate::tools::Catalog;
 
 /// Where a server's spans and metrics go: nowhere in this build (feature `otel` off).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Telemetry;
 
 impl Telemetry {
-    /// Telemetry that records nothing.
-    #[must_use]
-    pub fn global() -> Self {
-        Telemetry
-    }
-
     /// Whether anything is recorded: never in this build.
     #[must_use]
     pub fn is_enabled(&self) -> bool {
         false
-    }
-
-    /// `store` itself.
-    #[must_use]
-    pub fn observe_store(&self, store: Store) -> Store {
-        store
-    }
-
-    /// A request that records nothing.
-    pub fn operation(
-        &self,
-        _method: &str,
-        _id: &RequestId,
-        _params: Option<&Value>,
-        _version: &'static str,
-        _session: Option<&str>,
-        _catalog: Catalog,
-    ) -> Operation {
-        Operation
     }
 
     /// An attempt that records nothing.
@@ -52,7 +27,7 @@ impl Telemetry {
         _attempt: u32,
         _parent: Option<&TraceContext>,
         _owner: &Owner,
-        _store: &Store,
+        _store: Store,
     ) -> TaskRun {
         TaskRun
     }
@@ -76,26 +51,41 @@ pub struct ListenGuard;
 pub struct Operation;
 
 impl Operation {
+    pub(super) fn start(
+        _telemetry: &Telemetry,
+        _method: &str,
+        _id: &RequestId,
+        _params: Option<&Value>,
+        _version: &'static str,
+        _session: Option<&str>,
+        _catalog: Catalog,
+    ) -> Self {
+        Operation
+    }
+
+    pub(super) fn is_recording(&self) -> bool {
+        false
+    }
+
     /// Runs `f`.
-    pub fn in_scope<R>(&mut self, f: impl FnOnce() -> R) -> R {
+    pub fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
         f()
     }
 
     /// Awaits `future`.
-    pub async fn in_scope_async<F: Future>(&mut self, future: F) -> F::Output {
+    pub async fn in_scope_async<F: Future>(&self, future: F) -> F::Output {
         future.await
     }
 
-    /// `reply` as it is.
-    pub fn reply(self, reply: Reply, _owner: &Owner, _store: &Store) -> Reply {
-        reply
+    pub(super) fn created(&self, _created: &Value, _owner: &Owner, _store: &Store) -> TaskRun {
+        TaskRun
     }
 
-    /// Nothing to end.
-    pub fn end(self, _answer: &Result<Value, JsonRpcError>) {}
+    pub(super) fn end_with(self, _answer: Result<&Value, &JsonRpcError>) {}
 }
 
 /// A task's attempt (not recorded in this build).
+#[derive(Debug, Default)]
 #[must_use = "the attempt is recorded when it runs"]
 pub struct TaskRun;
 

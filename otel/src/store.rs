@@ -1,6 +1,6 @@
-//! The store wrapper of [`telemetry`](super): every call timed by backend and operation,
-//! input waits measured, lease lapses counted, and the task a request touches noted for
-//! its span. No backend changes: it wraps whatever `TaskStore` the server opened.
+//! [`Observed`]: a store whose every call is timed by backend and operation, its input
+//! waits measured, its lease lapses counted, and the task a request touches noted for the
+//! request's span. No backend changes: it wraps whatever `TaskStore` a server opened.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,19 +13,33 @@ use mcp_tasks::{
 };
 use opentelemetry::KeyValue;
 
-use super::otel::{Inner, note, note_task};
-use crate::server::Store;
+use super::{Inner, note, note_task};
 
-/// A store whose calls are measured ([`Telemetry::observe_store`](super::Telemetry::observe_store)).
-pub(super) struct Observed {
-    store: Store,
-    telemetry: Arc<Inner>,
+/// A store whose calls are measured ([`Telemetry::observe`](super::Telemetry::observe));
+/// with telemetry that records nothing, it only forwards. Cloning clones the store (and
+/// shares the telemetry).
+#[derive(Clone)]
+pub struct Observed<S> {
+    store: S,
+    telemetry: Option<Measures>,
+}
+
+/// The recording half of [`Observed`].
+#[derive(Clone)]
+struct Measures {
+    inner: Arc<Inner>,
     /// `mcp.task.store.backend`: the store's type, as its `Debug` names it.
     backend: KeyValue,
 }
 
-impl Observed {
-    pub(super) fn wrap(store: Store, telemetry: &Arc<Inner>) -> Store {
+impl<S: TaskStore> Observed<S> {
+    pub(super) fn new(store: S, telemetry: Option<Arc<Inner>>) -> Self {
+        let Some(telemetry) = telemetry else {
+            return Observed {
+                store,
+                telemetry: None,
+            };
+        };
         let debug = format!("{store:?}");
         let name: String = debug
             .chars()
@@ -39,11 +53,18 @@ impl Observed {
                 lapses.add(1, &[]);
             }
         }));
-        Arc::new(Observed {
+        Observed {
             store,
-            telemetry: Arc::clone(telemetry),
-            backend: KeyValue::new("mcp.task.store.backend", name),
-        })
+            telemetry: Some(Measures {
+                inner: telemetry,
+                backend: KeyValue::new("mcp.task.store.backend", name),
+            }),
+        }
+    }
+
+    /// The store it wraps.
+    pub fn get_ref(&self) -> &S {
+        &self.store
     }
 
     /// Runs one store operation and records how long it took.
@@ -52,19 +73,23 @@ impl Observed {
         operation: &'static str,
         call: impl FnOnce() -> Result<T, Error>,
     ) -> Result<T, Error> {
+        let Some(measures) = &self.telemetry else {
+            return call();
+        };
         let started = Instant::now();
         let answer = call();
         let seconds = started.elapsed().as_secs_f64();
         let kind = KeyValue::new("mcp.task.store.operation", operation);
+        let backend = measures.backend.clone();
         match &answer {
-            Ok(_) => self
-                .telemetry
+            Ok(_) => measures
+                .inner
                 .store_operation
-                .record(seconds, &[self.backend.clone(), kind]),
-            Err(err) => self.telemetry.store_operation.record(
+                .record(seconds, &[backend, kind]),
+            Err(err) => measures.inner.store_operation.record(
                 seconds,
                 &[
-                    self.backend.clone(),
+                    backend,
                     kind,
                     KeyValue::new("error.type", err.code().to_string()),
                 ],
@@ -73,16 +98,17 @@ impl Observed {
         answer
     }
 
-    /// Counts a handler waiting for input while `wait` runs, and how long it waited.
-    fn waiting(&self) -> InputWait {
-        self.telemetry
+    /// Counts a handler waiting for input while the guard lives, and how long it waited.
+    fn waiting(&self) -> Option<InputWait> {
+        let measures = self.telemetry.clone()?;
+        measures
+            .inner
             .input_waiting
-            .add(1, std::slice::from_ref(&self.backend));
-        InputWait {
-            telemetry: Arc::clone(&self.telemetry),
-            backend: self.backend.clone(),
+            .add(1, std::slice::from_ref(&measures.backend));
+        Some(InputWait {
+            measures,
             started: Instant::now(),
-        }
+        })
     }
 }
 
@@ -94,28 +120,28 @@ fn lapsed(message: &str) -> bool {
 
 /// One handler waiting for input, counted until dropped (also when its future is).
 struct InputWait {
-    telemetry: Arc<Inner>,
-    backend: KeyValue,
+    measures: Measures,
     started: Instant,
 }
 
 impl Drop for InputWait {
     fn drop(&mut self) {
-        let backend = std::slice::from_ref(&self.backend);
-        self.telemetry.input_waiting.add(-1, backend);
-        self.telemetry
+        let backend = std::slice::from_ref(&self.measures.backend);
+        self.measures.inner.input_waiting.add(-1, backend);
+        self.measures
+            .inner
             .input_wait
             .record(self.started.elapsed().as_secs_f64(), backend);
     }
 }
 
-impl std::fmt::Debug for Observed {
+impl<S: std::fmt::Debug> std::fmt::Debug for Observed<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.store.fmt(f)
     }
 }
 
-impl TaskStore for Observed {
+impl<S: TaskStore> TaskStore for Observed<S> {
     fn ttl_policy(&self) -> TtlPolicy {
         self.store.ttl_policy()
     }
