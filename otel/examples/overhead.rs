@@ -81,7 +81,8 @@ fn measure(telemetry: Option<&Telemetry>) -> (f64, f64) {
         match telemetry {
             Some(telemetry) => {
                 let span = telemetry.request(&request);
-                let answer = span.in_scope(|| dispatcher.dispatch(&owner, "tasks/get", Some(&params), true));
+                let answer =
+                    span.in_scope(|| dispatcher.dispatch(&owner, "tasks/get", Some(&params), true));
                 span.end(Ending::of(answer.as_ref()));
             }
             None => {
@@ -95,7 +96,8 @@ fn measure(telemetry: Option<&Telemetry>) -> (f64, f64) {
     for n in 0..tasks {
         let id = RequestId::from(i64::from(n));
         let create = || {
-            TaskRequest::new(id.clone(), "tools/call").with_trace_context(task_trace_context(meta.as_ref()))
+            TaskRequest::new(id.clone(), "tools/call")
+                .with_trace_context(task_trace_context(meta.as_ref()))
         };
         match telemetry {
             Some(telemetry) => {
@@ -107,7 +109,9 @@ fn measure(telemetry: Option<&Telemetry>) -> (f64, f64) {
                     session: None,
                     tool: Some(("sleep", true)),
                 });
-                let (handle, task) = span.in_scope(|| store.create(&owner, create())).expect("created");
+                let (handle, task) = span
+                    .in_scope(|| store.create(&owner, create()))
+                    .expect("created");
                 let run = span.created(task.id(), &owner, Arc::clone(&store));
                 span.end(Ending::Done);
                 run.run(|| drop(handle.complete(JsonObject::new()).expect("completed")));
@@ -123,8 +127,12 @@ fn measure(telemetry: Option<&Telemetry>) -> (f64, f64) {
 }
 
 fn main() {
-    let tracers = SdkTracerProvider::builder().with_batch_exporter(Drop).build();
-    let meters = SdkMeterProvider::builder().with_periodic_exporter(Drop).build();
+    let tracers = SdkTracerProvider::builder()
+        .with_batch_exporter(Drop)
+        .build();
+    let meters = SdkMeterProvider::builder()
+        .with_periodic_exporter(Drop)
+        .build();
     let recording = Telemetry::new(&tracers, &meters, "tcp");
     let off = Telemetry::default();
     // Warm up, then each way twice, alternating.
