@@ -11,7 +11,7 @@
 //! (cancel, status updates, results, answers, TTL changes) are provided on top of
 //! [`update`](crate::TaskStore::update). What it must guarantee:
 //!
-//! - **Owners.** Every operation names the caller's [`Owner`](crate::Owner); a task is
+//! - **Owners.** Every operation names the caller's [`Owner`]; a task is
 //!   visible to the exact owner it was created for and to nobody else, who gets the error
 //!   of an unknown id ([`Error::TaskNotFound`]). Ids are fresh
 //!   [`TaskId::random`](crate::TaskId::random)s; only ids a store could have issued name
