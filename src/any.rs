@@ -170,6 +170,12 @@ impl AnyTask {
         each!(self, task => task.attempts())
     }
 
+    /// The trace context of the request that created it ([`Task::trace_context`]).
+    #[must_use]
+    pub fn trace_context(&self) -> Option<&crate::TraceContext> {
+        each!(self, task => task.trace_context())
+    }
+
     /// The last checkpoint of its handler ([`Task::checkpoint`]).
     #[must_use]
     pub fn checkpoint(&self) -> Option<&serde_json::Value> {

@@ -25,7 +25,10 @@
 //! - **The stored form.** [`encode`] and [`decode`] turn a task into its status, two
 //!   timestamps and a JSON body and back, losslessly (input keys, answers not yet taken,
 //!   the cancel-requested flag included). A backend that keeps its own clock stamps a
-//!   write with [`set_last_updated_at`].
+//!   write with [`set_last_updated_at`]. A new task carries its request's trace context
+//!   (`Task::new(..).with_trace_context(request.trace_context().cloned())`); the body
+//!   keeps it from then on, so a task's work continues its caller's trace on whichever
+//!   instance runs it.
 //! - **Cursors.** `tasks/list` pages are keyset pages over a per-owner creation sequence;
 //!   [`CursorKey`] turns a position into an opaque cursor bound to its owner and back.
 //!   Instances sharing tasks share the secret.

@@ -127,6 +127,7 @@ mod registry;
 mod status;
 mod store;
 mod task;
+mod trace;
 mod wire;
 
 pub use any::{AnyTask, StatusMismatch, Transition, TransitionError};
@@ -148,6 +149,7 @@ pub use store::{
 };
 pub use store::{Received, Recv, Watch, WatchCloser, WatchError, WatchLimits, Watches};
 pub use task::{Change, Finished, Task};
+pub use trace::{MAX_BAGGAGE, MAX_TRACESTATE, TraceContext};
 
 /// The README's code samples, compiled and run as doctests.
 #[cfg(doctest)]

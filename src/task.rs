@@ -15,6 +15,7 @@ use crate::status::{
     AwaitsInput, Buildable, CanRequireInput, CanResume, Cancelled, Completed, Failed, HasFailure,
     HasResult, InputRequired, NonTerminal, TaskState, TaskStatus, Working,
 };
+use crate::trace::TraceContext;
 
 /// When a change happens, and the status message the task shows afterwards.
 ///
@@ -64,8 +65,9 @@ impl From<Timestamp> for Change {
 /// | `InputRequired` | [`resume`](Task::resume), [`complete`](Task::complete), [`fail`](Task::fail), [`cancel`](Task::cancel) |
 /// | `Completed`, `Failed`, `Cancelled` | none |
 ///
-/// Some readers, too, exist in one status only: the builders [`with_ttl`](Task::with_ttl)
-/// and [`with_poll_interval`](Task::with_poll_interval) in `Working`; the input methods
+/// Some readers, too, exist in one status only: the builders [`with_ttl`](Task::with_ttl),
+/// [`with_poll_interval`](Task::with_poll_interval) and
+/// [`with_trace_context`](Task::with_trace_context) in `Working`; the input methods
 /// ([`input_requests`](Task::input_requests), [`answer`](Task::answer),
 /// [`all_answered`](Task::all_answered), [`take_answers`](Task::take_answers)) in
 /// `InputRequired`; [`result`](Task::result) in `Completed`; [`outcome`](Task::outcome) in
@@ -86,6 +88,8 @@ pub struct Task<S: TaskState> {
     pub(crate) last_updated_at: Timestamp,
     pub(crate) ttl: OptMillis,
     pub(crate) poll_interval: OptMillis,
+    /// The trace context of the request that created the task (never on the wire).
+    pub(crate) trace: Option<Arc<TraceContext>>,
     pub(crate) data: S::Data,
     pub(crate) state: PhantomData<fn() -> S>,
 }
@@ -101,6 +105,7 @@ impl Task<Working> {
             last_updated_at: created_at,
             ttl: OptMillis::NONE,
             poll_interval: OptMillis::NONE,
+            trace: None,
             data: WorkingData::default(),
             state: PhantomData,
         }
@@ -193,6 +198,24 @@ impl<S: TaskState> Task<S> {
         self
     }
 
+    /// The same task, continuing the trace of the request that created it (a store does
+    /// this for a request [`with_trace_context`](crate::TaskRequest::with_trace_context)).
+    /// A builder of a `working` task.
+    pub fn with_trace_context(mut self, trace: Option<TraceContext>) -> Self
+    where
+        S: Buildable,
+    {
+        self.trace = trace.map(Arc::new);
+        self
+    }
+
+    /// The trace context of the request that created the task, kept in every status
+    /// ([`TraceContext`]). Never shown on the wire.
+    #[must_use]
+    pub fn trace_context(&self) -> Option<&TraceContext> {
+        self.trace.as_deref()
+    }
+
     /// The input requests still unanswered, by wire key.
     #[must_use]
     pub fn input_requests(&self) -> &InputRequests
@@ -274,6 +297,7 @@ impl<S: TaskState> Task<S> {
             last_updated_at: self.last_updated_at.max(change.at),
             ttl: self.ttl,
             poll_interval: self.poll_interval,
+            trace: self.trace,
             data,
             state: PhantomData,
         }
@@ -478,6 +502,7 @@ impl<S: TaskState> Clone for Task<S> {
             last_updated_at: self.last_updated_at,
             ttl: self.ttl,
             poll_interval: self.poll_interval,
+            trace: self.trace.clone(),
             data: self.data.clone(),
             state: PhantomData,
         }
@@ -492,6 +517,7 @@ impl<S: TaskState> PartialEq for Task<S> {
             && self.last_updated_at == other.last_updated_at
             && self.ttl == other.ttl
             && self.poll_interval == other.poll_interval
+            && self.trace == other.trace
             && self.data == other.data
     }
 }
@@ -506,6 +532,7 @@ impl<S: TaskState> fmt::Debug for Task<S> {
             .field("last_updated_at", &self.last_updated_at)
             .field("ttl", &self.ttl())
             .field("poll_interval", &self.poll_interval())
+            .field("trace", &self.trace)
             .field("data", &self.data)
             .finish()
     }

@@ -115,6 +115,13 @@
 //! `mcp_tasks_servers::mrtr`).
 //! `RUST_LOG` filters the log on stderr (default `info`); `RUST_LOG=mcp_http=debug` adds
 //! one line per request: HTTP method, JSON-RPC method, principal, status, latency.
+//!
+//! # Telemetry
+//! With `OTEL_EXPORTER_OTLP_ENDPOINT` set (e.g. `http://127.0.0.1:4318`), spans and metrics
+//! go to that OpenTelemetry collector over OTLP/HTTP: one span per MCP request following
+//! the MCP semantic conventions, each task's work in the trace of the call that created
+//! it (also when another instance runs it), and the tasks' metrics; see
+//! `mcp_tasks_servers::telemetry` and the README. Unset, nothing is recorded.
 
 mod body;
 mod claims;
@@ -138,6 +145,7 @@ use mcp_tasks_servers::access::Access;
 use mcp_tasks_servers::claims::ClaimLoop;
 use mcp_tasks_servers::listen::Listens;
 use mcp_tasks_servers::server::Server;
+use mcp_tasks_servers::telemetry::{self, Transport};
 use tokio::sync::watch;
 
 use crate::config::{Config, Limits};
@@ -193,6 +201,9 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
+    // Before the server: it observes with what this installs (flushed when run returns).
+    let telemetry = telemetry::init(Transport::Http);
+    tracing::info!("{}", telemetry.describe());
     let config = Config::from_env()?;
     listener::raise_descriptor_limit();
     let server = Arc::new(Server::from_env().map_err(|err| err.to_string())?);

@@ -557,8 +557,20 @@ async fn tasks_result(
     let (owner2, trace, session_id) = (owner.clone(), Arc::clone(&app.trace), session.id.clone());
     // On a stream, the task's terminal status notification goes out before the answer.
     let (tasks, notified_first) = (Arc::clone(&app.tasks), task.clone().filter(|_| streams));
+    let operation = mcp_tasks_servers::telemetry::operation(
+        app.server.telemetry(),
+        v1_methods::TASKS_RESULT,
+        id.request_id(),
+        params.as_ref(),
+        mcp_tasks::protocol::PROTOCOL_VERSION,
+        Some(&session.id),
+        app.server.catalog(),
+    );
     let answer: Answer = Box::pin(async move {
-        let answer = dispatcher.result_async(&owner2, params.as_ref()).await;
+        let answer = operation
+            .in_scope_async(dispatcher.result_async(&owner2, params.as_ref()))
+            .await;
+        operation.end(&answer);
         if let Some(task) = &notified_first {
             tasks.ended(task, TERMINAL_NOTICE).await;
         }

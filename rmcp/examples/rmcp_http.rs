@@ -200,6 +200,11 @@ fn unauthorized() -> Response<Body> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Spans and metrics over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (flushed as main
+    // returns).
+    let telemetry =
+        mcp_tasks_servers::telemetry::init(mcp_tasks_servers::telemetry::Transport::Http);
+    eprintln!("rmcp_http: {}", telemetry.describe());
     let parsed =
         common::from_args().and_then(|(store, catalog, rest)| Ok((store, catalog, parse(rest)?)));
     let (store, catalog, (listen, access)) = match parsed {

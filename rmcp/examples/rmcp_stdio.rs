@@ -15,6 +15,10 @@ use rmcp::ServiceExt;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    // Spans and metrics over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    let telemetry =
+        mcp_tasks_servers::telemetry::init(mcp_tasks_servers::telemetry::Transport::Stdio);
+    eprintln!("rmcp_stdio: {}", telemetry.describe());
     let (store, catalog, rest) = match common::from_args() {
         Ok(found) => found,
         Err(why) => {

@@ -91,6 +91,17 @@
 //! [`TaskRegistry`](mcp_tasks::TaskRegistry) nothing is ever claimed: it behaves as
 //! without redelivery.
 //!
+//! # Telemetry
+//! [`TaskManager::with_telemetry`] records, through OpenTelemetry (`mcp_tasks_otel`, on
+//! the API: the application installs the SDK), a span per `tools/call`, `tasks/get`,
+//! `tasks/update` and `tasks/cancel` following the MCP semantic conventions, the child of
+//! the context the client sent in `_meta`; the task keeps the `tools/call` span's context
+//! ([`TaskRequest::with_trace_context`](mcp_tasks::TaskRequest::with_trace_context)), and
+//! each run of its operation is an `execute_tool` span in that trace, also when another
+//! instance claims it. [`TaskOptions::for_tool`] names the tool of a
+//! [`call_tool`](TaskManager::call_tool). The examples export over OTLP when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+//!
 //! # Waits
 //! Waiting for input and for a cancel request awaits the core's runtime-free futures
 //! (`TaskStore::wait_for_input_async`, `TaskStore::wait_for_cancel_async`): a pending wait
@@ -102,6 +113,7 @@ mod convert;
 mod manager;
 mod owner;
 mod redeliver;
+mod telemetry;
 mod wait;
 
 pub use context::{TaskContext, TaskExit, TaskFuture};
@@ -112,7 +124,7 @@ pub use manager::{
 pub use owner::Principal;
 
 /// The crates this one is written against, for the macro and for users.
-pub use {mcp_tasks, rmcp};
+pub use {mcp_tasks, mcp_tasks_otel, rmcp};
 
 /// Writes the three task methods of an `rmcp::ServerHandler` (`get_task`, `update_task`,
 /// `cancel_task`) inside its `impl`, answering them from the [`TaskManager`] in the

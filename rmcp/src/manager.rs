@@ -3,7 +3,10 @@
 use std::sync::Arc;
 
 use mcp_tasks::ext::ExtDispatcher;
-use mcp_tasks::{JsonObject, Owner, Redelivery, TaskRegistry, TaskRequest, TaskStore, Working};
+use mcp_tasks::{
+    JsonObject, Owner, Redelivery, TaskRegistry, TaskRequest, TaskStore, TraceContext, Working,
+};
+use mcp_tasks_otel::{RequestSpan, Telemetry};
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
@@ -14,7 +17,7 @@ use rmcp::service::{RequestContext, RoleServer};
 
 use crate::context::{Run, TaskContext, TaskExit, TaskFuture};
 use crate::redeliver::{self, Claims};
-use crate::{convert, owner};
+use crate::{convert, owner, telemetry};
 
 /// Default TTL (5 minutes, in milliseconds) asked for when none is set, as rmcp's.
 pub const DEFAULT_TASK_TTL_MS: u64 = 300_000;
@@ -36,6 +39,9 @@ pub struct TaskOptions {
     /// it after the last one's instance stopped (see [`redeliver`](Self::redeliver));
     /// `None`: the task runs once.
     pub max_attempts: Option<u32>,
+    /// The tool's name, for spans and metrics ([`TaskManager::call_tool`] cannot see it;
+    /// [`TaskManager::call_registered`] reads it from the request).
+    pub tool: Option<String>,
 }
 
 impl Default for TaskOptions {
@@ -45,6 +51,7 @@ impl Default for TaskOptions {
             poll_interval_ms: Some(DEFAULT_POLL_INTERVAL_MS),
             status_message: None,
             max_attempts: None,
+            tool: None,
         }
     }
 }
@@ -74,6 +81,13 @@ impl TaskOptions {
     #[must_use]
     pub fn with_status_message(mut self, message: impl Into<String>) -> Self {
         self.status_message = Some(message.into());
+        self
+    }
+
+    /// Names the tool the call runs, for its spans and metrics (`gen_ai.tool.name`).
+    #[must_use]
+    pub fn for_tool(mut self, tool: impl Into<String>) -> Self {
+        self.tool = Some(tool.into());
         self
     }
 
@@ -107,6 +121,8 @@ pub struct TaskManager<T: TaskStore = TaskRegistry> {
     /// The registered handlers, the redeliverable tasks running here and the claim loop,
     /// shared by every clone.
     claims: Arc<Claims<T>>,
+    /// Where spans and metrics go (nowhere by default).
+    telemetry: Telemetry,
 }
 
 /// Checks one answer of a `tasks/update` against the input request it answers (see
@@ -121,6 +137,7 @@ impl<T: TaskStore> std::fmt::Debug for TaskManager<T> {
             .field("connection", &self.connection)
             .field("answer_check", &self.answer_check.is_some())
             .field("handlers", &self.claims.tools())
+            .field("telemetry", &self.telemetry)
             .finish()
     }
 }
@@ -144,7 +161,21 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
             connection: connection_owner(),
             answer_check: None,
             claims: Arc::default(),
+            telemetry: Telemetry::default(),
         }
+    }
+
+    /// The same manager, recording spans and metrics into `telemetry`
+    /// (`mcp_tasks_otel`: the MCP semantic conventions' spans of `tools/call`,
+    /// `tasks/get`, `tasks/update` and `tasks/cancel`, and each task's work as an
+    /// `execute_tool` span in the trace of the call that created it, also when another
+    /// instance claims it). The context is stored with the task; give the manager a store
+    /// wrapped by [`Telemetry::observe`] for the store's metrics and the task ids on the
+    /// request spans. Call it before [`run_claims`](Self::run_claims).
+    #[must_use]
+    pub fn with_telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
     }
 
     /// The same manager, checking every answer of a `tasks/update` against the input
@@ -172,6 +203,7 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
             connection: connection_owner(),
             answer_check: self.answer_check.clone(),
             claims: Arc::clone(&self.claims),
+            telemetry: self.telemetry.clone(),
         }
     }
 
@@ -207,12 +239,24 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
     where
         F: FnOnce(TaskContext<T>) -> TaskFuture,
     {
+        self.spawn_in(&Origin::untraced(owner, request_id), options, make_future)
+    }
+
+    /// [`spawn`](Self::spawn) for a request in `origin`.
+    fn spawn_in<F>(
+        &self,
+        origin: &Origin<'_>,
+        options: TaskOptions,
+        make_future: F,
+    ) -> Result<CreateTaskResult, ErrorData>
+    where
+        F: FnOnce(TaskContext<T>) -> TaskFuture,
+    {
         if options.max_attempts.is_some() {
             return Err(closure_redelivered());
         }
         self.start(
-            owner,
-            request_id,
+            origin,
             options,
             None,
             Run::first(JsonObject::new()),
@@ -235,21 +279,29 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         request: &CallToolRequestParams,
         options: TaskOptions,
     ) -> Result<CreateTaskResult, ErrorData> {
+        self.spawn_registered_in(&Origin::untraced(owner, request_id), request, options)
+    }
+
+    /// [`spawn_registered`](Self::spawn_registered) for a request in `origin`.
+    fn spawn_registered_in(
+        &self,
+        origin: &Origin<'_>,
+        request: &CallToolRequestParams,
+        options: TaskOptions,
+    ) -> Result<CreateTaskResult, ErrorData> {
         let handler = self.registered(request)?;
         let redelivery = options
             .max_attempts
             .map(|max| Redelivery::new(max, redeliver::job(request)));
         let run = Run::first(request.arguments.clone().unwrap_or_default());
-        self.start(owner, request_id, options, redelivery, run, move |ctx| {
-            handler(ctx)
-        })
+        self.start(origin, options, redelivery, run, move |ctx| handler(ctx))
     }
 
-    /// Creates the task and launches its operation.
+    /// Creates the task (keeping the trace context of its request) and launches its
+    /// operation, in a span that is the child of the request's.
     fn start<F>(
         &self,
-        owner: &Owner,
-        request_id: &rmcp::model::RequestId,
+        origin: &Origin<'_>,
         options: TaskOptions,
         redelivery: Option<Redelivery>,
         run: Run,
@@ -258,10 +310,11 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
     where
         F: FnOnce(TaskContext<T>) -> TaskFuture,
     {
-        let store = self.store();
-        let mut request = TaskRequest::new(convert::request_id(request_id), "tools/call")
+        let (owner, store) = (origin.owner, self.store());
+        let mut request = TaskRequest::new(convert::request_id(origin.request_id), "tools/call")
             .with_ttl(options.ttl_ms)
-            .with_poll_interval(options.poll_interval_ms);
+            .with_poll_interval(options.poll_interval_ms)
+            .with_trace_context(origin.trace.clone());
         if let Some(redelivery) = redelivery {
             request = request.with_redelivery(redelivery);
         }
@@ -283,9 +336,16 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
             attempt: handle.attempt().unwrap_or(1),
             ..run
         };
+        let attempt = origin
+            .span
+            .created(handle.id(), owner, Arc::new(store.clone()));
         let context = TaskContext::task(store.clone(), handle, run);
-        self.claims
-            .launch(&tokio::runtime::Handle::current(), context, make_future);
+        self.claims.launch(
+            &tokio::runtime::Handle::current(),
+            context,
+            make_future,
+            attempt,
+        );
         Ok(created)
     }
 
@@ -311,13 +371,25 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         if options.max_attempts.is_some() {
             return Err(closure_redelivered());
         }
-        if declares_tasks(context) {
+        let span = telemetry::request(
+            &self.telemetry,
+            context,
+            "tools/call",
+            options.tool.as_deref(),
+        );
+        let answer = if declares_tasks(context) {
             let owner = self.owner(context);
-            let created = self.spawn(&owner, &context.id, options, make_future)?;
-            return Ok(CallToolResponse::Task(created));
-        }
-        let inline = TaskContext::inline(context.ct.clone(), JsonObject::new());
-        inline_answer(make_future(inline).await)
+            span.in_scope(|| {
+                let origin = Origin::of(&owner, context, &span);
+                self.spawn_in(&origin, options, make_future)
+            })
+            .map(CallToolResponse::Task)
+        } else {
+            let inline = TaskContext::inline(context.ct.clone(), JsonObject::new());
+            inline_answer(span.in_scope_async(make_future(inline)).await)
+        };
+        span.end(telemetry::ending(&answer));
+        answer
     }
 
     /// Answers a `tools/call` with the handler registered for its tool
@@ -335,15 +407,26 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         context: &RequestContext<RoleServer>,
         options: TaskOptions,
     ) -> Result<CallToolResponse, ErrorData> {
-        if declares_tasks(context) {
+        let span = telemetry::request(&self.telemetry, context, "tools/call", Some(&request.name));
+        let answer = if declares_tasks(context) {
             let owner = self.owner(context);
-            let created = self.spawn_registered(&owner, &context.id, request, options)?;
-            return Ok(CallToolResponse::Task(created));
-        }
-        let handler = self.registered(request)?;
-        let arguments = request.arguments.clone().unwrap_or_default();
-        let inline = TaskContext::inline(context.ct.clone(), arguments);
-        inline_answer(handler(inline).await)
+            span.in_scope(|| {
+                let origin = Origin::of(&owner, context, &span);
+                self.spawn_registered_in(&origin, request, options)
+            })
+            .map(CallToolResponse::Task)
+        } else {
+            match self.registered(request) {
+                Ok(handler) => {
+                    let arguments = request.arguments.clone().unwrap_or_default();
+                    let inline = TaskContext::inline(context.ct.clone(), arguments);
+                    inline_answer(span.in_scope_async(handler(inline)).await)
+                }
+                Err(error) => Err(error),
+            }
+        };
+        span.end(telemetry::ending(&answer));
+        answer
     }
 
     /// Registers `handler` as the operation of the tool `tool`, for
@@ -390,9 +473,10 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
             return Ok(());
         }
         let (claims, store) = (Arc::clone(&self.claims), self.store().clone());
+        let telemetry = self.telemetry.clone();
         std::thread::Builder::new()
             .name("mcp-tasks-claims".to_owned())
-            .spawn(move || claims.claim_loop(store, runtime))
+            .spawn(move || claims.claim_loop(store, runtime, &telemetry))
             .map(drop)
             .map_err(|err| {
                 mcp_tasks::Error::Internal(format!("the claim loop cannot start: {err}"))
@@ -432,7 +516,15 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         request: GetTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.get_task_for(&self.owner(context), &request)
+        let span = telemetry::request(
+            &self.telemetry,
+            context,
+            mcp_tasks::ext::methods::TASKS_GET,
+            None,
+        );
+        let answer = span.in_scope(|| self.get_task_for(&self.owner(context), &request));
+        span.end(telemetry::ending(&answer));
+        answer
     }
 
     /// Answers `tasks/update` for `context`'s owner
@@ -445,7 +537,15 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         request: UpdateTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.update_task_for(&self.owner(context), &request)
+        let span = telemetry::request(
+            &self.telemetry,
+            context,
+            mcp_tasks::ext::methods::TASKS_UPDATE,
+            None,
+        );
+        let answer = span.in_scope(|| self.update_task_for(&self.owner(context), &request));
+        span.end(telemetry::ending(&answer));
+        answer
     }
 
     /// Answers `tasks/cancel` for `context`'s owner
@@ -458,7 +558,15 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         request: CancelTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.cancel_task_for(&self.owner(context), &request)
+        let span = telemetry::request(
+            &self.telemetry,
+            context,
+            mcp_tasks::ext::methods::TASKS_CANCEL,
+            None,
+        );
+        let answer = span.in_scope(|| self.cancel_task_for(&self.owner(context), &request));
+        span.end(telemetry::ending(&answer));
+        answer
     }
 
     /// `tasks/get` for `owner`: the task with the payload of its status (its input
@@ -550,6 +658,44 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         self.dispatcher
             .dispatch(owner, method, Some(&params), true)
             .map_err(convert::error)
+    }
+}
+
+/// Who asks for a task, in which request: the owner, the request's id, its span and the
+/// trace context the task keeps.
+struct Origin<'a> {
+    owner: &'a Owner,
+    request_id: &'a rmcp::model::RequestId,
+    span: &'a RequestSpan,
+    trace: Option<TraceContext>,
+}
+
+/// The span of a request made without one ([`TaskManager::spawn`] called directly).
+static UNTRACED: std::sync::LazyLock<RequestSpan> = std::sync::LazyLock::new(RequestSpan::default);
+
+impl<'a> Origin<'a> {
+    /// A request whose context the manager has: its span's context is the task's.
+    fn of(
+        owner: &'a Owner,
+        context: &'a RequestContext<RoleServer>,
+        span: &'a RequestSpan,
+    ) -> Self {
+        Origin {
+            owner,
+            request_id: &context.id,
+            span,
+            trace: span.trace_context(Some(&context.meta.0.0)),
+        }
+    }
+
+    /// A task made outside a request the manager sees.
+    fn untraced(owner: &'a Owner, request_id: &'a rmcp::model::RequestId) -> Self {
+        Origin {
+            owner,
+            request_id,
+            span: &UNTRACED,
+            trace: None,
+        }
     }
 }
 

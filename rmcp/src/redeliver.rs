@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use mcp_tasks::{Claim, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskStore};
+use mcp_tasks_otel::{TaskRun, Telemetry};
 use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 use tokio::runtime::Handle as Runtime;
@@ -146,20 +147,22 @@ impl<T: TaskStore> Claims<T> {
 
 impl<T: TaskStore + Clone + 'static> Claims<T> {
     /// Runs `make_future`'s operation with `context` on `runtime`, and finishes the task
-    /// with what it returns. A redeliverable task is tracked for the hand-over while it
-    /// runs; once the manager stopped, it is handed over at once instead.
+    /// with what it returns, all in `attempt`'s span. A redeliverable task is tracked for
+    /// the hand-over while it runs; once the manager stopped, it is handed over at once
+    /// instead.
     pub(crate) fn launch(
         self: &Arc<Self>,
         runtime: &Runtime,
         context: TaskContext<T>,
         make_future: impl FnOnce(TaskContext<T>) -> TaskFuture,
+        attempt: TaskRun,
     ) {
         if !context.is_redeliverable() {
             let future = make_future(context.clone());
-            runtime.spawn(async move {
+            runtime.spawn(attempt.run_async(async move {
                 let exit = future.await;
                 context.finish(exit);
-            });
+            }));
             return;
         }
         let key = context.task_id().unwrap_or_default().to_owned();
@@ -185,12 +188,12 @@ impl<T: TaskStore + Clone + 'static> Claims<T> {
             claims: Arc::clone(self),
             key: key.clone(),
         };
-        let join = runtime.spawn(async move {
+        let join = runtime.spawn(attempt.run_async(async move {
             // Dropped when the operation ends, panics or is aborted.
             let _untrack = untrack;
             let exit = future.await;
             context.finish(exit);
-        });
+        }));
         if let Some(tracked) = self.running().get_mut(&key) {
             tracked.abort = Some(join.abort_handle());
         }
@@ -221,7 +224,7 @@ impl<T: TaskStore + Clone + 'static> Claims<T> {
     /// handed its tasks over. A store failure is logged and retried after a pause that
     /// doubles up to [`RETRY_MAX`], indefinitely: the loop is the instance's share of the
     /// fleet's redeliveries.
-    pub(crate) fn claim_loop(self: Arc<Self>, store: T, runtime: Runtime) {
+    pub(crate) fn claim_loop(self: Arc<Self>, store: T, runtime: Runtime, telemetry: &Telemetry) {
         // Handlers are called here to make their futures: in the runtime's context, as on
         // a request.
         let _runtime = runtime.enter();
@@ -229,7 +232,7 @@ impl<T: TaskStore + Clone + 'static> Claims<T> {
         while !self.stopped.load(Ordering::SeqCst) {
             let outcome = match store.claim() {
                 Ok(Some(claim)) => {
-                    self.start_claimed(&store, &runtime, claim);
+                    self.start_claimed(&store, &runtime, claim, telemetry);
                     pause = RETRY_FIRST;
                     continue;
                 }
@@ -250,11 +253,28 @@ impl<T: TaskStore + Clone + 'static> Claims<T> {
     /// Runs a claimed task's registered handler, as a fresh call's. A task whose job cannot
     /// run here (no handler for its tool, another wire generation) fails with `-32603`
     /// saying why: it was claimed, and another instance would claim it again for nothing.
-    fn start_claimed(self: &Arc<Self>, store: &T, runtime: &Runtime, mut claim: Claim) {
+    fn start_claimed(
+        self: &Arc<Self>,
+        store: &T,
+        runtime: &Runtime,
+        mut claim: Claim,
+        telemetry: &Telemetry,
+    ) {
         let job = std::mem::take(&mut claim.job);
         let checkpoint = claim.checkpoint.take();
         let attempt = claim.attempts.attempt();
         let message = claim.task.status_message().map(str::to_owned);
+        // The attempt continues the trace of the call that created the task.
+        let tool = job.get("tool").and_then(Value::as_str).unwrap_or("_OTHER");
+        telemetry.redelivered(tool);
+        let traced = telemetry.task_run(
+            tool,
+            claim.task.id(),
+            attempt,
+            claim.task.trace_context(),
+            &claim.owner,
+            Arc::new(store.clone()),
+        );
         let handle = TaskHandle::claimed(store.clone(), claim);
         let found = read_job(&job).and_then(|(tool, arguments)| match self.handler(&tool) {
             Some(handler) => Ok((handler, arguments)),
@@ -281,7 +301,7 @@ impl<T: TaskStore + Clone + 'static> Claims<T> {
             message,
         };
         let context = TaskContext::task(store.clone(), handle, run);
-        self.launch(runtime, context, move |context| handler(context));
+        self.launch(runtime, context, move |context| handler(context), traced);
     }
 }
 

@@ -23,6 +23,8 @@
 //! - [`headers`]: the `Mcp-Method` / `Mcp-Name` request headers checked against the body.
 //! - [`listen`]: `subscriptions/listen` with `notifications.taskIds` (2026-07-28): task
 //!   status pushed to the client, for both transports, over the store's one subscription.
+//! - [`telemetry`]: spans and metrics through OpenTelemetry (feature `otel`), following
+//!   the MCP semantic conventions, with the tasks' additions.
 //! - `src/bin/stdio_server.rs` (`cargo run --bin stdio_server`): the stdio transport.
 //!   The Streamable HTTP transport is `mcp_http`, in the repository's `http/` crate (built
 //!   on hyper 1.x and tokio, so this crate stays synchronous):
@@ -44,4 +46,5 @@ pub mod outbound;
 pub mod peer;
 pub mod server;
 pub mod shared;
+pub mod telemetry;
 pub mod tools;

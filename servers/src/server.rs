@@ -31,6 +31,7 @@ use crate::input_fixtures;
 use crate::mrtr::{self, States};
 use crate::peer::{self, Caller, Talk};
 use crate::shared::{Backend, SharedStore, StoreArgs, StoreSettings};
+use crate::telemetry::{self, Telemetry};
 use crate::tools::{self, Catalog, Invocation};
 
 /// A request's answer: now, or from work the transport runs on a thread that may block.
@@ -401,6 +402,8 @@ pub struct Server {
     shared: bool,
     /// The issuer and checker of 2026-07-28 `requestState` ([`mrtr`]).
     states: States,
+    /// Where spans and metrics go.
+    telemetry: Telemetry,
 }
 
 impl Server {
@@ -431,7 +434,16 @@ impl Server {
     /// embedders; the example binaries use [`from_env`](Self::from_env).
     #[must_use]
     pub fn new(store: Store, catalog: Catalog, shared: bool) -> Self {
+        Self::observed(store, catalog, shared, telemetry::global())
+    }
+
+    /// [`new`](Self::new), recording spans and metrics into `telemetry` (whose store
+    /// wrapper times every store call).
+    #[must_use]
+    pub fn observed(store: Store, catalog: Catalog, shared: bool, telemetry: Telemetry) -> Self {
+        let store = telemetry::observe_store(&telemetry, store);
         Self {
+            telemetry,
             shared,
             v1: Dispatcher::new(store.clone()),
             ext: ExtDispatcher::new(store),
@@ -455,6 +467,12 @@ impl Server {
     pub fn with_page_size(mut self, page_size: usize) -> Self {
         self.v1 = self.v1.with_page_size(page_size);
         self
+    }
+
+    /// Where the server's spans and metrics go (for a transport's own spans, and the
+    /// `subscriptions/listen` count).
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
     }
 
     /// The tools this server serves.
@@ -513,10 +531,21 @@ impl Server {
         elicitation: Elicitation,
         session: Option<&str>,
     ) -> Reply {
-        match Generation::of(method, params.as_ref()) {
+        let generation = Generation::of(method, params.as_ref());
+        let operation = telemetry::operation(
+            &self.telemetry,
+            method,
+            id,
+            params.as_ref(),
+            generation.as_str(),
+            session,
+            self.catalog,
+        );
+        let reply = operation.in_scope(|| match generation {
             Generation::V2025 => self.request_v1(owner, id, method, params, elicitation, session),
             Generation::Extension => self.request_ext(owner, id, method, params),
-        }
+        });
+        operation.reply(reply, owner, self.store())
     }
 
     /// Whether the tasks live in a store shared with other instances: only then
@@ -550,9 +579,19 @@ impl Server {
                 .invocation(&job.tool, &job.arguments)
                 .map_err(|error| error.message)
         });
+        let tool = job.as_ref().map_or("_OTHER", |job| job.tool.as_str());
+        self.telemetry.redelivered(tool);
+        let run = self.telemetry.task_run(
+            tool,
+            &task,
+            attempts.attempt(),
+            claim.task.trace_context(),
+            &owner,
+            self.store().clone(),
+        );
         let handle = TaskHandle::claimed(self.store().clone(), claim);
         let work: Box<dyn FnOnce() + Send> = match call {
-            Ok(call) => Box::new(move || call.run_task_from(handle, checkpoint)),
+            Ok(call) => Box::new(move || run.run(|| call.run_task_from(handle, checkpoint))),
             Err(why) => Box::new(move || {
                 let id = handle.id().clone();
                 let failed = handle.fail(Outcome::error(
@@ -620,7 +659,10 @@ impl Server {
                             Generation::V2025,
                             session,
                         )
-                        .with_ttl(ttl);
+                        .with_ttl(ttl)
+                        .with_trace_context(telemetry::task_trace_context(
+                            params.get("_meta").and_then(Value::as_object),
+                        ));
                         match self.v1.store().create(owner, request) {
                             Ok((handle, task)) => {
                                 self.v1_tasks().insert(handle.id().clone());
@@ -782,7 +824,13 @@ impl Server {
             params.as_ref().and_then(|params| params.get("arguments")),
             Generation::Extension,
             None,
-        );
+        )
+        .with_trace_context(telemetry::task_trace_context(
+            params
+                .as_ref()
+                .and_then(|params| params.get("_meta"))
+                .and_then(Value::as_object),
+        ));
         match self.ext.store().create(owner, request) {
             Ok((handle, task)) => match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
                 Ok(created) => Reply::ThenRun(created, Box::new(move || call.run_task(handle))),

@@ -86,6 +86,7 @@ fn build<S: TaskState>(wire: TaskObject, data: S::Data) -> AnyTask {
         last_updated_at: wire.last_updated_at.max(wire.created_at),
         ttl: crate::millis::OptMillis::new(wire.ttl),
         poll_interval: crate::millis::OptMillis::new(wire.poll_interval),
+        trace: None,
         data,
         state: std::marker::PhantomData,
     }

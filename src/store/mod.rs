@@ -37,6 +37,7 @@ use crate::jsonrpc::{JsonObject, RequestId};
 use crate::outcome::Outcome;
 use crate::status::{Cancelled, TaskStatus, Working};
 use crate::task::Task;
+use crate::trace::TraceContext;
 
 pub(crate) use cursor::CursorKey;
 pub use handle::TaskHandle;
@@ -73,6 +74,7 @@ pub struct TaskRequest {
     pub(crate) ttl: Option<u64>,
     pub(crate) poll_interval: Option<u64>,
     pub(crate) redelivery: Option<Redelivery>,
+    pub(crate) trace: Option<TraceContext>,
 }
 
 impl TaskRequest {
@@ -85,6 +87,7 @@ impl TaskRequest {
             ttl: None,
             poll_interval: None,
             redelivery: None,
+            trace: None,
         }
     }
 
@@ -111,6 +114,23 @@ impl TaskRequest {
     pub fn with_redelivery(mut self, redelivery: Redelivery) -> Self {
         self.redelivery = Some(redelivery);
         self
+    }
+
+    /// The same request, carrying the trace context of the request that creates the task
+    /// (read from its `params._meta` with [`TraceContext::of_params`], or the server's
+    /// own span): the task keeps it, in every status and in its stored form, so that its
+    /// work continues the trace wherever it runs ([`Task::trace_context`]). Never shown
+    /// on the wire.
+    #[must_use]
+    pub fn with_trace_context(mut self, trace: Option<TraceContext>) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The trace context the request carries, if any.
+    #[must_use]
+    pub fn trace_context(&self) -> Option<&TraceContext> {
+        self.trace.as_ref()
     }
 
     /// The redelivery the request asks for, if any.

@@ -23,6 +23,7 @@ use crate::millis::OptMillis;
 use crate::outcome::Outcome;
 use crate::status::{TaskState, TaskStatus};
 use crate::task::Task;
+use crate::trace::TraceContext;
 
 /// Everything of a task but its id, status and timestamps, in short keys.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -60,6 +61,40 @@ struct Record {
     /// The handler's last checkpoint.
     #[serde(rename = "c", default, skip_serializing_if = "Option::is_none")]
     checkpoint: Option<serde_json::Value>,
+    /// The trace context of the creating request: `traceparent`, `tracestate`, `baggage`.
+    #[serde(rename = "tc", default, skip_serializing_if = "Option::is_none")]
+    trace: Option<StoredTrace>,
+}
+
+/// A [`TraceContext`] as stored; read back through its checks (a part that no longer
+/// passes them is dropped, never an error: it is telemetry, not the task).
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredTrace {
+    p: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    s: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    b: Option<String>,
+}
+
+impl StoredTrace {
+    fn of(trace: &TraceContext) -> Self {
+        StoredTrace {
+            p: trace.traceparent().to_owned(),
+            s: trace.tracestate().map(str::to_owned),
+            b: trace.baggage().map(str::to_owned),
+        }
+    }
+
+    fn read(self) -> Option<Arc<TraceContext>> {
+        TraceContext::new(&self.p)
+            .map(|trace| {
+                trace
+                    .with_tracestate(self.s.as_deref())
+                    .with_baggage(self.b.as_deref())
+            })
+            .map(Arc::new)
+    }
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)]
@@ -74,6 +109,7 @@ pub fn encode(task: &AnyTask) -> String {
         message: task.status_message().map(str::to_owned),
         ttl: task.ttl(),
         poll_interval: task.poll_interval(),
+        trace: task.trace_context().map(StoredTrace::of),
         ..Record::default()
     };
     let mut progress = |p: &Progress| {
@@ -154,6 +190,7 @@ pub fn decode(
         last_updated_at: Timestamp::from_unix_millis(updated.max(created)),
         ttl: OptMillis::new(record.ttl),
         poll_interval: OptMillis::new(record.poll_interval),
+        trace: record.trace.and_then(StoredTrace::read),
     };
     Ok(match status {
         TaskStatus::Working => {
@@ -183,6 +220,7 @@ struct Base {
     last_updated_at: Timestamp,
     ttl: OptMillis,
     poll_interval: OptMillis,
+    trace: Option<Arc<TraceContext>>,
 }
 
 impl Base {
@@ -194,6 +232,7 @@ impl Base {
             last_updated_at: self.last_updated_at,
             ttl: self.ttl,
             poll_interval: self.poll_interval,
+            trace: self.trace,
             data,
             state: PhantomData,
         }
@@ -231,6 +270,19 @@ mod tests {
                 .with_poll_interval(Some(100))
         };
         round_trip(new().into_any());
+        let traced = TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+            .map(|trace| {
+                trace
+                    .with_tracestate(Some("rojo=1"))
+                    .with_baggage(Some("k=v"))
+            });
+        round_trip(new().with_trace_context(traced.clone()).into_any());
+        let finished = new()
+            .with_trace_context(traced)
+            .complete(JsonObject::new(), t0.plus_millis(1))
+            .into_any();
+        assert!(finished.trace_context().is_some(), "kept when it finishes");
+        round_trip(finished);
         let mut redelivered = new().with_attempts(3).into_any();
         if let Step::Quiet(task) = Update::checkpoint(json!({"step": 2}))
             .unwrap()

@@ -63,7 +63,12 @@ impl ExampleServer {
     pub fn new(store: Store, catalog: Catalog) -> Self {
         // A `tasks/update` answer that does not fit its form is refused (-32602) and the
         // task keeps waiting.
-        let tasks = TaskManager::new(store).with_answer_check(tools::check_answer);
+        // Spans and metrics when `main` installed an exporter (OTEL_EXPORTER_OTLP_ENDPOINT).
+        let telemetry = mcp_tasks_servers::telemetry::global();
+        let store = mcp_tasks_servers::telemetry::observe_store(&telemetry, store);
+        let tasks = TaskManager::new(store)
+            .with_answer_check(tools::check_answer)
+            .with_telemetry(telemetry);
         // The redeliverable tool: every instance registers it, and claims the sleeps of
         // the instances that stopped.
         tasks.register("sleep", move |ctx| Box::pin(sleep(catalog, ctx)));
@@ -350,7 +355,9 @@ impl ServerHandler for ExampleServer {
                 .map(|result| CallToolResponse::Complete(mcp_tasks_rmcp::complete(result)))
                 .map_err(exit);
         }
-        let options = TaskOptions::new().with_poll_interval_ms(POLL_INTERVAL_MS);
+        let options = TaskOptions::new()
+            .with_poll_interval_ms(POLL_INTERVAL_MS)
+            .for_tool(call.name());
         if let Call::Sleep(_) = call {
             // Its registered handler runs it, here or, redelivered, on another instance.
             let options = options.redeliver(SLEEP_ATTEMPTS);

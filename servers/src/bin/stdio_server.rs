@@ -37,6 +37,11 @@
 //!
 //! Logs go to stderr.
 //!
+//! Built with the `otel` feature (`cargo run -p mcp-tasks-servers --features otel --bin
+//! stdio_server`), it exports spans and metrics over OTLP/HTTP when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set (`mcp_tasks_servers::telemetry`: the MCP semantic
+//! conventions, and the tasks' additions).
+//!
 //! Environment: `MCP_TASKS_PAGE_SIZE` (tasks per `tasks/list` page, default 50);
 //! `MCP_TASKS_LISTEN_MAX_TASK_IDS` (task ids per listen, default 1000) and
 //! `MCP_TASKS_LISTEN_MAX_PER_PRINCIPAL` (listens open at once, default 16);
@@ -91,6 +96,7 @@ use mcp_tasks_servers::listen::{LineListens, Listens};
 use mcp_tasks_servers::outbound;
 use mcp_tasks_servers::peer::{LogLevel, Peer};
 use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
+use mcp_tasks_servers::telemetry::{self, Transport};
 use serde_json::{Value, json};
 
 /// How long a task waits for the client to answer an elicitation.
@@ -468,6 +474,10 @@ fn handle_line(
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Spans and metrics over OTLP when the OTEL_EXPORTER_OTLP_* variables ask for it
+    // (feature `otel`), flushed when main returns.
+    let telemetry = telemetry::init(Transport::Stdio);
+    eprintln!("stdio_server: {}", telemetry.describe());
     let server = Arc::new(Server::from_env()?);
     let connection = Arc::new(Connection::new()?);
     // Over stdio there is one requestor: the process that started this server. On a shared

@@ -1,0 +1,389 @@
+//! What an operator sees (feature `otel`): the spans and metrics of the example server,
+//! recorded by OpenTelemetry's in-memory exporters, asserted attribute by attribute; and
+//! one trace across two instances for a task created on one and finished on the other
+//! (two `Server`s over one store that hands tasks over as a shared store does).
+#![cfg(feature = "otel")]
+
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use mcp_tasks::{Owner, RequestId, TaskStore};
+use mcp_tasks_otel::testing::{Recorder, attr};
+use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
+use mcp_tasks_servers::telemetry::Transport;
+use mcp_tasks_servers::tools::Catalog;
+use mcp_tasks_test_support::handing::HandingRegistry;
+use opentelemetry::trace::{SpanKind, Status};
+use serde_json::{Value, json};
+
+/// The client's span: the parent every server span of its requests must name.
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+/// A server of the example tools over `store` recording into `recorder`.
+fn server(recorder: &Recorder, store: Store, shared: bool) -> Server {
+    Server::observed(store, Catalog::Examples, shared, recorder.telemetry())
+}
+
+/// A 2026-07-28 `_meta` declaring the tasks extension, carrying the client's trace.
+fn traced_ext(params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+        "traceparent": format!("00-{TRACE}-{CLIENT_SPAN}-01"),
+        "tracestate": "rojo=00f067aa0ba902b7",
+        "baggage": "tenant=acme"
+    });
+    params
+}
+
+fn answer(reply: Reply) -> Result<Value, mcp_tasks::JsonRpcError> {
+    match reply {
+        Reply::Now(answer) => answer,
+        Reply::Later(work) => work(),
+        Reply::ThenRun(created, work) => {
+            work();
+            Ok(created)
+        }
+        Reply::Talk(_) => panic!("these calls do not talk to the client while they run"),
+    }
+}
+
+/// A `tools/call` that runs as a task: the request's span is the client's child and
+/// names the tool and the task; the work is its child, in the same trace, and ends with
+/// the task's status; a later `tasks/get` (in a trace of its own) links to the work's.
+#[test]
+fn a_task_is_one_trace_from_the_call_to_its_end_and_polls_link_to_it() {
+    let recorder = Recorder::new(Transport::Http.as_str());
+    let server = server(
+        &recorder,
+        Arc::new(mcp_tasks::TaskRegistry::default()),
+        false,
+    );
+    let owner = Owner::new("alice");
+    let params = traced_ext(json!({"name": "sleep", "arguments": {"ms": 5}}));
+    let reply = server.request(
+        &owner,
+        &RequestId::from(7),
+        "tools/call",
+        Some(params),
+        Elicitation::Unreachable,
+    );
+    let created = answer(reply).expect("a CreateTaskResult");
+    let task = created["taskId"].as_str().expect("a task id").to_owned();
+
+    let call = recorder.span("tools/call sleep");
+    assert_eq!(call.span_kind, SpanKind::Server);
+    assert_eq!(call.span_context.trace_id().to_string(), TRACE);
+    assert_eq!(call.parent_span_id.to_string(), CLIENT_SPAN);
+    for (key, value) in [
+        ("mcp.method.name", "tools/call"),
+        ("mcp.protocol.version", "2026-07-28"),
+        ("gen_ai.tool.name", "sleep"),
+        ("gen_ai.operation.name", "execute_tool"),
+        ("jsonrpc.request.id", "7"),
+        ("network.transport", "tcp"),
+        ("network.protocol.name", "http"),
+        ("mcp.task.id", task.as_str()),
+        ("mcp.task.status", "working"),
+    ] {
+        assert_eq!(
+            attr(&call, key).as_deref(),
+            Some(value),
+            "{key} on {call:?}"
+        );
+    }
+    assert_eq!(attr(&call, "mcp.session.id"), None, "never on 2026-07-28");
+    assert_eq!(attr(&call, "error.type"), None);
+
+    let work = recorder.span("execute_tool sleep");
+    assert_eq!(work.span_kind, SpanKind::Internal);
+    assert_eq!(work.span_context.trace_id().to_string(), TRACE);
+    assert_eq!(
+        work.parent_span_id,
+        call.span_context.span_id(),
+        "the work is the call's child"
+    );
+    assert_eq!(attr(&work, "mcp.task.id").as_deref(), Some(task.as_str()));
+    assert_eq!(attr(&work, "mcp.task.attempt").as_deref(), Some("1"));
+    assert_eq!(attr(&work, "mcp.task.status").as_deref(), Some("completed"));
+
+    // The task keeps the call's context, with the client's baggage (never on the wire).
+    let stored = server.store().get(&owner, &task).expect("the task");
+    let kept = stored.trace_context().expect("a kept context");
+    assert_eq!(kept.trace_id(), TRACE);
+    assert!(
+        kept.traceparent()
+            .contains(&call.span_context.span_id().to_string())
+    );
+    assert_eq!(kept.baggage(), Some("tenant=acme"));
+
+    // A poll in a trace of its own links to the task's.
+    let get = json!({"taskId": task, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    }});
+    let polled = answer(server.request(
+        &owner,
+        &RequestId::from("poll-1"),
+        "tasks/get",
+        Some(get),
+        Elicitation::Unreachable,
+    ))
+    .expect("the task");
+    assert_eq!(polled["status"], "completed");
+    let poll = recorder.span("tasks/get");
+    assert_ne!(poll.span_context.trace_id().to_string(), TRACE);
+    assert_eq!(attr(&poll, "jsonrpc.request.id").as_deref(), Some("poll-1"));
+    assert_eq!(attr(&poll, "mcp.task.id").as_deref(), Some(task.as_str()));
+    assert_eq!(attr(&poll, "mcp.task.status").as_deref(), Some("completed"));
+    let links: Vec<_> = poll
+        .links
+        .iter()
+        .map(|link| link.span_context.trace_id().to_string())
+        .collect();
+    assert_eq!(links, [TRACE], "tasks/get links to the task's trace");
+
+    // Metrics: the conventions' duration, and the tasks'.
+    assert_eq!(
+        recorder.value(
+            "mcp.server.operation.duration",
+            &[
+                ("mcp.method.name", "tools/call"),
+                ("gen_ai.tool.name", "sleep"),
+                ("mcp.protocol.version", "2026-07-28")
+            ]
+        ),
+        1.0
+    );
+    assert_eq!(
+        recorder.value(
+            "mcp.server.operation.duration",
+            &[("mcp.method.name", "tasks/get")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        recorder.value("mcp.task.created", &[("gen_ai.tool.name", "sleep")]),
+        1.0
+    );
+    assert_eq!(
+        recorder.value(
+            "mcp.task.finished",
+            &[
+                ("gen_ai.tool.name", "sleep"),
+                ("mcp.task.status", "completed")
+            ]
+        ),
+        1.0
+    );
+    assert_eq!(
+        recorder.value("mcp.task.duration", &[("mcp.task.status", "completed")]),
+        1.0
+    );
+    assert_eq!(
+        recorder.value("mcp.task.running", &[("gen_ai.tool.name", "sleep")]),
+        0.0
+    );
+    let backend = [("mcp.task.store.backend", "TaskRegistry")];
+    for operation in ["insert_leased", "get", "update"] {
+        let count = recorder.value(
+            "mcp.task.store.operation.duration",
+            &[backend[0], ("mcp.task.store.operation", operation)],
+        );
+        assert!(count >= 1.0, "{operation}: {count}");
+    }
+}
+
+/// Failures carry `error.type`: `tool_error` for a result with `isError`, the JSON-RPC
+/// code (also as `rpc.response.status_code`) for an error; a 2025-11-25 request in a
+/// session names it; an unknown method is `_OTHER` in metrics.
+#[test]
+fn failures_say_their_type_and_sessions_appear_only_where_they_exist() {
+    let recorder = Recorder::new(Transport::Stdio.as_str());
+    let server = server(
+        &recorder,
+        Arc::new(mcp_tasks::TaskRegistry::default()),
+        false,
+    );
+    let owner = Owner::new("bob");
+    let call = |name: &str, id: i64| {
+        let params = json!({"name": name, "arguments": {}});
+        answer(server.request_in(
+            &owner,
+            &RequestId::from(id),
+            "tools/call",
+            Some(params),
+            Elicitation::Undeclared,
+            Some("s-1"),
+        ))
+    };
+    let failed = call("fail", 1).expect("a tool result");
+    assert_eq!(failed["isError"], true);
+    let span = recorder.span("tools/call fail");
+    assert_eq!(attr(&span, "error.type").as_deref(), Some("tool_error"));
+    assert_eq!(attr(&span, "rpc.response.status_code"), None);
+    assert!(matches!(span.status, Status::Error { .. }));
+    assert_eq!(attr(&span, "mcp.session.id").as_deref(), Some("s-1"));
+    assert_eq!(
+        attr(&span, "mcp.protocol.version").as_deref(),
+        Some("2025-11-25")
+    );
+    assert_eq!(attr(&span, "network.transport").as_deref(), Some("pipe"));
+    assert_eq!(attr(&span, "network.protocol.name"), None);
+
+    let crashed = call("crash", 2).expect_err("a JSON-RPC error");
+    let span = recorder.span("tools/call crash");
+    let code = crashed.code.to_string();
+    assert_eq!(attr(&span, "error.type"), Some(code.clone()));
+    assert_eq!(attr(&span, "rpc.response.status_code"), Some(code.clone()));
+    match &span.status {
+        Status::Error { description } => assert_eq!(description.as_ref(), crashed.message),
+        other => panic!("an error status, got {other:?}"),
+    }
+
+    let unknown = answer(server.request(
+        &owner,
+        &RequestId::from(3),
+        "no/such",
+        None,
+        Elicitation::Undeclared,
+    ))
+    .expect_err("-32601");
+    assert_eq!(unknown.code, -32601);
+    assert_eq!(
+        attr(&recorder.span("no/such"), "error.type").as_deref(),
+        Some("-32601")
+    );
+    assert_eq!(
+        recorder.value(
+            "mcp.server.operation.duration",
+            &[("mcp.method.name", "_OTHER"), ("error.type", "-32601")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        recorder.value(
+            "mcp.server.operation.duration",
+            &[("gen_ai.tool.name", "crash"), ("error.type", code.as_str())]
+        ),
+        1.0
+    );
+    // A task whose tool fails ends its work span with the type too.
+    let params = json!({"name": "fail", "arguments": {}, "task": {}});
+    let created = answer(server.request_in(
+        &owner,
+        &RequestId::from(4),
+        "tools/call",
+        Some(params),
+        Elicitation::Undeclared,
+        Some("s-1"),
+    ))
+    .expect("created");
+    assert!(created["task"]["taskId"].is_string(), "{created}");
+    let work = recorder.span("execute_tool fail");
+    assert_eq!(attr(&work, "mcp.task.status").as_deref(), Some("failed"));
+    assert_eq!(attr(&work, "error.type").as_deref(), Some("tool_error"));
+    assert_eq!(
+        recorder.value(
+            "mcp.task.finished",
+            &[("gen_ai.tool.name", "fail"), ("mcp.task.status", "failed")]
+        ),
+        1.0
+    );
+}
+
+/// A task created on one instance and finished on another is one trace: the client's
+/// call, the first attempt on instance A, and the second attempt that instance B claimed
+/// (its parent is the call's span, read from the task as stored).
+#[test]
+fn a_task_handed_over_to_another_instance_stays_in_its_trace() {
+    let store = Arc::new(HandingRegistry::default());
+    let (a, b) = (
+        Recorder::new(Transport::Http.as_str()),
+        Recorder::new(Transport::Http.as_str()),
+    );
+    let first = server(&a, Arc::clone(&store) as Store, true);
+    let second = server(&b, Arc::clone(&store) as Store, true);
+    let owner = Owner::new("carol");
+    let params = traced_ext(json!({"name": "sleep", "arguments": {"ms": 300}}));
+    let Reply::ThenRun(created, work) = first.request(
+        &owner,
+        &RequestId::from(1),
+        "tools/call",
+        Some(params),
+        Elicitation::Unreachable,
+    ) else {
+        panic!("sleep runs as a task");
+    };
+    let task = created["taskId"].as_str().expect("a task id").to_owned();
+    let running = thread::spawn(work);
+    thread::sleep(Duration::from_millis(50));
+    assert!(store.hand_over(&owner, &task).expect("handed over"));
+    let claimed = second
+        .claim()
+        .expect("a claim")
+        .expect("the handed-over task");
+    claimed.run();
+    running.join().expect("the first attempt stops");
+    assert_eq!(
+        second
+            .store()
+            .get(&owner, &task)
+            .expect("the task")
+            .status(),
+        mcp_tasks::TaskStatus::Completed
+    );
+
+    let call = a.span("tools/call sleep");
+    let first_attempt = a.span("execute_tool sleep");
+    let second_attempt = b.span("execute_tool sleep");
+    for span in [&call, &first_attempt, &second_attempt] {
+        assert_eq!(
+            span.span_context.trace_id().to_string(),
+            TRACE,
+            "{}: one trace",
+            span.name
+        );
+    }
+    assert_eq!(
+        attr(&first_attempt, "mcp.task.attempt").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        attr(&second_attempt, "mcp.task.attempt").as_deref(),
+        Some("2")
+    );
+    assert_eq!(
+        second_attempt.parent_span_id,
+        call.span_context.span_id(),
+        "B continues A's call"
+    );
+    assert!(second_attempt.parent_span_is_remote);
+    assert_eq!(
+        attr(&second_attempt, "mcp.task.id").as_deref(),
+        Some(task.as_str())
+    );
+    assert_eq!(
+        attr(&second_attempt, "mcp.task.status").as_deref(),
+        Some("completed")
+    );
+    assert_eq!(
+        b.value("mcp.task.redeliveries", &[("gen_ai.tool.name", "sleep")]),
+        1.0
+    );
+    assert_eq!(
+        b.value(
+            "mcp.task.store.operation.duration",
+            &[
+                ("mcp.task.store.backend", "HandingRegistry"),
+                ("mcp.task.store.operation", "claim")
+            ]
+        ),
+        1.0
+    );
+}
