@@ -204,7 +204,11 @@ async fn main() -> ExitCode {
     // returns).
     let telemetry =
         mcp_tasks_servers::telemetry::init(mcp_tasks_servers::telemetry::Transport::Http);
-    eprintln!("rmcp_http: {}", telemetry.describe());
+    // Said only when something is exported: stderr stays quiet otherwise (a store that
+    // cannot be reached at start-up is one line there).
+    if telemetry.exporting() {
+        eprintln!("rmcp_http: {}", telemetry.describe());
+    }
     let parsed =
         common::from_args().and_then(|(store, catalog, rest)| Ok((store, catalog, parse(rest)?)));
     let (store, catalog, (listen, access)) = match parsed {

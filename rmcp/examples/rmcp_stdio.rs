@@ -18,7 +18,11 @@ async fn main() -> std::process::ExitCode {
     // Spans and metrics over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
     let telemetry =
         mcp_tasks_servers::telemetry::init(mcp_tasks_servers::telemetry::Transport::Stdio);
-    eprintln!("rmcp_stdio: {}", telemetry.describe());
+    // Said only when something is exported: stderr stays quiet otherwise (a store that
+    // cannot be reached at start-up is one line there).
+    if telemetry.exporting() {
+        eprintln!("rmcp_stdio: {}", telemetry.describe());
+    }
     let (store, catalog, rest) = match common::from_args() {
         Ok(found) => found,
         Err(why) => {

@@ -477,7 +477,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Spans and metrics over OTLP when the OTEL_EXPORTER_OTLP_* variables ask for it
     // (feature `otel`), flushed when main returns.
     let telemetry = telemetry::init(Transport::Stdio);
-    eprintln!("stdio_server: {}", telemetry.describe());
+    // Said only when something is exported: stderr stays quiet otherwise (a store that
+    // cannot be reached at start-up is one line there).
+    if telemetry.exporting() {
+        eprintln!("stdio_server: {}", telemetry.describe());
+    }
     let server = Arc::new(Server::from_env()?);
     let connection = Arc::new(Connection::new()?);
     // Over stdio there is one requestor: the process that started this server. On a shared

@@ -111,4 +111,10 @@ impl Guard {
     pub fn describe(&self) -> &str {
         "telemetry: not built in (cargo feature `otel` of mcp-tasks-servers)"
     }
+
+    /// Whether spans or metrics are exported: never, in this build.
+    #[must_use]
+    pub fn exporting(&self) -> bool {
+        false
+    }
 }

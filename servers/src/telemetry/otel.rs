@@ -171,6 +171,12 @@ impl Guard {
     pub fn describe(&self) -> &str {
         &self.said
     }
+
+    /// Whether spans or metrics are exported (a collector is configured).
+    #[must_use]
+    pub fn exporting(&self) -> bool {
+        self.tracers.is_some() || self.meters.is_some()
+    }
 }
 
 impl Drop for Guard {
