@@ -1,6 +1,6 @@
 //! The fixture tools the official conformance suite expects of any tools server (its
 //! `tools-call-*`, `elicitation-*` and `json-schema-2020-12` scenarios), served with the
-//! conformance flag only, beside the fixtures of [`fixtures`](crate::fixtures).
+//! conformance flag only, beside the fixtures of [`fixtures`].
 //! `interop/conformance/README.md` gives each one's contract as the scenarios read it.
 //!
 //! | tool | task support | does |

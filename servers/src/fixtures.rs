@@ -3,7 +3,7 @@
 //! the example tools by both transports. `interop/conformance/README.md` gives each one's
 //! contract as the scenarios read it. The fixtures of the suite's `tools-call-*`,
 //! `elicitation-*` and `json-schema-2020-12` scenarios, which any tools server is expected
-//! to have, are [`core_fixtures`](crate::core_fixtures) ([`Fixture::Core`]), listed after
+//! to have, are [`core_fixtures`] ([`Fixture::Core`]), listed after
 //! these.
 //!
 //! | tool | task support | does |
@@ -93,7 +93,7 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 const USER_NAME: &str = "user_name";
 
 /// The fixtures, as `tools/list` shows them: these, then the
-/// [`core_fixtures`](crate::core_fixtures).
+/// [`core_fixtures`].
 pub fn list() -> Vec<Value> {
     let mut tools = own();
     tools.extend(core_fixtures::list());
