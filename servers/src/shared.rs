@@ -327,12 +327,13 @@ impl SharedStore {
         let backend = self.backend;
         match opened {
             Some(Ok(store)) => Ok(store),
+            // The store's own message may quote the URL (a URL it cannot parse): hidden too.
             Some(Err(err)) => Err(format!(
-                "cannot open the {} task store at {}: {}",
+                "cannot open the {} task store at {url}: {}",
                 backend.name(),
-                redacted(url),
                 with_causes(&err)
-            )),
+            )
+            .replace(url.as_str(), &redacted(url))),
             None => Err(format!(
                 "a {} store was asked for ({}), but this server was built without the cargo \
                  feature `{}`: rebuild it with `--features {}`",
@@ -500,6 +501,23 @@ mod tests {
         ] {
             assert_eq!(redacted(url), shown, "{url}");
         }
+    }
+
+    #[test]
+    fn a_password_in_the_stores_own_message_is_hidden_too() {
+        let url = "postgres://u:s3cret@127.0.0.1:notaport/db";
+        let shared = SharedStore {
+            backend: Backend::Postgres,
+            url: url.to_owned(),
+        };
+        let Err(line) = shared.open(&StoreSettings::default()) else {
+            panic!("a URL that does not parse opens no store");
+        };
+        assert!(!line.contains("s3cret"), "{line}");
+        assert!(
+            line.contains("postgres://u:***@127.0.0.1:notaport/db"),
+            "{line}"
+        );
     }
 
     #[test]
