@@ -203,7 +203,11 @@ fn main() -> ExitCode {
 fn run() -> Result<(), String> {
     // Before the server: it observes with what this installs (flushed when run returns).
     let telemetry = telemetry::init(Transport::Http);
-    tracing::info!("{}", telemetry.describe());
+    // Said only when something is exported (a store that cannot be reached at start-up is
+    // one line on stderr).
+    if telemetry.exporting() {
+        tracing::info!("{}", telemetry.describe());
+    }
     let config = Config::from_env()?;
     listener::raise_descriptor_limit();
     let server = Arc::new(Server::from_env().map_err(|err| err.to_string())?);
