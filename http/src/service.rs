@@ -482,7 +482,7 @@ async fn tasks_result(
     let (owner2, trace, session_id) = (owner.clone(), Arc::clone(&app.trace), session.id.clone());
     // On a stream, the task's terminal status notification goes out before the answer.
     let (tasks, notified_first) = (Arc::clone(&app.tasks), task.clone().filter(|_| streams));
-    let operation = mcp_tasks_servers::telemetry::operation(
+    let operation = mcp_tasks_servers::telemetry::Operation::start(
         app.server.telemetry(),
         v1_methods::TASKS_RESULT,
         id.request_id(),

@@ -6,7 +6,7 @@
 //! work's `execute_tool` span in the trace of the call that created the task, also on
 //! another instance, links from `tasks/get`, the tasks' and the store's metrics). This
 //! module ties them to the servers: [`init`] installs the SDK and the OTLP exporters from
-//! the environment, [`operation`] spans a request through its [`Reply`], and
+//! the environment, [`Operation`] spans a request through its [`Reply`], and
 //! [`observe_store`] times the store.
 //!
 //! # Pointing it at a collector
@@ -18,7 +18,7 @@
 //! `OTEL_METRICS_EXPORTER=none` turns one signal off, `OTEL_SDK_DISABLED=true` both.
 //! Unset, nothing is recorded: each request costs a branch.
 
-use mcp_tasks::{JsonObject, JsonRpcError, Owner, RequestId, TraceContext};
+use mcp_tasks::{JsonObject, JsonRpcError, Owner, TraceContext};
 use serde_json::Value;
 
 use crate::server::{Reply, Store};
@@ -98,20 +98,6 @@ pub fn task_trace_context(meta: Option<&JsonObject>) -> Option<TraceContext> {
     return mcp_tasks_otel::task_trace_context(meta);
     #[cfg(not(feature = "otel"))]
     meta.and_then(TraceContext::from_meta)
-}
-
-/// Starts the span of a request of `method` with `id` and `params`, speaking `version`
-/// (in the 2025-11-25 `session`, if any), to a server of `catalog`'s tools.
-pub fn operation(
-    telemetry: &Telemetry,
-    method: &str,
-    id: &RequestId,
-    params: Option<&Value>,
-    version: &'static str,
-    session: Option<&str>,
-    catalog: Catalog,
-) -> Operation {
-    Operation::start(telemetry, method, id, params, version, session, catalog)
 }
 
 /// The helpers both builds share.

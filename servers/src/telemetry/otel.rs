@@ -28,7 +28,10 @@ pub struct Operation {
 }
 
 impl Operation {
-    pub(super) fn start(
+    /// Starts the span of a request of `method` with `id` and `params`, speaking
+    /// `version` (in the 2025-11-25 `session`, if any), to a server of `catalog`'s tools;
+    /// [`reply`](Self::reply) or [`end`](Self::end) ends it.
+    pub fn start(
         telemetry: &Telemetry,
         method: &str,
         id: &RequestId,
@@ -115,7 +118,7 @@ impl Guard {
         }
         let mut resource = opentelemetry_sdk::Resource::builder();
         if env("OTEL_SERVICE_NAME").is_none() {
-            resource = resource.with_service_name(service_name());
+            resource = resource.with_service_name(crate::server::example_name());
         }
         let resource = resource.build();
         let tracers = if traces {
@@ -184,15 +187,4 @@ impl Drop for Guard {
             let _ = meters.shutdown();
         }
     }
-}
-
-/// The binary's file stem (`mcp_http`, `stdio_server`), as `service.name`.
-fn service_name() -> String {
-    std::env::args()
-        .next()
-        .as_deref()
-        .map(std::path::Path::new)
-        .and_then(std::path::Path::file_stem)
-        .and_then(|stem| stem.to_str())
-        .map_or_else(|| "mcp-tasks".to_owned(), str::to_owned)
 }
