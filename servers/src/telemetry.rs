@@ -16,7 +16,9 @@
 //! `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`,
 //! `OTEL_METRIC_EXPORT_INTERVAL`, `OTEL_BSP_*`); `OTEL_TRACES_EXPORTER=none` or
 //! `OTEL_METRICS_EXPORTER=none` turns one signal off, `OTEL_SDK_DISABLED=true` both.
-//! Unset, nothing is recorded: each request costs a branch.
+//! Unset, nothing is recorded: each request costs a branch. With
+//! `MCP_TASKS_PROMETHEUS=1` the metrics are also kept for a Prometheus scrape
+//! ([`prometheus_text`]), with or without an OTLP endpoint.
 
 use mcp_tasks::{JsonObject, JsonRpcError, Owner, TraceContext};
 use serde_json::Value;
@@ -26,6 +28,8 @@ use crate::tools::Catalog;
 
 #[cfg(feature = "otel")]
 mod otel;
+#[cfg(feature = "otel")]
+mod prometheus;
 #[cfg(feature = "otel")]
 pub use mcp_tasks_otel::{ListenGuard, TaskRun, Telemetry};
 #[cfg(feature = "otel")]
@@ -66,6 +70,23 @@ impl Transport {
 #[must_use = "dropping the guard stops the exporters"]
 pub fn init(transport: Transport) -> Guard {
     Guard::install(transport)
+}
+
+/// The environment variable that, set to `1`, has [`init`] keep the metrics for a
+/// Prometheus scrape ([`prometheus_text`]; `mcp_http` serves them on `GET /metrics`,
+/// behind its bearer tokens), with or without an OTLP endpoint.
+pub const PROMETHEUS_ENV: &str = "MCP_TASKS_PROMETHEUS";
+
+/// Every metric recorded so far in Prometheus' text exposition format, if [`init`]
+/// installed the scrape ([`PROMETHEUS_ENV`]); `None` otherwise. It flushes the meter
+/// provider (its OTLP exporter too, if any) and blocks until that is done: call it
+/// where blocking is allowed.
+#[must_use]
+pub fn prometheus_text() -> Option<String> {
+    #[cfg(feature = "otel")]
+    return otel::prometheus_text();
+    #[cfg(not(feature = "otel"))]
+    None
 }
 
 /// What [`init`] installed, else telemetry that records nothing.
