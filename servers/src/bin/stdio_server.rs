@@ -364,7 +364,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Spans and metrics over OTLP when the OTEL_EXPORTER_OTLP_* variables ask for it
     // (feature `otel`), flushed when main returns.
     let telemetry = telemetry::init(Transport::Stdio);
-    eprintln!("stdio_server: {}", telemetry.describe());
+    if cfg!(feature = "otel") {
+        eprintln!("stdio_server: {}", telemetry.describe());
+    }
     let server = Arc::new(Server::from_env()?);
     let connection = Arc::new(Connection::new()?);
     // Over stdio there is one requestor: the process that started this server. On a shared
