@@ -121,7 +121,9 @@
 //! go to that OpenTelemetry collector over OTLP/HTTP: one span per MCP request following
 //! the MCP semantic conventions, each task's work in the trace of the call that created
 //! it (also when another instance runs it), and the tasks' metrics; see
-//! `mcp_tasks_servers::telemetry` and the README. Unset, nothing is recorded.
+//! `mcp_tasks_servers::telemetry` and the README. Unset, nothing is recorded. With
+//! `MCP_TASKS_PROMETHEUS=1`, `GET /metrics` answers the metrics in Prometheus' text format,
+//! behind the same checks as `/mcp` (a bearer token, `Host`, `Origin`).
 
 mod body;
 mod claims;

@@ -33,6 +33,10 @@ use crate::trace::Trace;
 /// The one endpoint.
 pub const ENDPOINT: &str = "/mcp";
 
+/// The metrics in Prometheus' text format, behind the same checks as the endpoint
+/// (`MCP_TASKS_PROMETHEUS=1`).
+pub const METRICS: &str = "/metrics";
+
 /// The fixture tool of the conformance suite's SSE polling scenario: its POST stream is
 /// closed right after the priming event, and its answer waits for the client to resume the
 /// stream with `GET` and `Last-Event-ID`.
@@ -71,7 +75,8 @@ pub async fn handle(
 }
 
 async fn route(app: &Arc<App>, request: Request<Incoming>, noted: &mut Noted) -> Response<Body> {
-    if request.uri().path() != ENDPOINT {
+    let scrape = request.uri().path() == METRICS;
+    if request.uri().path() != ENDPOINT && !scrape {
         return refusal(
             StatusCode::NOT_FOUND,
             jsonrpc::INVALID_REQUEST,
@@ -124,6 +129,9 @@ async fn route(app: &Arc<App>, request: Request<Incoming>, noted: &mut Noted) ->
         }
     };
     noted.principal = Some(principal.clone());
+    if scrape {
+        return metrics(&request);
+    }
     match *request.method() {
         Method::POST => post(app, request, principal, noted).await,
         Method::GET => get(app, &request, &principal),
@@ -557,7 +565,7 @@ async fn tasks_result(
     let (owner2, trace, session_id) = (owner.clone(), Arc::clone(&app.trace), session.id.clone());
     // On a stream, the task's terminal status notification goes out before the answer.
     let (tasks, notified_first) = (Arc::clone(&app.tasks), task.clone().filter(|_| streams));
-    let operation = mcp_tasks_servers::telemetry::operation(
+    let operation = mcp_tasks_servers::telemetry::Operation::start(
         app.server.telemetry(),
         v1_methods::TASKS_RESULT,
         id.request_id(),
@@ -630,6 +638,38 @@ fn get(app: &Arc<App>, request: &Request<Incoming>, principal: &str) -> Response
     let resume = header_str(headers, "last-event-id").and_then(parse_event_id);
     let body = sse::open(session, Role::General, resume, None, app.shutdown.clone());
     event_stream(body, Some(slot))
+}
+
+/// `GET /metrics`, once authenticated: every metric recorded so far, in Prometheus' text
+/// format; `404` unless `MCP_TASKS_PROMETHEUS=1`.
+fn metrics(request: &Request<Incoming>) -> Response<Body> {
+    if request.method() != Method::GET {
+        let mut response = closing(refusal(
+            StatusCode::METHOD_NOT_ALLOWED,
+            jsonrpc::INVALID_REQUEST,
+            "method not allowed: GET the metrics",
+        ));
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET"));
+        return response;
+    }
+    // Collecting flushes the meter provider and waits for it.
+    match tokio::task::block_in_place(mcp_tasks_servers::telemetry::prometheus_text) {
+        Some(text) => {
+            let mut response = Response::new(Body::full(text));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            );
+            response
+        }
+        None => refusal(
+            StatusCode::NOT_FOUND,
+            jsonrpc::INVALID_REQUEST,
+            "not found: the metrics are not kept (set MCP_TASKS_PROMETHEUS=1)",
+        ),
+    }
 }
 
 /// `DELETE`: ends the session.

@@ -18,7 +18,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use prost::Message;
 use serde_json::json;
-use support::{ALICE, Launch, Session};
+use support::{ALICE, Conn, Launch, Session};
 
 const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 const CLIENT_SPAN: &str = "b7ad6b7169203331";
@@ -264,4 +264,65 @@ fn mcp_http_exports_the_spans_and_metrics_of_a_task_over_otlp() {
             "{metric} in {metrics:?}"
         );
     }
+}
+
+/// `GET /metrics` with `MCP_TASKS_PROMETHEUS=1` (no collector): the metrics in
+/// Prometheus' text format, behind the bearer token like `/mcp`.
+#[test]
+fn mcp_http_serves_the_metrics_to_a_prometheus_scrape_behind_its_tokens() {
+    let server = Launch::new().env("MCP_TASKS_PROMETHEUS", "1").start();
+    let mut session =
+        Session::open(server.addr, ALICE, Duration::from_secs(10)).expect("a session");
+    let created = session
+        .request(
+            "tools/call",
+            json!({"name": "sleep", "arguments": {"ms": 1}, "task": {}}),
+        )
+        .expect("a task");
+    let task = created["task"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    session
+        .request("tasks/result", json!({"taskId": task}))
+        .expect("its result");
+    let scrape = |token: Option<&str>| {
+        let mut conn = Conn::open(server.addr, Duration::from_secs(10)).expect("a connection");
+        let authorization = token
+            .map(|token| format!("Authorization: Bearer {token}\r\n"))
+            .unwrap_or_default();
+        let head = format!(
+            "GET /metrics HTTP/1.1\r\nHost: {}\r\n{authorization}Connection: close\r\n\r\n",
+            server.addr
+        );
+        conn.write_raw(head.as_bytes()).expect("sent");
+        conn.read_response().expect("an answer")
+    };
+    assert_eq!(scrape(None).status, 401, "the same access checks as /mcp");
+    let answer = scrape(Some(ALICE));
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let text = answer.text();
+    for expected in [
+        "# TYPE mcp_server_operation_duration_seconds histogram",
+        "mcp_task_created_total{",
+        "# TYPE mcp_task_running gauge",
+        "mcp_task_store_operation_duration_seconds_bucket{",
+    ] {
+        assert!(text.contains(expected), "{expected} in:\n{text}");
+    }
+    let created_line = text
+        .lines()
+        .find(|line| line.starts_with("mcp_task_created_total{"))
+        .expect("a created line");
+    assert!(
+        created_line.contains("gen_ai_tool_name=\"sleep\"") && created_line.ends_with(" 1"),
+        "{created_line}"
+    );
+    assert!(
+        text.lines().any(
+            |line| line.starts_with("mcp_server_operation_duration_seconds_count{")
+                && line.contains("mcp_method_name=\"tools/call\"")
+        ),
+        "{text}"
+    );
 }

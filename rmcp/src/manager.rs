@@ -516,15 +516,12 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         request: GetTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let span = telemetry::request(
+        telemetry::traced(
             &self.telemetry,
             context,
             mcp_tasks::ext::methods::TASKS_GET,
-            None,
-        );
-        let answer = span.in_scope(|| self.get_task_for(&self.owner(context), &request));
-        span.end(telemetry::ending(&answer));
-        answer
+            || self.get_task_for(&self.owner(context), &request),
+        )
     }
 
     /// Answers `tasks/update` for `context`'s owner
@@ -537,15 +534,12 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         request: UpdateTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let span = telemetry::request(
+        telemetry::traced(
             &self.telemetry,
             context,
             mcp_tasks::ext::methods::TASKS_UPDATE,
-            None,
-        );
-        let answer = span.in_scope(|| self.update_task_for(&self.owner(context), &request));
-        span.end(telemetry::ending(&answer));
-        answer
+            || self.update_task_for(&self.owner(context), &request),
+        )
     }
 
     /// Answers `tasks/cancel` for `context`'s owner
@@ -558,15 +552,12 @@ impl<T: TaskStore + Clone + 'static> TaskManager<T> {
         request: CancelTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let span = telemetry::request(
+        telemetry::traced(
             &self.telemetry,
             context,
             mcp_tasks::ext::methods::TASKS_CANCEL,
-            None,
-        );
-        let answer = span.in_scope(|| self.cancel_task_for(&self.owner(context), &request));
-        span.end(telemetry::ending(&answer));
-        answer
+            || self.cancel_task_for(&self.owner(context), &request),
+        )
     }
 
     /// `tasks/get` for `owner`: the task with the payload of its status (its input

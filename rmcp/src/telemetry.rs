@@ -30,6 +30,19 @@ pub(crate) fn request(
     })
 }
 
+/// Answers `context`'s request of `method` (a `tasks/*` one) with `answer`, in its span.
+pub(crate) fn traced<R: Answer>(
+    telemetry: &Telemetry,
+    context: &RequestContext<RoleServer>,
+    method: &str,
+    answer: impl FnOnce() -> Result<R, ErrorData>,
+) -> Result<R, ErrorData> {
+    let span = request(telemetry, context, method, None);
+    let answer = span.in_scope(answer);
+    span.end(ending(&answer));
+    answer
+}
+
 /// How an answer ends its span: a JSON-RPC error, a tool result with `isError`, or done.
 pub(crate) fn ending<R: Answer>(answer: &Result<R, ErrorData>) -> Ending<'_> {
     match answer {

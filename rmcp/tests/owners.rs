@@ -10,7 +10,7 @@ use mcp_tasks::TaskRegistry;
 use mcp_tasks_rmcp::{TaskExit, TaskManager, TaskOptions, text_result};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, InputRequest,
-    InputResponses, ServerCapabilities, ServerConfig, TaskPayload, TaskStatus, UpdateTaskParams,
+    InputResponses, ServerConfig, TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -36,12 +36,7 @@ fn ask(message: &str) -> InputRequest {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tasks()
-                .build(),
-        )
+        tasks_server_config()
     }
 
     async fn call_tool(

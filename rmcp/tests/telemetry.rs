@@ -16,12 +16,12 @@ use mcp_tasks_rmcp::{TaskExit, TaskManager, TaskOptions, text_result};
 use mcp_tasks_test_support::handing::HandingRegistry;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CreateTaskResult, GetTaskParams, MetaObject,
-    RequestMetaObject, ServerCapabilities, ServerConfig,
+    RequestMetaObject, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
-use support::{Client, LIMIT, tasks_client};
+use support::{Client, LIMIT, tasks_client, tasks_server_config};
 
 const TRACE: &str = "5b8efff798038103d269b633813fc60c";
 const CLIENT_SPAN: &str = "eee19b7ec3c1b174";
@@ -35,12 +35,7 @@ struct Server {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tasks()
-                .build(),
-        )
+        tasks_server_config()
     }
 
     async fn call_tool(

@@ -318,7 +318,7 @@ impl Options {
 }
 
 /// The running example's name (its binary's file stem).
-fn example_name() -> String {
+pub(crate) fn example_name() -> String {
     std::env::args()
         .next()
         .as_deref()
@@ -532,7 +532,7 @@ impl Server {
         session: Option<&str>,
     ) -> Reply {
         let generation = Generation::of(method, params.as_ref());
-        let operation = telemetry::operation(
+        let operation = telemetry::Operation::start(
             &self.telemetry,
             method,
             id,

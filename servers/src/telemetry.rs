@@ -6,7 +6,7 @@
 //! work's `execute_tool` span in the trace of the call that created the task, also on
 //! another instance, links from `tasks/get`, the tasks' and the store's metrics). This
 //! module ties them to the servers: [`init`] installs the SDK and the OTLP exporters from
-//! the environment, [`operation`] spans a request through its [`Reply`], and
+//! the environment, [`Operation`] spans a request through its [`Reply`], and
 //! [`observe_store`] times the store.
 //!
 //! # Pointing it at a collector
@@ -16,9 +16,11 @@
 //! `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`,
 //! `OTEL_METRIC_EXPORT_INTERVAL`, `OTEL_BSP_*`); `OTEL_TRACES_EXPORTER=none` or
 //! `OTEL_METRICS_EXPORTER=none` turns one signal off, `OTEL_SDK_DISABLED=true` both.
-//! Unset, nothing is recorded: each request costs a branch.
+//! Unset, nothing is recorded: each request costs a branch. With
+//! `MCP_TASKS_PROMETHEUS=1` the metrics are also kept for a Prometheus scrape
+//! ([`prometheus_text`]), with or without an OTLP endpoint.
 
-use mcp_tasks::{JsonObject, JsonRpcError, Owner, RequestId, TraceContext};
+use mcp_tasks::{JsonObject, JsonRpcError, Owner, TraceContext};
 use serde_json::Value;
 
 use crate::server::{Reply, Store};
@@ -26,6 +28,8 @@ use crate::tools::Catalog;
 
 #[cfg(feature = "otel")]
 mod otel;
+#[cfg(feature = "otel")]
+mod prometheus;
 #[cfg(feature = "otel")]
 pub use mcp_tasks_otel::{ListenGuard, TaskRun, Telemetry};
 #[cfg(feature = "otel")]
@@ -68,6 +72,23 @@ pub fn init(transport: Transport) -> Guard {
     Guard::install(transport)
 }
 
+/// The environment variable that, set to `1`, has [`init`] keep the metrics for a
+/// Prometheus scrape ([`prometheus_text`]; `mcp_http` serves them on `GET /metrics`,
+/// behind its bearer tokens), with or without an OTLP endpoint.
+pub const PROMETHEUS_ENV: &str = "MCP_TASKS_PROMETHEUS";
+
+/// Every metric recorded so far in Prometheus' text exposition format, if [`init`]
+/// installed the scrape ([`PROMETHEUS_ENV`]); `None` otherwise. It flushes the meter
+/// provider (its OTLP exporter too, if any) and blocks until that is done: call it
+/// where blocking is allowed.
+#[must_use]
+pub fn prometheus_text() -> Option<String> {
+    #[cfg(feature = "otel")]
+    return otel::prometheus_text();
+    #[cfg(not(feature = "otel"))]
+    None
+}
+
 /// What [`init`] installed, else telemetry that records nothing.
 #[must_use]
 pub fn global() -> Telemetry {
@@ -98,20 +119,6 @@ pub fn task_trace_context(meta: Option<&JsonObject>) -> Option<TraceContext> {
     return mcp_tasks_otel::task_trace_context(meta);
     #[cfg(not(feature = "otel"))]
     meta.and_then(TraceContext::from_meta)
-}
-
-/// Starts the span of a request of `method` with `id` and `params`, speaking `version`
-/// (in the 2025-11-25 `session`, if any), to a server of `catalog`'s tools.
-pub fn operation(
-    telemetry: &Telemetry,
-    method: &str,
-    id: &RequestId,
-    params: Option<&Value>,
-    version: &'static str,
-    session: Option<&str>,
-    catalog: Catalog,
-) -> Operation {
-    Operation::start(telemetry, method, id, params, version, session, catalog)
 }
 
 /// The helpers both builds share.

@@ -26,6 +26,14 @@ fn server(recorder: &Recorder, store: Store, shared: bool) -> Server {
     Server::observed(store, Catalog::Examples, shared, recorder.telemetry())
 }
 
+/// A recorder for `transport`, and a server on a fresh registry recording into it.
+fn recorded(transport: Transport) -> (Recorder, Server) {
+    let recorder = Recorder::new(transport.as_str());
+    let store = Arc::new(mcp_tasks::TaskRegistry::default());
+    let server = server(&recorder, store, false);
+    (recorder, server)
+}
+
 /// A 2026-07-28 `_meta` declaring the tasks extension, carrying the client's trace.
 fn traced_ext(params: Value) -> Value {
     let mut params = params;
@@ -58,12 +66,7 @@ fn answer(reply: Reply) -> Result<Value, mcp_tasks::JsonRpcError> {
 /// the task's status; a later `tasks/get` (in a trace of its own) links to the work's.
 #[test]
 fn a_task_is_one_trace_from_the_call_to_its_end_and_polls_link_to_it() {
-    let recorder = Recorder::new(Transport::Http.as_str());
-    let server = server(
-        &recorder,
-        Arc::new(mcp_tasks::TaskRegistry::default()),
-        false,
-    );
+    let (recorder, server) = recorded(Transport::Http);
     let owner = Owner::new("alice");
     let params = traced_ext(json!({"name": "sleep", "arguments": {"ms": 5}}));
     let reply = server.request(
@@ -204,12 +207,7 @@ fn a_task_is_one_trace_from_the_call_to_its_end_and_polls_link_to_it() {
 /// session names it; an unknown method is `_OTHER` in metrics.
 #[test]
 fn failures_say_their_type_and_sessions_appear_only_where_they_exist() {
-    let recorder = Recorder::new(Transport::Stdio.as_str());
-    let server = server(
-        &recorder,
-        Arc::new(mcp_tasks::TaskRegistry::default()),
-        false,
-    );
+    let (recorder, server) = recorded(Transport::Stdio);
     let owner = Owner::new("bob");
     let call = |name: &str, id: i64| {
         let params = json!({"name": name, "arguments": {}});

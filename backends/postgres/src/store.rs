@@ -53,10 +53,13 @@ impl PostgresTaskStore {
         let ttl = inner.ttl.effective(request.ttl());
         let poll_interval = request.poll_interval().or(inner.poll_interval);
         let max_attempts = request.redelivery().map(Redelivery::max_attempts);
+        // The caller's trace context, kept with the task (and its redeliveries).
+        let trace = request.trace_context().cloned();
         let fresh = |at| {
             let task = Task::new(id.clone(), at)
                 .with_ttl(ttl)
-                .with_poll_interval(poll_interval);
+                .with_poll_interval(poll_interval)
+                .with_trace_context(trace.clone());
             match max_attempts {
                 Some(max) => task.with_attempts(max),
                 None => task,

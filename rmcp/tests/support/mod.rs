@@ -8,7 +8,8 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, CreateTaskResult,
     ElicitationCapability, ExtensionCapabilities, FormElicitationCapability, GetTaskParams,
-    Implementation, JsonObject, ProtocolVersion, TASKS_EXTENSION_ID, TaskPayload,
+    Implementation, JsonObject, ProtocolVersion, ServerCapabilities, ServerConfig,
+    TASKS_EXTENSION_ID, TaskPayload,
 };
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -56,6 +57,16 @@ pub fn tasks_client() -> ClientConfig {
         Implementation::new("mcp-tasks-rmcp-tests", env!("CARGO_PKG_VERSION")),
     )
     .with_protocol_version(ProtocolVersion::V_2026_07_28)
+}
+
+/// What a test server's `get_info` says: tools and tasks.
+pub fn tasks_server_config() -> ServerConfig {
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tasks()
+            .build(),
+    )
 }
 
 /// A client that declares nothing (no tasks extension).

@@ -51,7 +51,8 @@ pub struct ListenGuard;
 pub struct Operation;
 
 impl Operation {
-    pub(super) fn start(
+    /// A request that records nothing.
+    pub fn start(
         _telemetry: &Telemetry,
         _method: &str,
         _id: &RequestId,

@@ -10,17 +10,28 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde_json::Value;
 
 use super::Transport;
+use super::prometheus::Scrape;
 use crate::server::Store;
 use crate::tools::Catalog;
 
 /// What [`init`](super::init) installed.
 static GLOBAL: OnceLock<Telemetry> = OnceLock::new();
 
+/// The reader `GET /metrics` collects from, if [`PROMETHEUS_ENV`](super::PROMETHEUS_ENV)
+/// asked for it.
+static SCRAPE: OnceLock<(Scrape, SdkMeterProvider)> = OnceLock::new();
+
 pub(super) fn global() -> Telemetry {
     GLOBAL.get().cloned().unwrap_or_default()
 }
 
-/// The span of one request ([`operation`](super::operation)).
+pub(super) fn prometheus_text() -> Option<String> {
+    SCRAPE
+        .get()
+        .and_then(|(scrape, meters)| scrape.text(meters))
+}
+
+/// The span of one request ([`Operation::start`]).
 #[must_use = "an operation's span ends with reply or end"]
 pub struct Operation {
     span: RequestSpan,
@@ -28,7 +39,10 @@ pub struct Operation {
 }
 
 impl Operation {
-    pub(super) fn start(
+    /// Starts the span of a request of `method` with `id` and `params`, speaking
+    /// `version` (in the 2025-11-25 `session`, if any), to a server of `catalog`'s tools;
+    /// [`reply`](Self::reply) or [`end`](Self::end) ends it.
+    pub fn start(
         telemetry: &Telemetry,
         method: &str,
         id: &RequestId,
@@ -110,12 +124,13 @@ impl Guard {
             && env("OTEL_TRACES_EXPORTER").as_deref() != Some("none");
         let metrics = (endpoint || env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").is_some())
             && env("OTEL_METRICS_EXPORTER").as_deref() != Some("none");
-        if !traces && !metrics {
+        let scraped = env(super::PROMETHEUS_ENV).is_some_and(|value| value == "1");
+        if !traces && !metrics && !scraped {
             return off("telemetry: off (no OTEL_EXPORTER_OTLP_ENDPOINT)");
         }
         let mut resource = opentelemetry_sdk::Resource::builder();
         if env("OTEL_SERVICE_NAME").is_none() {
-            resource = resource.with_service_name(service_name());
+            resource = resource.with_service_name(crate::server::example_name());
         }
         let resource = resource.build();
         let tracers = if traces {
@@ -123,46 +138,66 @@ impl Guard {
                 .with_http()
                 .build()
             {
-                Ok(exporter) => SdkTracerProvider::builder()
-                    .with_batch_exporter(exporter)
-                    .with_resource(resource.clone())
-                    .build(),
+                Ok(exporter) => Some(
+                    SdkTracerProvider::builder()
+                        .with_batch_exporter(exporter)
+                        .with_resource(resource.clone())
+                        .build(),
+                ),
                 Err(err) => return off(&format!("telemetry: off (the span exporter: {err})")),
             }
         } else {
-            SdkTracerProvider::builder().build()
+            None
         };
-        let meters = if metrics {
+        let mut meters = SdkMeterProvider::builder().with_resource(resource);
+        if metrics {
             match opentelemetry_otlp::MetricExporter::builder()
                 .with_http()
                 .build()
             {
-                Ok(exporter) => SdkMeterProvider::builder()
-                    .with_periodic_exporter(exporter)
-                    .with_resource(resource)
-                    .build(),
+                Ok(exporter) => meters = meters.with_periodic_exporter(exporter),
                 Err(err) => return off(&format!("telemetry: off (the metric exporter: {err})")),
             }
-        } else {
-            SdkMeterProvider::builder().build()
+        }
+        let scrape = scraped.then(Scrape::default);
+        if let Some(scrape) = &scrape {
+            meters = meters.with_reader(scrape.reader());
+        }
+        let meters = meters.build();
+        // Without an exported trace, spans are not even made.
+        let telemetry = match &tracers {
+            Some(tracers) => Telemetry::new(tracers, &meters, transport.as_str()),
+            None => Telemetry::new(
+                &opentelemetry::trace::noop::NoopTracerProvider::new(),
+                &meters,
+                transport.as_str(),
+            ),
         };
-        if GLOBAL
-            .set(Telemetry::new(&tracers, &meters, transport.as_str()))
-            .is_err()
-        {
+        if GLOBAL.set(telemetry).is_err() {
             return off("telemetry: already installed");
         }
-        opentelemetry::global::set_tracer_provider(tracers.clone());
+        if let Some(scrape) = scrape {
+            let _ = SCRAPE.set((scrape, meters.clone()));
+        }
+        if let Some(tracers) = &tracers {
+            opentelemetry::global::set_tracer_provider(tracers.clone());
+        }
         opentelemetry::global::set_meter_provider(meters.clone());
-        let signals = match (traces, metrics) {
-            (true, true) => "spans and metrics",
-            (true, false) => "spans",
-            _ => "metrics",
+        let exported = match (traces, metrics) {
+            (true, true) => "spans and metrics exported over OTLP/HTTP",
+            (true, false) => "spans exported over OTLP/HTTP",
+            (false, true) => "metrics exported over OTLP/HTTP",
+            (false, false) => "nothing exported over OTLP",
+        };
+        let scraped = if scraped {
+            "; metrics on GET /metrics (Prometheus text)"
+        } else {
+            ""
         };
         Guard {
-            tracers: Some(tracers),
+            tracers,
             meters: Some(meters),
-            said: format!("telemetry: {signals} exported over OTLP/HTTP"),
+            said: format!("telemetry: {exported}{scraped}"),
         }
     }
 
@@ -190,15 +225,4 @@ impl Drop for Guard {
             let _ = meters.shutdown();
         }
     }
-}
-
-/// The binary's file stem (`mcp_http`, `stdio_server`), as `service.name`.
-fn service_name() -> String {
-    std::env::args()
-        .next()
-        .as_deref()
-        .map(std::path::Path::new)
-        .and_then(std::path::Path::file_stem)
-        .and_then(|stem| stem.to_str())
-        .map_or_else(|| "mcp-tasks".to_owned(), str::to_owned)
 }
