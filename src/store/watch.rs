@@ -283,13 +283,18 @@ impl<T: TaskStore> Watches<T> {
     }
 
     /// Closes every open watch (a server shutting down): each yields what it holds, then
-    /// ends ([`Received::Closed`], `None` from [`Watch::recv`]).
+    /// ends ([`Received::Closed`], `None` from [`Watch::recv`]). A watch opened afterwards
+    /// starts closed.
     pub fn close_all(&self) {
-        let inboxes: Vec<Arc<Inbox>> = lock(&self.hub.routes)
-            .watches
-            .values()
-            .map(|entry| Arc::clone(&entry.inbox))
-            .collect();
+        let inboxes: Vec<Arc<Inbox>> = {
+            let mut routes = lock(&self.hub.routes);
+            routes.closing = true;
+            routes
+                .watches
+                .values()
+                .map(|entry| Arc::clone(&entry.inbox))
+                .collect()
+        };
         for inbox in inboxes {
             inbox.close();
         }
@@ -336,6 +341,8 @@ struct Routes {
     /// Open watches per owner.
     per_owner: HashMap<Owner, usize>,
     next: u64,
+    /// Set by [`Watches::close_all`]: new watches start closed.
+    closing: bool,
 }
 
 #[derive(Debug)]
@@ -390,6 +397,9 @@ impl Hub {
         routes.next += 1;
         let number = routes.next;
         let inbox = Arc::new(Inbox::new(2 * tasks.len() + 16));
+        if routes.closing {
+            inbox.close();
+        }
         for task in tasks {
             routes.by_task.entry(task.clone()).or_default().push(number);
         }
@@ -968,6 +978,13 @@ mod tests {
         assert_eq!(first.map(|t| t.status()), Some(TaskStatus::Cancelled));
         assert_eq!(block_on(watch.recv()), None, "closed");
         worker.join().unwrap();
+        watches.close_all();
+        let mut late = watches.watch(&owner, &[&task]).expect("opened");
+        assert_eq!(
+            late.recv_blocking(None),
+            Received::Closed,
+            "closing: starts closed"
+        );
     }
 
     /// A minimal executor: polls on the current thread, parked between wakes.
