@@ -419,11 +419,9 @@ fn a_listen_over_http_gets_its_owners_changes_and_nothing_of_others() {
     assert_eq!(status, Some(400), "{refused}");
     assert_eq!(refused["id"], 30);
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
-    assert!(
-        refused["error"]["data"]["requiredCapabilities"]["extensions"]
-            ["io.modelcontextprotocol/tasks"]
-            .is_object(),
-        "{refused}"
+    assert_eq!(
+        refused["error"]["data"],
+        json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}),
     );
 }
 
