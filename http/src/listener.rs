@@ -167,12 +167,6 @@ async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: Gracefu
     })
     .await
     .unwrap_or_default();
-    // The listens carry those ends, then their result: over a shared store a change comes
-    // back through the store's feed, so it gets a moment to arrive.
-    if app.server.is_shared() {
-        tokio::time::sleep(LISTEN_SETTLE).await;
-    }
-    app.listens.close_all();
     let (handed, failed) = (ending.handed_over.len(), ending.failed.len());
     let finished = running_at_start.saturating_sub(handed + failed);
     let ids = |tasks: &[mcp_tasks::TaskId]| {
@@ -190,6 +184,12 @@ async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: Gracefu
         if failed > 0 { ": " } else { "" },
         ids(&ending.failed),
     );
+    // The listens carry those ends, then their result: over a shared store a change comes
+    // back through the store's feed, so it gets a moment to arrive.
+    if app.listens.open_count() > 0 && app.server.is_shared() {
+        tokio::time::sleep(LISTEN_SETTLE).await;
+    }
+    app.listens.close_all();
     // Their waiters are answered now; give the connections a moment to send it.
     let rest = deadline.saturating_duration_since(tokio::time::Instant::now()) + FLUSH;
     if tokio::time::timeout(rest, connections).await.is_err() {

@@ -283,13 +283,18 @@ impl<T: TaskStore> Watches<T> {
     }
 
     /// Closes every open watch (a server shutting down): each yields what it holds, then
-    /// ends ([`Received::Closed`], `None` from [`Watch::recv`]).
+    /// ends ([`Received::Closed`], `None` from [`Watch::recv`]). A watch opened afterwards
+    /// starts closed.
     pub fn close_all(&self) {
-        let inboxes: Vec<Arc<Inbox>> = lock(&self.hub.routes)
-            .watches
-            .values()
-            .map(|entry| Arc::clone(&entry.inbox))
-            .collect();
+        let inboxes: Vec<Arc<Inbox>> = {
+            let mut routes = lock(&self.hub.routes);
+            routes.closing = true;
+            routes
+                .watches
+                .values()
+                .map(|entry| Arc::clone(&entry.inbox))
+                .collect()
+        };
         for inbox in inboxes {
             inbox.close();
         }
@@ -336,6 +341,8 @@ struct Routes {
     /// Open watches per owner.
     per_owner: HashMap<Owner, usize>,
     next: u64,
+    /// Set by [`Watches::close_all`]: new watches start closed.
+    closing: bool,
 }
 
 #[derive(Debug)]
@@ -390,6 +397,9 @@ impl Hub {
         routes.next += 1;
         let number = routes.next;
         let inbox = Arc::new(Inbox::new(2 * tasks.len() + 16));
+        if routes.closing {
+            inbox.close();
+        }
         for task in tasks {
             routes.by_task.entry(task.clone()).or_default().push(number);
         }
@@ -695,8 +705,6 @@ impl Drop for Recv<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     use super::*;
     use crate::store::Update;
     use crate::{TaskRegistry, TaskRequest, TaskStatus};
@@ -761,117 +769,34 @@ mod tests {
         );
     }
 
-    /// A store that counts its subscribers.
-    #[derive(Debug, Clone)]
-    struct Counted {
-        registry: TaskRegistry,
-        subscribed: Arc<AtomicUsize>,
+    /// A registry with `n` tasks of alice's, their ids.
+    fn alices_tasks(n: usize) -> (TaskRegistry, Owner, Vec<String>) {
+        let registry = TaskRegistry::new();
+        let owner = Owner::new("alice");
+        let tasks = (0..n)
+            .map(|_| task_of(&registry, &owner).to_string())
+            .collect();
+        (registry, owner, tasks)
     }
 
-    impl TaskStore for Counted {
-        fn ttl_policy(&self) -> crate::TtlPolicy {
-            self.registry.ttl_policy()
-        }
-        fn insert(
-            &self,
-            owner: &Owner,
-            request: TaskRequest,
-        ) -> Result<crate::Task<crate::Working>, Error> {
-            self.registry.insert(owner, request)
-        }
-        fn get(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
-            self.registry.get(owner, task_id)
-        }
-        fn origin(&self, owner: &Owner, task_id: &str) -> Result<crate::TaskOrigin, Error> {
-            self.registry.origin(owner, task_id)
-        }
-        fn list(
-            &self,
-            owner: &Owner,
-            cursor: Option<&str>,
-            page_size: usize,
-        ) -> Result<crate::TaskPage, Error> {
-            self.registry.list(owner, cursor, page_size)
-        }
-        fn update(&self, owner: &Owner, task_id: &str, update: Update) -> Result<AnyTask, Error> {
-            self.registry.update(owner, task_id, update)
-        }
-        fn remove(&self, owner: &Owner, task_id: &str) -> Result<AnyTask, Error> {
-            self.registry.remove(owner, task_id)
-        }
-        fn wait(
-            &self,
-            owner: &Owner,
-            task_id: &str,
-            timeout: Option<Duration>,
-        ) -> Result<AnyTask, Error> {
-            self.registry.wait(owner, task_id, timeout)
-        }
-        fn wait_for_input(
-            &self,
-            owner: &Owner,
-            task_id: &str,
-            timeout: Option<Duration>,
-        ) -> Result<crate::InputResponses, Error> {
-            self.registry.wait_for_input(owner, task_id, timeout)
-        }
-        fn wait_async<'a>(
-            &'a self,
-            owner: &'a Owner,
-            task_id: &'a str,
-        ) -> crate::StoreFuture<'a, AnyTask> {
-            self.registry.wait_async(owner, task_id)
-        }
-        fn wait_for_input_async<'a>(
-            &'a self,
-            owner: &'a Owner,
-            task_id: &'a str,
-        ) -> crate::StoreFuture<'a, crate::InputResponses> {
-            self.registry.wait_for_input_async(owner, task_id)
-        }
-        fn wait_for_cancel_async<'a>(
-            &'a self,
-            owner: &'a Owner,
-            task_id: &'a str,
-        ) -> crate::StoreFuture<'a, ()> {
-            self.registry.wait_for_cancel_async(owner, task_id)
-        }
-        fn add_subscriber(&self, subscriber: crate::Subscriber) -> SubscriptionId {
-            self.subscribed.fetch_add(1, Ordering::SeqCst);
-            self.registry.add_subscriber(subscriber)
-        }
-        fn unsubscribe(&self, id: SubscriptionId) -> bool {
-            let removed = TaskStore::unsubscribe(&self.registry, id);
-            if removed {
-                self.subscribed.fetch_sub(1, Ordering::SeqCst);
-            }
-            removed
-        }
+    /// `n` watches of `owner` on `tasks`, each within the bounds.
+    fn open_watches<T: TaskStore + Clone + 'static>(
+        watches: &Watches<T>,
+        owner: &Owner,
+        tasks: &[String],
+        n: usize,
+    ) -> Vec<Watch> {
+        (0..n)
+            .map(|_| watches.watch(owner, tasks).expect("within the bounds"))
+            .collect()
     }
 
     #[test]
     fn many_watches_share_one_subscription_and_leave_nothing_when_dropped() {
-        let store = Counted {
-            registry: TaskRegistry::new(),
-            subscribed: Arc::default(),
-        };
-        let owner = Owner::new("alice");
-        let tasks: Vec<String> = (0..3)
-            .map(|_| task_of(&store.registry, &owner).to_string())
-            .collect();
-        let watches = Watches::with_limits(store.clone(), WatchLimits::new(2, 3));
-        let open: Vec<Watch> = (0..3)
-            .map(|_| {
-                watches
-                    .watch(&owner, &tasks[..2])
-                    .expect("within the bounds")
-            })
-            .collect();
-        assert_eq!(
-            store.subscribed.load(Ordering::SeqCst),
-            1,
-            "one subscriber for all"
-        );
+        let (registry, owner, tasks) = alices_tasks(3);
+        let watches = Watches::with_limits(registry.clone(), WatchLimits::new(2, 3));
+        let open = open_watches(&watches, &owner, &tasks[..2], 3);
+        assert!(watches.is_subscribed(), "one subscription for all");
         assert_eq!(
             watches.watch(&owner, &tasks[..1]).map(drop),
             Err(WatchError::TooManyWatches { limit: 3 })
@@ -890,31 +815,20 @@ mod tests {
         drop(open);
         assert!(watches.is_empty());
         assert_eq!(watches.routes(), 0);
-        assert_eq!(
-            store.subscribed.load(Ordering::SeqCst),
-            0,
+        assert!(
+            !watches.is_subscribed(),
             "the last watch takes the subscription with it"
         );
         // And the owner may open as many again.
-        let again: Vec<Watch> = (0..3)
-            .map(|_| {
-                watches
-                    .watch(&owner, &tasks[..1])
-                    .expect("the bound was released")
-            })
-            .collect();
-        assert_eq!(store.subscribed.load(Ordering::SeqCst), 1);
+        let again = open_watches(&watches, &owner, &tasks[..1], 3);
+        assert!(watches.is_subscribed());
         drop(again);
-        assert_eq!(store.subscribed.load(Ordering::SeqCst), 0);
+        assert!(!watches.is_subscribed());
     }
 
     #[test]
     fn a_slow_consumer_gets_each_tasks_latest_state_in_order() {
-        let registry = TaskRegistry::new();
-        let owner = Owner::new("alice");
-        let tasks: Vec<String> = (0..2)
-            .map(|_| task_of(&registry, &owner).to_string())
-            .collect();
+        let (registry, owner, tasks) = alices_tasks(2);
         let watches = Watches::new(registry.clone());
         let mut watch = watches.watch(&owner, &tasks).expect("opened");
         // Capacity 2 * 2 + 16 = 20: 40 changes of the first task, then the second's end.
@@ -968,6 +882,13 @@ mod tests {
         assert_eq!(first.map(|t| t.status()), Some(TaskStatus::Cancelled));
         assert_eq!(block_on(watch.recv()), None, "closed");
         worker.join().unwrap();
+        watches.close_all();
+        let mut late = watches.watch(&owner, &[&task]).expect("opened");
+        assert_eq!(
+            late.recv_blocking(None),
+            Received::Closed,
+            "closing: starts closed"
+        );
     }
 
     /// A minimal executor: polls on the current thread, parked between wakes.

@@ -339,15 +339,10 @@ impl Response {
             });
         }
         for event in self.text().replace("\r\n", "\n").split("\n\n") {
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if data.is_empty() {
+            let Some(data) = event_data(event) else {
                 continue;
-            }
-            let Ok(message) = serde_json::from_str::<Value>(&data.join("\n")) else {
+            };
+            let Ok(message) = serde_json::from_str::<Value>(&data) else {
                 continue;
             };
             if message.get("id").is_some() && message.get("method").is_none() {
@@ -366,6 +361,16 @@ impl Response {
         self.header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"))
     }
+}
+
+/// The `data` of one SSE event (its `data:` lines joined), if it has any.
+pub fn event_data(event: &str) -> Option<String> {
+    let data: Vec<&str> = event
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        .collect();
+    (!data.is_empty()).then(|| data.join("\n"))
 }
 
 /// What an HTTP exchange can end in besides an answer.
@@ -451,19 +456,24 @@ impl Conn {
         })
     }
 
+    /// Reads header lines up to the blank line: names lower-cased, values trimmed.
+    fn read_headers(&mut self) -> io::Result<Vec<(String, String)>> {
+        let mut headers = Vec::new();
+        loop {
+            let line = self.read_line()?;
+            if line.is_empty() {
+                return Ok(headers);
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+            }
+        }
+    }
+
     fn read_response_inner(&mut self) -> io::Result<Response> {
         loop {
             let status = self.read_status()?;
-            let mut headers = Vec::new();
-            loop {
-                let line = self.read_line()?;
-                if line.is_empty() {
-                    break;
-                }
-                if let Some((name, value)) = line.split_once(':') {
-                    headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-                }
-            }
+            let headers = self.read_headers()?;
             if (100..200).contains(&status) {
                 continue;
             }
@@ -480,23 +490,8 @@ impl Conn {
                 .and_then(|l| l.parse::<usize>().ok());
             if status == 204 || status == 304 {
             } else if chunked {
-                loop {
-                    let size_line = self.read_line()?;
-                    let hex = size_line.split(';').next().unwrap_or("").trim();
-                    let size = usize::from_str_radix(hex, 16).map_err(|_| {
-                        io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            format!("bad chunk size {size_line:?}"),
-                        )
-                    })?;
-                    if size == 0 {
-                        while !self.read_line()?.is_empty() {}
-                        break;
-                    }
-                    let start = response.body.len();
-                    response.body.resize(start + size, 0);
-                    self.reader.read_exact(&mut response.body[start..])?;
-                    self.read_line()?;
+                while let Some(chunk) = self.read_chunk()? {
+                    response.body.extend_from_slice(&chunk);
                 }
             } else if let Some(length) = length {
                 response.body.resize(length.min(64 << 20), 0);
@@ -515,16 +510,7 @@ impl Conn {
     /// whole (by its `Content-Length`) and comes back `Err`.
     pub fn read_stream_head(&mut self) -> io::Result<Result<u16, Response>> {
         let status = self.read_status()?;
-        let mut headers = Vec::new();
-        loop {
-            let line = self.read_line()?;
-            if line.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-            }
-        }
+        let headers = self.read_headers()?;
         let mut response = Response {
             status,
             headers,

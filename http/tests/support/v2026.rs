@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Conn, Response};
+use super::{Conn, Response, event_data};
 
 /// The `_meta` of a request that declares the tasks extension.
 pub fn meta() -> Value {
@@ -187,16 +187,10 @@ impl Listen {
         loop {
             if let Some(end) = self.buffer.windows(2).position(|pair| pair == b"\n\n") {
                 let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
-                let text = String::from_utf8_lossy(&event);
-                let data: Vec<&str> = text
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(|data| data.strip_prefix(' ').unwrap_or(data))
-                    .collect();
-                if data.is_empty() {
+                let Some(data) = event_data(&String::from_utf8_lossy(&event)) else {
                     continue;
-                }
-                let message = serde_json::from_str(&data.join("\n"))
+                };
+                let message = serde_json::from_str(&data)
                     .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))?;
                 return Ok(Some(message));
             }
