@@ -10,6 +10,7 @@
 
 pub mod child;
 pub mod handing;
+mod orphans;
 pub mod postgres;
 pub mod proxy;
 pub mod redis;

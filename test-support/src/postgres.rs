@@ -32,6 +32,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::orphans::die_with_parent;
+
 /// How long a server may take to accept sessions (a fresh start or a crash recovery).
 const STARTUP: Duration = Duration::from_secs(20);
 
@@ -781,35 +783,6 @@ mod sys {
         }
     }
 }
-
-/// On Linux, the postmaster gets `SIGKILL` when the thread that started it ends (the
-/// test's thread, which otherwise kills it on drop first), so a killed test binary leaves
-/// no orphan. Set last before `exec`, after the switch to the `postgres` user (a change of
-/// credentials clears it).
-#[cfg(target_os = "linux")]
-fn die_with_parent(command: &mut Command) {
-    use std::ffi::{c_int, c_ulong};
-
-    const PR_SET_PDEATHSIG: c_int = 1;
-    const SIGKILL: c_ulong = 9;
-    unsafe extern "C" {
-        fn prctl(option: c_int, ...) -> c_int;
-    }
-    // SAFETY: between fork and exec, `prctl(PR_SET_PDEATHSIG)` is async-signal-safe and
-    // changes only the child.
-    unsafe {
-        command.pre_exec(|| {
-            if prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_command: &mut Command) {}
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::orphans::die_with_parent;
+
 /// How long a fresh server may take to answer `PING`.
 const STARTUP: Duration = Duration::from_secs(10);
 
@@ -352,33 +354,3 @@ fn skip_notice(program: &str) {
         );
     }
 }
-
-/// On Linux, the server gets `SIGKILL` when the thread that started it ends (the test's
-/// thread, which otherwise kills it on drop first), so a killed test binary leaves no
-/// orphan.
-#[cfg(target_os = "linux")]
-fn die_with_parent(command: &mut Command) {
-    use std::os::unix::process::CommandExt;
-
-    use std::ffi::{c_int, c_ulong};
-
-    const PR_SET_PDEATHSIG: c_int = 1;
-    const SIGKILL: c_ulong = 9;
-    unsafe extern "C" {
-        fn prctl(option: c_int, ...) -> c_int;
-    }
-    // SAFETY: between fork and exec, `prctl(PR_SET_PDEATHSIG)` is async-signal-safe and
-    // changes only the child.
-    unsafe {
-        command.pre_exec(|| {
-            if prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_command: &mut Command) {}
