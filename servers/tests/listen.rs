@@ -531,6 +531,25 @@ mod shared {
         assert_eq!(acknowledged(&ack, 11), mine);
         answer_confirm(b, &confirm);
         let delivered = follow(b, 11, &mine, 2 * WAIT);
+        // The test's own subscriber hears each change beside B's: give it the moment it
+        // may lag behind B's delivery (bounded) before comparing.
+        let heard_all = |published: &Delivered| {
+            mine.iter().all(|task| {
+                published
+                    .get(*task)
+                    .and_then(|changes| changes.last())
+                    .is_some_and(|last| {
+                        matches!(
+                            last["status"].as_str(),
+                            Some("completed" | "failed" | "cancelled")
+                        )
+                    })
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !heard_all(&published.lock().unwrap()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let published = published.lock().unwrap().clone();
         assert!(
             published.contains_key(&foreign),
