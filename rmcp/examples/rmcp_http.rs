@@ -253,6 +253,11 @@ async fn main() -> ExitCode {
                 continue;
             }
         };
+        // An SSE answer is a few small writes: without TCP_NODELAY, Nagle holds the last
+        // one until the client's delayed ACK (~40 ms on Linux) for every response.
+        if let Err(err) = stream.set_nodelay(true) {
+            eprintln!("rmcp_http: TCP_NODELAY: {err}");
+        }
         let service = Arc::clone(&service);
         let access = Arc::clone(&access);
         tokio::spawn(async move {
