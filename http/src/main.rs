@@ -57,6 +57,13 @@
 //!   principal's concurrent requests (`MCP_TASKS_PRINCIPAL_REQUESTS`, 32: `429` with
 //!   `Retry-After`); then the body must arrive within `MCP_TASKS_BODY_TIMEOUT_MS` (10 s:
 //!   `408`). A keep-alive connection idle for the header timeout is closed.
+//! - Stored tasks: at most `MCP_TASKS_MAX_TASKS_PER_OWNER` (1000) per principal and
+//!   `MCP_TASKS_MAX_TASKS` (100000) in all (`none`: no limit), finished ones included until
+//!   their TTL (60 s by default); a `tools/call` over either is `-32603` "too many tasks".
+//!   The first keeps one principal from filling the store for the others (it is reached at
+//!   about a principal's creation rate × the TTL: raise it for a client that creates many
+//!   short tasks); the second bounds the store's memory (the process's, or the shared
+//!   store's over every instance).
 //! - Out of file descriptors, the server backs off (10 ms doubling to 1 s) and keeps
 //!   serving once descriptors free up; at start it raises its soft descriptor limit to the
 //!   hard one.

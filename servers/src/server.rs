@@ -354,18 +354,19 @@ fn ttl_policy() -> TtlPolicy {
 /// The in-process store, or the shared store `shared`, with the example's TTL policy and
 /// poll interval, and the knobs of the environment ([`StoreSettings::from_env`]).
 fn open_store(shared: Option<&SharedStore>) -> Result<Store, String> {
-    let Some(shared) = shared else {
-        let registry = TaskRegistry::builder()
-            .ttl_policy(ttl_policy())
-            .poll_interval(Some(POLL_INTERVAL_MS))
-            .build()
-            .map_err(|err| format!("cannot build the task registry: {err}"))?;
-        return Ok(Arc::new(registry));
-    };
     let settings = StoreSettings {
         ttl: Some(ttl_policy()),
         poll_interval: Some(POLL_INTERVAL_MS),
         ..StoreSettings::from_env()?
+    };
+    let Some(shared) = shared else {
+        let registry = TaskRegistry::builder()
+            .ttl_policy(ttl_policy())
+            .poll_interval(Some(POLL_INTERVAL_MS))
+            .limits(settings.limits_or_default())
+            .build()
+            .map_err(|err| format!("cannot build the task registry: {err}"))?;
+        return Ok(Arc::new(registry));
     };
     shared.open(&settings)
 }

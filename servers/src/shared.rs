@@ -10,10 +10,12 @@
 //! Whatever the backend, the same knobs set its leases and outages
 //! ([`StoreSettings::from_env`]): [`LEASE_MS_ENV`], [`LEASE_RENEW_MS_ENV`],
 //! [`CLAIM_BACKOFF_MS_ENV`], [`OUTAGE_MS_ENV`], and for PostgreSQL [`POSTGRES_SCHEMA_ENV`].
+//! The limits on stored tasks ([`MAX_TASKS_PER_OWNER_ENV`], [`MAX_TASKS_ENV`]) are read
+//! here too, and apply to every store, the in-process one included.
 
 use std::time::Duration;
 
-use mcp_tasks::{ClaimBackoff, LeasePolicy, TtlPolicy};
+use mcp_tasks::{ClaimBackoff, LeasePolicy, Limits, TtlPolicy};
 
 use crate::server::Store;
 
@@ -47,6 +49,21 @@ pub const CLAIM_BACKOFF_MAX: Duration = Duration::from_secs(60);
 /// while its server is unreachable, in milliseconds (default 30 s), before it answers the
 /// error.
 pub const OUTAGE_MS_ENV: &str = "MCP_TASKS_OUTAGE_MS";
+
+/// The environment variable that sets how many tasks one owner (principal) may have
+/// stored at once, of any status, until they expire or are removed (default 1,000;
+/// `none`: no limit). It keeps one principal from filling the store for everyone else:
+/// a client creating tasks faster than their TTL lets them go is refused with `-32603`
+/// at this many, while other owners go on. Finished tasks count until their TTL, so the
+/// limit is reached at about creation rate × TTL: raise it with the rate a principal
+/// may sustain.
+pub const MAX_TASKS_PER_OWNER_ENV: &str = "MCP_TASKS_MAX_TASKS_PER_OWNER";
+
+/// The environment variable that sets how many tasks may be stored at once over all
+/// owners (default 100,000; `none`: no limit). It bounds the store's memory: the
+/// process's own for the in-process store, Redis's or PostgreSQL's for a shared one
+/// (where the count is the store's, over every instance).
+pub const MAX_TASKS_ENV: &str = "MCP_TASKS_MAX_TASKS";
 
 /// A backend of a store shared by several server instances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,16 +223,19 @@ pub struct StoreSettings {
     pub outage: Option<Duration>,
     /// The PostgreSQL schema (other backends have none).
     pub postgres_schema: Option<String>,
+    /// The limits on stored tasks (every store, the in-process one too).
+    pub limits: Option<Limits>,
 }
 
 impl StoreSettings {
     /// The settings the environment sets: [`LEASE_MS_ENV`], [`LEASE_RENEW_MS_ENV`],
-    /// [`CLAIM_BACKOFF_MS_ENV`], [`OUTAGE_MS_ENV`], [`POSTGRES_SCHEMA_ENV`]; the rest
-    /// `None`.
+    /// [`CLAIM_BACKOFF_MS_ENV`], [`OUTAGE_MS_ENV`], [`POSTGRES_SCHEMA_ENV`],
+    /// [`MAX_TASKS_PER_OWNER_ENV`], [`MAX_TASKS_ENV`]; the rest `None`.
     ///
     /// # Errors
     /// A variable that is not a whole number of milliseconds (`0` only where it means
-    /// something), or a lease renewed too seldom for its length.
+    /// something), a lease renewed too seldom for its length, or a limit that is neither a
+    /// positive whole number nor `none`.
     pub fn from_env() -> Result<Self, String> {
         let lease = env_millis(LEASE_MS_ENV, true)?;
         let renew = env_millis(LEASE_RENEW_MS_ENV, false)?;
@@ -246,8 +266,49 @@ impl StoreSettings {
             postgres_schema: std::env::var(POSTGRES_SCHEMA_ENV)
                 .ok()
                 .filter(|schema| !schema.is_empty()),
+            limits: limits_from_env()?,
             ..StoreSettings::default()
         })
+    }
+
+    /// The limits on stored tasks: the environment's, else [`Limits::default`].
+    #[must_use]
+    pub fn limits_or_default(&self) -> Limits {
+        self.limits.unwrap_or_default()
+    }
+}
+
+/// The limits [`MAX_TASKS_PER_OWNER_ENV`] and [`MAX_TASKS_ENV`] set, over
+/// [`Limits::default`]; `None` if neither is set.
+fn limits_from_env() -> Result<Option<Limits>, String> {
+    let per_owner = env_limit(MAX_TASKS_PER_OWNER_ENV)?;
+    let total = env_limit(MAX_TASKS_ENV)?;
+    if per_owner.is_none() && total.is_none() {
+        return Ok(None);
+    }
+    let default = Limits::default();
+    Ok(Some(Limits {
+        per_owner: per_owner.unwrap_or(default.per_owner),
+        total: total.unwrap_or(default.total),
+    }))
+}
+
+/// A limit from the environment variable `name`, if set: `Some(Some(n))` for a positive
+/// whole number, `Some(None)` for `none` (no limit).
+fn env_limit(name: &str) -> Result<Option<Option<usize>>, String> {
+    let Ok(text) = std::env::var(name) else {
+        return Ok(None);
+    };
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("none") {
+        return Ok(Some(None));
+    }
+    match text.parse::<usize>() {
+        Ok(limit) if limit > 0 => Ok(Some(Some(limit))),
+        _ => Err(format!(
+            "{name}=`{}` is neither a positive whole number of tasks nor `none`",
+            text.chars().take(40).collect::<String>()
+        )),
     }
 }
 
@@ -285,6 +346,9 @@ macro_rules! build_with {
         }
         if let Some(outage) = settings.outage {
             builder = builder.outage_timeout(outage);
+        }
+        if let Some(limits) = settings.limits {
+            builder = builder.limits(limits);
         }
         builder
             .build()

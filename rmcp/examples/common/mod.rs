@@ -166,7 +166,8 @@ fn millis(flag: &str, value: Option<String>) -> Result<Option<Duration>, String>
 /// `--postgres URL`, else `MCP_TASKS_REDIS_URL` or `MCP_TASKS_POSTGRES_URL`, read as the
 /// project's servers read them (`mcp_tasks_servers::shared`, features `redis` and
 /// `postgres`), with `--lease-ms MS`, `--lease-renew-ms MS` and `--claim-backoff-ms MS` for
-/// its leases; else a fresh in-process registry) and the tools (the examples; with
+/// its leases; else a fresh in-process registry; either with the limits on stored tasks of
+/// `MCP_TASKS_MAX_TASKS_PER_OWNER` and `MCP_TASKS_MAX_TASKS`) and the tools (the examples; with
 /// `--conformance` or `MCP_TASKS_CONFORMANCE=1` the conformance suite's fixtures too).
 /// Other arguments are returned.
 pub fn from_args() -> Result<(Store, Catalog, Vec<String>), String> {
@@ -188,9 +189,16 @@ pub fn from_args() -> Result<(Store, Catalog, Vec<String>), String> {
         }
     }
     let catalog = Catalog::chosen(conformance);
+    let settings = leases.settings()?;
     match store.choose()? {
-        None => Ok((Arc::new(TaskRegistry::new()), catalog, rest)),
-        Some(shared) => Ok((shared.open(&leases.settings()?)?, catalog, rest)),
+        None => {
+            let registry = TaskRegistry::builder()
+                .limits(settings.limits_or_default())
+                .build()
+                .map_err(|err| format!("cannot build the task registry: {err}"))?;
+            Ok((Arc::new(registry), catalog, rest))
+        }
+        Some(shared) => Ok((shared.open(&settings)?, catalog, rest)),
     }
 }
 
