@@ -220,7 +220,7 @@ fn run() -> Result<(), String> {
     let config = Config::from_env()?;
     listener::raise_descriptor_limit();
     let server = Arc::new(Server::from_env().map_err(|err| err.to_string())?);
-    let listens = Listens::from_env(server.store().clone())?;
+    let listens = Listens::from_env(server.store().clone())?.counted_by(server.telemetry().clone());
     let trace = Arc::new(
         Trace::new(config.trace_dir.clone())
             .map_err(|err| format!("cannot create MCP_TASKS_TRACE_DIR: {err}"))?,

@@ -40,6 +40,7 @@ use serde_json::value::RawValue;
 
 use crate::framing::Id;
 use crate::server::{Generation, Store};
+use crate::telemetry::{self, ListenGuard, Telemetry};
 
 /// The environment variable bounding the task ids of one listen (default
 /// [`WatchLimits::DEFAULT_TASK_IDS`], 1,000).
@@ -53,15 +54,31 @@ pub const MAX_PER_PRINCIPAL_ENV: &str = "MCP_TASKS_LISTEN_MAX_PER_PRINCIPAL";
 #[derive(Debug, Clone)]
 pub struct Listens {
     watches: Watches<Store>,
+    /// Counts the open listens (a metric of [`telemetry`]).
+    telemetry: Telemetry,
 }
 
 impl Listens {
-    /// Listens over `store`, bounded by `limits`.
+    /// Listens over `store`, bounded by `limits`, counted by the telemetry [`init`]
+    /// installed ([`telemetry::global`]).
+    ///
+    /// [`init`]: crate::telemetry::init
     #[must_use]
     pub fn new(store: Store, limits: WatchLimits) -> Self {
         Self {
             watches: Watches::with_limits(store, limits),
+            telemetry: telemetry::global(),
         }
+    }
+
+    /// These listens, counted by `telemetry` (a server's own, [`Server::telemetry`])
+    /// instead.
+    ///
+    /// [`Server::telemetry`]: crate::server::Server::telemetry
+    #[must_use]
+    pub fn counted_by(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
     }
 
     /// Listens over `store`, bounded by [`MAX_TASK_IDS_ENV`] and [`MAX_PER_PRINCIPAL_ENV`].
@@ -120,6 +137,7 @@ impl Listens {
             stream: ListenStream {
                 subscription,
                 acknowledged,
+                _counted: self.telemetry.listen_opened(),
             },
             watch,
         })
@@ -174,6 +192,8 @@ pub struct ListenStream {
     subscription: Box<RawValue>,
     /// The ids acknowledged, if the request named `taskIds`.
     acknowledged: Option<Vec<TaskId>>,
+    /// Counted as an open listen while the stream lives.
+    _counted: ListenGuard,
 }
 
 impl ListenStream {

@@ -385,3 +385,40 @@ fn a_task_handed_over_to_another_instance_stays_in_its_trace() {
         1.0
     );
 }
+
+#[test]
+fn open_listens_are_counted_while_their_streams_live() {
+    use mcp_tasks::WatchLimits;
+    use mcp_tasks_servers::framing::Id;
+    use mcp_tasks_servers::listen::Listens;
+
+    let (recorder, server) = recorded(Transport::Http);
+    let listens = Listens::new(server.store().clone(), WatchLimits::default())
+        .counted_by(server.telemetry().clone());
+    let alice = Owner::new("alice");
+    let params = json!({
+        "notifications": {"taskIds": []},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {
+                "extensions": {"io.modelcontextprotocol/tasks": {}}
+            }
+        }
+    });
+    let open = |id: u64| {
+        listens
+            .open(
+                &alice,
+                &Id::parse(&id.to_string()).expect("an id"),
+                Some(&params),
+            )
+            .expect("a listen")
+    };
+    let first = open(1);
+    let second = open(2);
+    assert_eq!(recorder.value("mcp.task.listen.subscriptions", &[]), 2.0);
+    drop(first);
+    assert_eq!(recorder.value("mcp.task.listen.subscriptions", &[]), 1.0);
+    drop(second);
+    assert_eq!(recorder.value("mcp.task.listen.subscriptions", &[]), 0.0);
+}

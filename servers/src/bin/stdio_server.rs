@@ -495,7 +495,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let writer = Arc::clone(&connection);
     let listens = LineListens::new(
-        Listens::from_env(server.store().clone())?,
+        Listens::from_env(server.store().clone())?.counted_by(server.telemetry().clone()),
         Arc::new(move |line: &str| writer.send_line(line)),
     );
 
