@@ -8,19 +8,19 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 
+use mcp_tasks_servers::work::Work;
+
 use crate::limits::Slot;
 use crate::sse::SseBody;
-
-/// A task's handler, started once the `CreateTaskResult` is out.
-pub type Work = Box<dyn FnOnce() + Send>;
 
 /// The body of every response.
 pub enum Body {
     /// A whole message (or nothing).
     Full(Option<Bytes>),
-    /// A whole message; `then` starts (on the blocking pool) once the body has been handed
-    /// to the connection, or the client left: a task's handler must not change the task
-    /// before the requestor has the `CreateTaskResult`, and must run even if nobody reads it.
+    /// A whole message; `then` starts once the body has been handed to the connection, or
+    /// the client left: a task's handler must not change the task before the requestor has
+    /// the `CreateTaskResult`, and must run even if nobody reads it. A future is spawned on
+    /// the runtime (it holds no thread while it waits), blocking work on the blocking pool.
     Then(Option<Bytes>, Option<Work>),
     /// An SSE stream, holding its principal's request slot while it is open.
     Sse {
@@ -82,13 +82,22 @@ impl Drop for Body {
             && let Some(work) = then.take()
         {
             match tokio::runtime::Handle::try_current() {
-                Ok(runtime) => {
-                    runtime.spawn_blocking(work);
-                }
-                Err(_) => {
-                    std::thread::spawn(work);
-                }
+                Ok(runtime) => spawn(&runtime, work),
+                Err(_) => work.start(),
             }
+        }
+    }
+}
+
+/// Starts `work` on `runtime`: a future as a task of the runtime, blocking work on its
+/// blocking pool.
+pub fn spawn(runtime: &tokio::runtime::Handle, work: Work) {
+    match work {
+        Work::Async(work) => {
+            runtime.spawn(work);
+        }
+        Work::Blocking(work) => {
+            runtime.spawn_blocking(work);
         }
     }
 }

@@ -29,7 +29,7 @@ pub fn start(app: &Arc<App>) -> Result<ClaimLoop, String> {
     .map_err(|err| format!("cannot start the claim loop: {err}"))
 }
 
-/// Records `claimed` as running here and starts its handler on the blocking pool.
+/// Records `claimed` as running here and starts its handler (`body::spawn`).
 fn run(app: &Arc<App>, runtime: &tokio::runtime::Handle, claimed: Claimed) {
     let session = match &claimed.job {
         Ok(job) if job.generation == Generation::V2025 => job
@@ -60,8 +60,8 @@ fn run(app: &Arc<App>, runtime: &tokio::runtime::Handle, claimed: Claimed) {
         claimed.attempts.attempt(),
     );
     let tasks = Arc::clone(&app.tasks);
-    let _handler = runtime.spawn_blocking(move || {
-        claimed.run();
-        tasks.handler_returned(&task);
-    });
+    let work = claimed
+        .into_work()
+        .then(move || tasks.handler_returned(&task));
+    crate::body::spawn(runtime, work);
 }

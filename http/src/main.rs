@@ -266,6 +266,11 @@ fn run() -> Result<(), String> {
         println!("listening on http://{bound}{}", service::ENDPOINT);
         let _ = std::io::stdout().flush();
         listener::serve(listener, app, stop, signals).await;
-        Ok(())
-    })
+        Ok::<(), String>(())
+    })?;
+    // The handlers still running as futures are not dropped: their tasks were handed over
+    // or failed at shutdown, and a dropped handle would abandon its task (fenced, but a
+    // task handed over keeps its attempt until claimed). The process ends now anyway.
+    std::mem::forget(runtime);
+    Ok(())
 }

@@ -17,11 +17,12 @@ use mcp_tasks_servers::framing::{self, Id, Incoming as Message};
 use mcp_tasks_servers::peer::{Mute, Talk};
 use mcp_tasks_servers::server::{Elicitation, Reply};
 use mcp_tasks_servers::tools::Catalog;
+use mcp_tasks_servers::work::Work;
 use mcp_tasks_servers::{headers, outbound};
 use serde_json::Value;
 
 use crate::App;
-use crate::body::{Body, Work};
+use crate::body::Body;
 use crate::limits::Slot;
 use crate::listen;
 use crate::session::{Role, Session, parse_event_id};
@@ -719,10 +720,7 @@ async fn settle(
                     app.tasks.started(task.clone(), owner.clone(), session);
                     // The handler's return is what shutdown waits for.
                     let tasks = Arc::clone(&app.tasks);
-                    Box::new(move || {
-                        work();
-                        tasks.handler_returned(&task);
-                    }) as Work
+                    work.then(move || tasks.handler_returned(&task))
                 }
                 None => work,
             };

@@ -70,6 +70,12 @@ impl LineChild {
             .expect("the server reads its stdin");
     }
 
+    /// The child's process id.
+    #[must_use]
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The next line the process writes, or `None` if none comes within `wait` (or it
     /// ended).
     pub fn line_within(&self, wait: Duration) -> Option<String> {

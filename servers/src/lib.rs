@@ -11,6 +11,8 @@
 //!   blocks, progress, logging, sampling, elicitation), served with the fixtures.
 //! - [`peer`]: what a tool running inline may send its client while it runs (progress, log
 //!   messages, requests), and `logging/setLevel`.
+//! - [`work`]: a task's handler as a transport starts it: blocking, or a future that holds
+//!   no thread while it waits.
 //! - [`claims`]: the claim loop that runs again, here, the redeliverable tasks of
 //!   instances that stopped (over a shared store).
 //! - [`access`]: bearer-token principals, the anonymous loopback mode, allowed origins.
@@ -48,3 +50,4 @@ pub mod server;
 pub mod shared;
 pub mod telemetry;
 pub mod tools;
+pub mod work;

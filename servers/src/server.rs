@@ -33,6 +33,7 @@ use crate::peer::{self, Caller, Talk};
 use crate::shared::{Backend, SharedStore, StoreArgs, StoreSettings};
 use crate::telemetry::{self, Telemetry};
 use crate::tools::{self, Catalog, Invocation};
+use crate::work::Work;
 
 /// A request's answer: now, or from work the transport runs on a thread that may block.
 pub enum Reply {
@@ -40,9 +41,10 @@ pub enum Reply {
     Now(Result<Value, JsonRpcError>),
     /// Run this (it may block) and send what it returns.
     Later(Box<dyn FnOnce() -> Result<Value, JsonRpcError> + Send>),
-    /// Send this answer, then run the work in the background (a task's handler: it must
-    /// not change the task before the requestor has the `CreateTaskResult`).
-    ThenRun(Value, Box<dyn FnOnce() + Send>),
+    /// Send this answer, then start the work in the background (a task's handler: it must
+    /// not change the task before the requestor has the `CreateTaskResult`), where its
+    /// kind belongs ([`Work`]).
+    ThenRun(Value, Work),
     /// Run this (it may block) with the request's [`Peer`](peer::Peer), through which it
     /// notifies and asks the client meanwhile (a tool that reports progress, logs or asks
     /// for sampling or elicitation; `logging/setLevel`), and send what it returns.
@@ -168,15 +170,22 @@ pub struct Claimed {
     pub attempts: Attempts,
     /// The job, if it could be read (otherwise [`run`](Claimed::run) fails the task).
     pub job: Result<Job, String>,
-    work: Box<dyn FnOnce() + Send>,
+    work: Work,
 }
 
 impl Claimed {
-    /// Runs the tool's handler again, from the last checkpoint, to the task's end (it
-    /// blocks). A job that cannot be run here (unknown tool, unreadable) fails the task
-    /// with `-32603` saying why.
+    /// Runs the tool's handler again, from the last checkpoint, to the task's end, on this
+    /// thread (it blocks). A job that cannot be run here (unknown tool, unreadable) fails
+    /// the task with `-32603` saying why.
     pub fn run(self) {
-        (self.work)();
+        self.work.run_here();
+    }
+
+    /// The same as [`run`](Self::run), as work for the transport to start where its kind
+    /// belongs.
+    #[must_use]
+    pub fn into_work(self) -> Work {
+        self.work
     }
 }
 
@@ -591,9 +600,9 @@ impl Server {
             self.store().clone(),
         );
         let handle = TaskHandle::claimed(self.store().clone(), claim);
-        let work: Box<dyn FnOnce() + Send> = match call {
-            Ok(call) => Box::new(move || run.run(|| call.run_task_from(handle, checkpoint))),
-            Err(why) => Box::new(move || {
+        let work = match call {
+            Ok(call) => telemetry::traced(run, call.task_work(handle, checkpoint)),
+            Err(why) => Work::blocking(move || {
                 let id = handle.id().clone();
                 let failed = handle.fail(Outcome::error(
                     jsonrpc::INTERNAL_ERROR,
@@ -670,10 +679,7 @@ impl Server {
                                 match serde_json::to_value(protocol::CreateTaskResult::new(task)) {
                                     Ok(created) => {
                                         let call = call.0;
-                                        Reply::ThenRun(
-                                            created,
-                                            Box::new(move || call.run_task(handle)),
-                                        )
+                                        Reply::ThenRun(created, call.task_work(handle, None))
                                     }
                                     // Dropping the handle fails the task: nobody waits on it forever.
                                     Err(err) => Reply::Now(Err(
@@ -834,7 +840,7 @@ impl Server {
         ));
         match self.ext.store().create(owner, request) {
             Ok((handle, task)) => match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
-                Ok(created) => Reply::ThenRun(created, Box::new(move || call.run_task(handle))),
+                Ok(created) => Reply::ThenRun(created, call.task_work(handle, None)),
                 Err(err) => Reply::Now(Err(Error::Internal(err.to_string()).to_jsonrpc())),
             },
             Err(error) => Reply::Now(Err(error.to_jsonrpc())),

@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::server::{Reply, Store};
 use crate::tools::Catalog;
+use crate::work::Work;
 
 #[cfg(feature = "otel")]
 mod otel;
@@ -121,6 +122,16 @@ pub fn task_trace_context(meta: Option<&JsonObject>) -> Option<TraceContext> {
     meta.and_then(TraceContext::from_meta)
 }
 
+/// `work` in the span of its attempt `run`: a blocking handler inside it, a future with
+/// it current at every poll; the span ends with the work.
+#[must_use]
+pub fn traced(run: TaskRun, work: Work) -> Work {
+    match work {
+        Work::Blocking(work) => Work::blocking(move || run.run(work)),
+        Work::Async(work) => Work::future(run.run_async(work)),
+    }
+}
+
 /// The helpers both builds share.
 impl Operation {
     /// The tool of a `tools/call`, and whether the catalog has it.
@@ -166,7 +177,7 @@ impl Operation {
             Reply::ThenRun(created, work) => {
                 let run = self.created(&created, owner, store);
                 self.end_with(Ok(&created));
-                Reply::ThenRun(created, Box::new(move || run.run(work)))
+                Reply::ThenRun(created, traced(run, work))
             }
             Reply::Talk(work) => Reply::Talk(Box::new(move |peer| {
                 let answer = self.in_scope(move || work(peer));

@@ -15,16 +15,19 @@
 //! the client's retry brings the answers back. `confirm` asks this way for a client that
 //! did not declare the tasks extension, and runs at once once answered.
 
+use std::future::Future;
 use std::io::Write;
+use std::pin::Pin;
 use std::sync::OnceLock;
+use std::task::Poll;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_tasks::ext::Ask;
 use mcp_tasks::protocol::TaskSupport;
 use mcp_tasks::{
-    Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskState,
-    TaskStatus, TaskStore, Working, jsonrpc,
+    Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Outcome, TaskHandle, TaskId,
+    TaskState, TaskStatus, TaskStore, Working, jsonrpc,
 };
 
 use serde_json::{Value, json};
@@ -33,6 +36,7 @@ use crate::fixtures::{self, Fixture};
 use crate::input_fixtures::{self, InputFixture};
 use crate::mrtr::Before;
 use crate::peer::Caller;
+use crate::work::Work;
 
 /// What the example tells a client it is about (`initialize` and `server/discover`).
 const INSTRUCTIONS: &str = "An example of MCP tasks. Tools: sleep {ms} (task optional: \
@@ -537,25 +541,52 @@ impl Call {
         }
     }
 
-    /// Runs the call as the task behind `handle`, to its end. Errors are logged: the task
-    /// records the outcome, and a refused transition means the task was cancelled or
-    /// expired meanwhile.
-    pub fn run_task<T: TaskStore>(self, handle: TaskHandle<Working, T>) {
-        self.run_task_from(handle, None);
+    /// Runs the call as the task behind `handle`, to its end, on this thread
+    /// ([`task_work`](Self::task_work) from the start, [`Work::run_here`]).
+    pub fn run_task<T: TaskStore + 'static>(self, handle: TaskHandle<Working, T>) {
+        self.task_work(handle, None).run_here();
     }
 
-    /// Runs the call as the task behind `handle` from `checkpoint`: the last progress an
+    /// Runs the call as the task behind `handle` from `checkpoint`, to its end, on this
+    /// thread ([`task_work`](Self::task_work), [`Work::run_here`]).
+    pub fn run_task_from<T: TaskStore + 'static>(
+        self,
+        handle: TaskHandle<Working, T>,
+        checkpoint: Option<Value>,
+    ) {
+        self.task_work(handle, checkpoint).run_here();
+    }
+
+    /// The work of the task behind `handle`, from `checkpoint`: the last progress an
     /// earlier attempt saved ([`TaskHandle::checkpoint`]), for a task claimed for its next
-    /// attempt (`None`: from the start). A handler that finds the task runs elsewhere now
-    /// ([`Error::Superseded`]) stops.
-    pub fn run_task_from<T: TaskStore>(
+    /// attempt (`None`: from the start). `sleep` is a future (it holds no thread while it
+    /// sleeps); the other tools block. Errors are logged: the task records the outcome,
+    /// and a refused transition means the task was cancelled or expired meanwhile. A
+    /// handler that finds the task runs elsewhere now ([`Error::Superseded`]) stops.
+    pub fn task_work<T: TaskStore + 'static>(
+        self,
+        handle: TaskHandle<Working, T>,
+        checkpoint: Option<Value>,
+    ) -> Work {
+        match self {
+            Call::Sleep(ms) => Work::future(async move {
+                let id = handle.id().clone();
+                logged(&id, sleep_task(handle, ms, checkpoint.as_ref()).await);
+            }),
+            blocking => Work::blocking(move || blocking.run_blocking_task(handle, checkpoint)),
+        }
+    }
+
+    /// The handlers that block, to the task's end.
+    fn run_blocking_task<T: TaskStore>(
         self,
         handle: TaskHandle<Working, T>,
         checkpoint: Option<Value>,
     ) {
         let id = handle.id().clone();
         let outcome = match self {
-            Call::Sleep(ms) => sleep_task(handle, ms, checkpoint.as_ref()),
+            // A future (`task_work`): run here, it blocks this thread.
+            Call::Sleep(ms) => crate::work::block_on(sleep_task(handle, ms, checkpoint.as_ref())),
             Call::Fail => handle
                 .finish(text_result("the fail tool always fails", true))
                 .map(drop),
@@ -568,9 +599,15 @@ impl Call {
             Call::Fixture(fixture) => fixture.run_task(handle),
             Call::Input(fixture) => handle.complete(fixture.run()).map(drop),
         };
-        if let Err(err) = outcome {
-            eprintln!("task {id}: {err}");
-        }
+        logged(&id, outcome);
+    }
+}
+
+/// Logs a handler's error: the task has recorded its outcome already, or was cancelled,
+/// expired or superseded meanwhile.
+fn logged(task: &TaskId, outcome: Result<(), Error>) {
+    if let Err(err) = outcome {
+        eprintln!("task {task}: {err}");
     }
 }
 
@@ -615,19 +652,19 @@ impl TestCall {
         }
     }
 
-    fn run_task_from<T: TaskStore>(
+    fn task_work<T: TaskStore + 'static>(
         self,
         handle: TaskHandle<Working, T>,
         checkpoint: Option<Value>,
-    ) {
-        let id = handle.id().clone();
-        let outcome = match self {
-            TestCall::Abort => std::process::abort(),
-            TestCall::Steps { n, ms } => steps_task(handle, n, ms, checkpoint.as_ref()),
-        };
-        if let Err(err) = outcome {
-            eprintln!("task {id}: {err}");
-        }
+    ) -> Work {
+        Work::blocking(move || {
+            let id = handle.id().clone();
+            let outcome = match self {
+                TestCall::Abort => std::process::abort(),
+                TestCall::Steps { n, ms } => steps_task(handle, n, ms, checkpoint.as_ref()),
+            };
+            logged(&id, outcome);
+        })
     }
 }
 
@@ -705,20 +742,31 @@ impl Invocation {
         }
     }
 
-    /// Runs the call as the task behind `handle`, to its end ([`Call::run_task`]).
-    pub fn run_task<T: TaskStore>(self, handle: TaskHandle<Working, T>) {
-        self.run_task_from(handle, None);
+    /// Runs the call as the task behind `handle`, to its end, on this thread
+    /// ([`Call::run_task`]).
+    pub fn run_task<T: TaskStore + 'static>(self, handle: TaskHandle<Working, T>) {
+        self.task_work(handle, None).run_here();
     }
 
-    /// Runs the call as the task behind `handle` from `checkpoint` ([`Call::run_task_from`]).
-    pub fn run_task_from<T: TaskStore>(
+    /// Runs the call as the task behind `handle` from `checkpoint`, on this thread
+    /// ([`Call::run_task_from`]).
+    pub fn run_task_from<T: TaskStore + 'static>(
         self,
         handle: TaskHandle<Working, T>,
         checkpoint: Option<Value>,
     ) {
+        self.task_work(handle, checkpoint).run_here();
+    }
+
+    /// The work of the task behind `handle` from `checkpoint` ([`Call::task_work`]).
+    pub fn task_work<T: TaskStore + 'static>(
+        self,
+        handle: TaskHandle<Working, T>,
+        checkpoint: Option<Value>,
+    ) -> Work {
         match self {
-            Invocation::Tool(call) => call.run_task_from(handle, checkpoint),
-            Invocation::Test(test) => test.run_task_from(handle, checkpoint),
+            Invocation::Tool(call) => call.task_work(handle, checkpoint),
+            Invocation::Test(test) => test.task_work(handle, checkpoint),
         }
     }
 }
@@ -728,12 +776,12 @@ fn crash() -> JsonRpcError {
     JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the crash tool always crashes")
 }
 
-/// Sleeps in small steps so a cancelled task stops early, saving the time slept as a
-/// checkpoint about every second (`{"elapsed_ms": n}`): a re-run after the instance
-/// stopped sleeps only the rest. A store that cannot be reached for a while (a shared store
-/// restarting) says nothing about the task: the sleep goes on, and the result is written
-/// once the store is back.
-fn sleep_task<T: TaskStore>(
+/// Sleeps without holding a thread, waking early once the requestor cancels, and saves
+/// the time slept as a checkpoint about every second (`{"elapsed_ms": n}`): a re-run
+/// after the instance stopped sleeps only the rest. A store that cannot be reached for a
+/// while (a shared store restarting) says nothing about the task: the sleep goes on, and
+/// the result is written once the store is back.
+async fn sleep_task<T: TaskStore>(
     handle: TaskHandle<Working, T>,
     ms: u64,
     checkpoint: Option<&Value>,
@@ -746,48 +794,88 @@ fn sleep_task<T: TaskStore>(
     let started = Instant::now();
     let end = started + Duration::from_millis(ms - done);
     let mut saved = started;
-    while let Some(left) = end.checked_duration_since(Instant::now()) {
+    loop {
+        let now = Instant::now();
+        let left = end.saturating_duration_since(now);
         if left.is_zero() {
             break;
         }
-        thread::sleep(left.min(Duration::from_millis(50)));
-        if saved.elapsed() >= CHECKPOINT_EVERY {
+        // Until the end, or the next checkpoint, whichever comes first.
+        let step = left.min((saved + CHECKPOINT_EVERY).saturating_duration_since(now));
+        match sleep_unless_cancelled(&handle, step).await {
+            Woke::Slept => {}
+            Woke::Cancel(Ok(())) => match handle.snapshot() {
+                Ok(task) if task.status() == TaskStatus::Working => {
+                    if task.cancel_requested() {
+                        // The extension's cooperative cancel: honour it.
+                        let _cancelled = handle
+                            .with_message("cancelled at the requestor's request")
+                            .cancel()?;
+                        return Ok(());
+                    }
+                }
+                // Unreachable for now: keep working.
+                Err(Error::Store { .. }) => {}
+                // Cancelled (by the requestor) or moved on, expired or removed: nothing
+                // more to do.
+                Ok(_) | Err(_) => {
+                    handle.detach();
+                    return Ok(());
+                }
+            },
+            // Unreachable for now: the step is slept without watching for a cancel.
+            Woke::Cancel(Err(Error::Store { .. })) => futures_timer::Delay::new(step).await,
+            // Finished (failed at a shutdown, a lease that lapsed), expired or removed.
+            Woke::Cancel(Err(_)) => {
+                handle.detach();
+                return Ok(());
+            }
+        }
+        if saved.elapsed() >= CHECKPOINT_EVERY && Instant::now() < end {
             saved = Instant::now();
             let elapsed = done.saturating_add(millis(started.elapsed())).min(ms);
             // Another instance runs the task now: stop (dropping the handle changes
             // nothing: its writes are refused). Anything else (cancelled, unreachable) is
-            // read below, or on the next checkpoint: the work goes on.
+            // seen by the next wait: the work goes on.
             if let Err(superseded @ Error::Superseded { .. }) =
                 handle.checkpoint(json!({ "elapsed_ms": elapsed }))
             {
                 return Err(superseded);
             }
         }
-        let cancel_requested = match handle.snapshot() {
-            Ok(task) if task.status() == TaskStatus::Working => task.cancel_requested(),
-            // Cancelled (by the requestor) or moved on: nothing more to do.
-            Ok(_) => {
-                handle.detach();
-                return Ok(());
-            }
-            // Unreachable for now: keep working.
-            Err(Error::Store { .. }) => false,
-            // Expired or removed.
-            Err(_) => {
-                handle.detach();
-                return Ok(());
-            }
-        };
-        if cancel_requested {
-            // The extension's cooperative cancel: honour it.
-            let _cancelled = handle
-                .with_message("cancelled at the requestor's request")
-                .cancel()?;
-            return Ok(());
-        }
     }
     let _done = handle.complete(text_result(format!("slept {ms} ms"), false))?;
     Ok(())
+}
+
+/// What ended one of `sleep`'s waits.
+enum Woke {
+    /// The time was up.
+    Slept,
+    /// The task's cancel wait resolved first ([`TaskHandle::cancelled`]): a cancel was
+    /// requested or the task was cancelled (`Ok`), or it cannot be cancelled any more, or
+    /// the store could not be read (`Err`).
+    Cancel(Result<(), Error>),
+}
+
+/// Waits `duration` on the runtime-free timer, or less if the task's cancel wait resolves
+/// first.
+async fn sleep_unless_cancelled<T: TaskStore>(
+    handle: &TaskHandle<Working, T>,
+    duration: Duration,
+) -> Woke {
+    let mut timer = futures_timer::Delay::new(duration);
+    let mut cancelled = handle.cancelled();
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(result) = cancelled.as_mut().poll(cx) {
+            return Poll::Ready(Woke::Cancel(result));
+        }
+        if Pin::new(&mut timer).poll(cx).is_ready() {
+            return Poll::Ready(Woke::Slept);
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// A duration in whole milliseconds.

@@ -49,7 +49,7 @@ fn start(
         .as_str()
         .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
         .to_owned();
-    (id, thread::spawn(work))
+    (id, thread::spawn(move || work.run_here()))
 }
 
 fn until(store: &HandingRegistry, owner: &Owner, id: &str, status: TaskStatus) -> AnyTask {
@@ -77,25 +77,31 @@ fn text(task: &AnyTask) -> String {
     }
 }
 
-/// A `sleep` handed over after a second resumes from its checkpoint on the claim: the
-/// job names the tool, its arguments and the generation; the re-run sleeps only the rest;
-/// the first run's late result is refused; the task has one result.
+/// A `sleep` handed over once it saved its first checkpoint (after a second) resumes from
+/// it on the claim: the job names the tool, its arguments and the generation; the re-run
+/// sleeps only the rest; the first run's late result is refused; the task has one result.
 #[test]
 fn a_claimed_sleep_sleeps_only_the_rest() {
     let (store, server) = server();
     let owner = Owner::new("alice");
-    let (id, first) = start(&server, &owner, "sleep", json!({"ms": 1_600}));
+    let (id, first) = start(&server, &owner, "sleep", json!({"ms": 4_000}));
     let job = store.job(&owner, &id).unwrap().expect("sleep keeps a job");
     assert_eq!(
         Job::from_object(&job),
         Ok(Job {
             tool: "sleep".into(),
-            arguments: json!({"ms": 1_600}).as_object().unwrap().clone(),
+            arguments: json!({"ms": 4_000}).as_object().unwrap().clone(),
             generation: Generation::Extension,
             session: None,
         })
     );
-    thread::sleep(Duration::from_millis(1_250));
+    // Handed over once its first checkpoint is saved (not after a fixed time: a loaded
+    // machine may oversleep this thread).
+    let started = Instant::now();
+    while store.get(&owner, &id).unwrap().checkpoint().is_none() {
+        assert!(started.elapsed() < support::WAIT, "no checkpoint saved");
+        thread::sleep(Duration::from_millis(10));
+    }
     assert!(
         store.hand_over(&owner, &id).unwrap(),
         "a running sleep is handed over"
@@ -111,11 +117,13 @@ fn a_claimed_sleep_sleeps_only_the_rest() {
     let took = resumed.elapsed();
     first.join().expect("the first run ends");
     let task = store.get(&owner, &id).unwrap();
-    eprintln!("a claimed sleep of 1600 ms, handed over after 1250 ms: the re-run took {took:?}");
+    eprintln!(
+        "a claimed sleep of 4000 ms, handed over after its checkpoint: the re-run took {took:?}"
+    );
     assert_eq!(task.status(), TaskStatus::Completed);
-    assert_eq!(text(&task), "slept 1600 ms");
+    assert_eq!(text(&task), "slept 4000 ms");
     assert!(
-        took < Duration::from_millis(1_000),
+        took < Duration::from_millis(3_500),
         "the re-run starts from the checkpoint (about 1000 ms slept), took {took:?}"
     );
     assert!(server.claim().unwrap().is_none(), "nothing more to claim");

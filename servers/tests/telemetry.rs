@@ -54,7 +54,7 @@ fn answer(reply: Reply) -> Result<Value, mcp_tasks::JsonRpcError> {
         Reply::Now(answer) => answer,
         Reply::Later(work) => work(),
         Reply::ThenRun(created, work) => {
-            work();
+            work.run_here();
             Ok(created)
         }
         Reply::Talk(_) => panic!("these calls do not talk to the client while they run"),
@@ -319,7 +319,7 @@ fn a_task_handed_over_to_another_instance_stays_in_its_trace() {
         panic!("sleep runs as a task");
     };
     let task = created["taskId"].as_str().expect("a task id").to_owned();
-    let running = thread::spawn(work);
+    let running = thread::spawn(move || work.run_here());
     thread::sleep(Duration::from_millis(50));
     assert!(store.hand_over(&owner, &task).expect("handed over"));
     let claimed = second

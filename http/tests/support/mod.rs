@@ -224,13 +224,23 @@ impl Server {
 
     /// The server's resident set size in KiB (`VmRSS` of `/proc/PID/status`).
     pub fn rss_kib(&self) -> u64 {
+        self.status_field("VmRSS:")
+    }
+
+    /// The server's threads (`Threads` of `/proc/PID/status`).
+    pub fn threads(&self) -> u64 {
+        self.status_field("Threads:")
+    }
+
+    /// The number of the line `field` of `/proc/PID/status` (a unit after it ignored).
+    fn status_field(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))
             .expect("/proc/PID/status of a running server");
         status
             .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .find_map(|line| line.strip_prefix(field))
             .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or_else(|| panic!("no VmRSS in /proc/PID/status:\n{status}"))
+            .unwrap_or_else(|| panic!("no {field} in /proc/PID/status:\n{status}"))
     }
 
     /// Sends `signal` (e.g. `libc::SIGTERM`) to the server.

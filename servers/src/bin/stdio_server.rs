@@ -461,7 +461,7 @@ fn handle_line(
         }
         Reply::ThenRun(answer, work) => {
             connection.respond(&id, Ok(answer));
-            std::thread::spawn(work);
+            work.start();
         }
         Reply::Talk(work) => {
             let connection = Arc::clone(connection);
@@ -534,22 +534,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Arc::clone(&server),
             move || stop.load(Ordering::SeqCst),
             |claimed| {
-                let task = claimed.task.clone();
                 if let Ok(job) = &claimed.job {
                     eprintln!(
-                        "stdio_server: claimed task {task}: `{}`, attempt {} of {}",
+                        "stdio_server: claimed task {}: `{}`, attempt {} of {}",
+                        claimed.task,
                         job.tool,
                         claimed.attempts.attempt(),
                         claimed.attempts.max()
                     );
                 }
-                let started = std::thread::Builder::new()
-                    .name("mcp-tasks-rerun".into())
-                    .spawn(move || claimed.run());
-                if let Err(err) = started {
-                    // The claim drops with the closure: the task fails, or lapses again.
-                    eprintln!("stdio_server: cannot run claimed task {task}: {err}");
-                }
+                claimed.into_work().start();
             },
             |warning| eprintln!("stdio_server: claim loop: {warning}"),
         )?)

@@ -95,6 +95,11 @@ impl TaskRun {
     pub fn run(self, work: impl FnOnce()) {
         work();
     }
+
+    /// Awaits `work`.
+    pub async fn run_async<F: Future>(self, work: F) -> F::Output {
+        work.await
+    }
 }
 
 /// Nothing was installed: this build has no `otel` feature.

@@ -83,6 +83,11 @@ impl Stdio {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Writes one line.
     pub fn send_raw(&mut self, line: &str) {
         self.child.send_line(line.as_bytes());
