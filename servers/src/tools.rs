@@ -15,11 +15,8 @@
 //! the client's retry brings the answers back. `confirm` asks this way for a client that
 //! did not declare the tasks extension, and runs at once once answered.
 
-use std::future::Future;
 use std::io::Write;
-use std::pin::Pin;
 use std::sync::OnceLock;
-use std::task::Poll;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -36,7 +33,7 @@ use crate::fixtures::{self, Fixture};
 use crate::input_fixtures::{self, InputFixture};
 use crate::mrtr::Before;
 use crate::peer::Caller;
-use crate::work::Work;
+use crate::work::{Work, within};
 
 /// What the example tells a client it is about (`initialize` and `server/discover`).
 const INSTRUCTIONS: &str = "An example of MCP tasks. Tools: sleep {ms} (task optional: \
@@ -559,8 +556,8 @@ impl Call {
 
     /// The work of the task behind `handle`, from `checkpoint`: the last progress an
     /// earlier attempt saved ([`TaskHandle::checkpoint`]), for a task claimed for its next
-    /// attempt (`None`: from the start). `sleep` is a future (it holds no thread while it
-    /// sleeps); the other tools block. Errors are logged: the task records the outcome,
+    /// attempt (`None`: from the start). `sleep` and `confirm` are futures (they hold no
+    /// thread while they sleep or wait for the answer); the other tools block. Errors are logged: the task records the outcome,
     /// and a refused transition means the task was cancelled or expired meanwhile. A
     /// handler that finds the task runs elsewhere now ([`Error::Superseded`]) stops.
     pub fn task_work<T: TaskStore + 'static>(
@@ -572,6 +569,13 @@ impl Call {
             Call::Sleep(ms) => Work::future(async move {
                 let id = handle.id().clone();
                 logged(&id, sleep_task(handle, ms, checkpoint.as_ref()).await);
+            }),
+            Call::Confirm(question) => Work::future(async move {
+                let id = handle.id().clone();
+                logged(
+                    &id,
+                    confirm_task(handle, &question, checkpoint.as_ref()).await,
+                );
             }),
             blocking => Work::blocking(move || blocking.run_blocking_task(handle, checkpoint)),
         }
@@ -592,7 +596,10 @@ impl Call {
                 .map(drop),
             Call::Crash => handle.fail(Outcome::Error(crash())).map(drop),
             Call::Echo(text) => handle.complete(text_result(text, false)).map(drop),
-            Call::Confirm(question) => confirm_task(handle, &question, checkpoint.as_ref()),
+            // A future (`task_work`): run here, it blocks this thread.
+            Call::Confirm(question) => {
+                crate::work::block_on(confirm_task(handle, &question, checkpoint.as_ref()))
+            }
             Call::Confirmed { answer, .. } => handle
                 .complete(text_result(confirmed(&answer), false))
                 .map(drop),
@@ -858,24 +865,15 @@ enum Woke {
     Cancel(Result<(), Error>),
 }
 
-/// Waits `duration` on the runtime-free timer, or less if the task's cancel wait resolves
-/// first.
+/// Waits `duration`, or less if the task's cancel wait resolves first.
 async fn sleep_unless_cancelled<T: TaskStore>(
     handle: &TaskHandle<Working, T>,
     duration: Duration,
 ) -> Woke {
-    let mut timer = futures_timer::Delay::new(duration);
-    let mut cancelled = handle.cancelled();
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(result) = cancelled.as_mut().poll(cx) {
-            return Poll::Ready(Woke::Cancel(result));
-        }
-        if Pin::new(&mut timer).poll(cx).is_ready() {
-            return Poll::Ready(Woke::Slept);
-        }
-        Poll::Pending
-    })
-    .await
+    match within(duration, handle.cancelled()).await {
+        Some(result) => Woke::Cancel(result),
+        None => Woke::Slept,
+    }
 }
 
 /// A duration in whole milliseconds.
@@ -1044,7 +1042,7 @@ fn check_roots(answer: &Value) -> Result<(), String> {
 /// read as an empty answer. The answer read is saved as a checkpoint (`{"answer": ...}`)
 /// before the task resumes: a re-run on another instance finishes with it instead of
 /// asking again; a re-run of a task that had no answer yet asks again (under new keys).
-fn confirm_task<T: TaskStore>(
+async fn confirm_task<T: TaskStore>(
     handle: TaskHandle<Working, T>,
     question: &str,
     checkpoint: Option<&Value>,
@@ -1063,21 +1061,21 @@ fn confirm_task<T: TaskStore>(
         // In short waits: a handler whose task was claimed by another instance (it runs
         // there now and asks again) must stop before it takes the answers meant for the
         // re-run.
-        match waiting.wait_for_input(Some(left.min(SUPERSEDED_CHECK))) {
-            Ok(answers) => break answers,
-            Err(Error::CancelRequested { .. }) => {
+        match within(left.min(SUPERSEDED_CHECK), waiting.wait_for_input_async()).await {
+            Some(Ok(answers)) => break answers,
+            Some(Err(Error::CancelRequested { .. })) => {
                 let _cancelled = waiting
                     .with_message("cancelled at the requestor's request")
                     .cancel()?;
                 return Ok(());
             }
             _ if superseded(&waiting) => return Ok(()),
-            Err(Error::Timeout { .. }) if left > SUPERSEDED_CHECK => {}
+            None if left > SUPERSEDED_CHECK => {}
             // The store cannot be reached right now: that says nothing about the answer.
-            Err(Error::Store { .. }) if !left.is_zero() => {
-                thread::sleep(Duration::from_millis(200));
+            Some(Err(Error::Store { .. })) if !left.is_zero() => {
+                futures_timer::Delay::new(Duration::from_millis(200)).await;
             }
-            Err(Error::Timeout { .. } | Error::Store { .. }) => {
+            None | Some(Err(Error::Store { .. })) => {
                 let _failed = waiting.fail(Outcome::error(
                     jsonrpc::INTERNAL_ERROR,
                     "the user did not answer in time",
@@ -1085,7 +1083,7 @@ fn confirm_task<T: TaskStore>(
                 return Ok(());
             }
             // Cancelled, expired or removed meanwhile: nothing more to do.
-            Err(_) => {
+            Some(Err(_)) => {
                 waiting.detach();
                 return Ok(());
             }

@@ -26,6 +26,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
+use std::time::Duration;
 
 /// A future a task's handler is, boxed: `Send`, `'static`.
 pub type TaskFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -97,6 +98,23 @@ impl Work {
             },
         }
     }
+}
+
+/// `future`'s output if it is ready within `limit` (on a runtime-free timer), else `None`
+/// (`future` is dropped).
+pub async fn within<F: Future>(limit: Duration, future: F) -> Option<F::Output> {
+    let mut timer = futures_timer::Delay::new(limit);
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        if Pin::new(&mut timer).poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// Polls `future` on this thread until it is ready, parking the thread between wakes.
@@ -200,7 +218,6 @@ impl std::fmt::Debug for Work {
 #[cfg(test)]
 mod tests {
     use std::sync::mpsc;
-    use std::time::Duration;
 
     use super::*;
 
@@ -219,6 +236,23 @@ mod tests {
             assert_eq!(events.recv_timeout(wait), Ok("ran"));
             assert_eq!(events.recv_timeout(wait), Ok("then"));
         }
+    }
+
+    #[test]
+    fn within_answers_a_ready_future_and_gives_up_on_a_pending_one() {
+        assert_eq!(
+            block_on(within(Duration::from_secs(10), async { 7 })),
+            Some(7)
+        );
+        let started = std::time::Instant::now();
+        assert_eq!(
+            block_on(within(
+                Duration::from_millis(30),
+                std::future::pending::<()>()
+            )),
+            None
+        );
+        assert!(started.elapsed() >= Duration::from_millis(30));
     }
 
     /// The threads of this process.
