@@ -17,15 +17,10 @@
 //! reference, the same one-row `UPDATE` with a `pg_notify` in its transaction (every change
 //! of the store sends its event so) against the plain one.
 //!
-//! Then two figures of several instances: the wake latency of a waiter on instance B when
-//! instance A completes its task (from just before A's call to B's waiter returning;
-//! target: median at most 5 ms), and the changes per second of 16 handlers on 2 instances
-//! (each handler creates a task, updates its status and stores its result, again and
-//! again), beside what 16 plain connections commit per second: one-row `UPDATE`s, and the
-//! same with a `pg_notify` in each transaction, as every change of the store sends its
-//! event. PostgreSQL serializes the commits of transactions that notify (a database-wide
-//! lock held until after the commit's WAL flush, so that events are queued in commit
-//! order): the second figure is the ceiling of a store that notifies as it writes.
+//! Then the wake latency of a waiter on instance B when instance A completes its task
+//! (from just before A's call to B's waiter returning; target: median at most 5 ms). The
+//! changes per second of 16 handlers on 2 instances, against what `pgbench` commits, are
+//! the `shared_concurrency` bench's.
 //!
 //! ```sh
 //! cargo bench -p mcp-tasks-suites --features postgres --bench postgres_round_trips          # N = 1,000
@@ -34,18 +29,19 @@
 //!
 //! Without PostgreSQL installed it says so and exits.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mcp_tasks::{JsonObject, Limits, Outcome, Owner, TaskRequest, TaskStatus, TaskStore};
+use mcp_tasks::{Limits, Owner, TaskStatus, TaskStore};
 use mcp_tasks_postgres::PostgresTaskStore;
 use mcp_tasks_test_support::postgres::PostgresServer;
-use serde_json::json;
 use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Statement};
+
+#[path = "support/tasks.rs"]
+mod tasks;
+use tasks::{complete, create, tool_result};
 
 /// Rounds; each phase's median ratio is reported.
 const ROUNDS: usize = 3;
@@ -62,10 +58,6 @@ const CHANGE_TARGET: f64 = 2.0;
 
 /// The median wake latency across instances is `met` at most this.
 const WAKE_TARGET: Duration = Duration::from_millis(5);
-
-/// Handlers, spread over two instances, and how long they run.
-const HANDLERS: usize = 16;
-const THROUGHPUT_FOR: Duration = Duration::from_secs(3);
 
 /// The schema the bench's instances share.
 const SCHEMA: &str = "bench";
@@ -362,17 +354,7 @@ fn main() {
     }
 
     wake_latency(&store, &other, (n / 5).clamp(20, 500));
-    drop((store, other));
-    let changes = throughput(&open);
-    drop(raw);
-    let plain = raw_throughput(&url, false);
-    let notifying = raw_throughput(&url, true);
-    println!(
-        "throughput, {HANDLERS} handlers on 2 instances (create, status update, store result \
-         per task): {changes:.0} changes/s; raw, {HANDLERS} plain connections each committing \
-         a one-row UPDATE in a loop: {plain:.0}/s, with a pg_notify in the same transaction \
-         (as every change of the store sends its event): {notifying:.0}/s"
-    );
+    drop((store, other, raw));
     drop(server);
 }
 
@@ -441,116 +423,6 @@ fn wake_latency(completing: &PostgresTaskStore, waiting: &PostgresTaskStore, sam
         WAKE_TARGET.as_millis(),
         millis(after_call[after_call.len() / 2]),
     );
-}
-
-/// Changes per second of [`HANDLERS`] handlers on two instances, over [`THROUGHPUT_FOR`].
-fn throughput(open: &dyn Fn() -> PostgresTaskStore) -> f64 {
-    let instances = [open(), open()];
-    let stop = Arc::new(AtomicBool::new(false));
-    let changes = Arc::new(AtomicUsize::new(0));
-    let result = tool_result("done");
-    let handlers: Vec<_> = (0..HANDLERS)
-        .map(|h| {
-            let store = instances[h % 2].clone();
-            let (stop, changes, result) = (Arc::clone(&stop), Arc::clone(&changes), result.clone());
-            thread::spawn(move || {
-                let owner = Owner::new(format!("handler-{h}"));
-                let mut i = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    i += 1;
-                    let id = create(&store, &owner, i);
-                    let _ = store
-                        .update_status(&owner, &id, TaskStatus::Working, Some("halfway".into()))
-                        .expect("status update");
-                    complete(&store, &owner, &id, &result);
-                    changes.fetch_add(3, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    let started = Instant::now();
-    let before = changes.load(Ordering::Relaxed);
-    thread::sleep(THROUGHPUT_FOR);
-    let counted = changes.load(Ordering::Relaxed) - before;
-    let elapsed = started.elapsed();
-    stop.store(true, Ordering::Relaxed);
-    for handler in handlers {
-        handler.join().expect("a handler");
-    }
-    counted as f64 / elapsed.as_secs_f64()
-}
-
-/// Commits per second of [`HANDLERS`] plain connections, each updating its own row in a
-/// loop, over [`THROUGHPUT_FOR`]; with `notify`, each update sends a notification in its
-/// transaction.
-fn raw_throughput(url: &str, notify: bool) -> f64 {
-    let sql = if notify {
-        "WITH changed AS (UPDATE raw_changes SET n = n + 1 WHERE id = $1 RETURNING n) \
-         SELECT pg_notify('raw_changes', n::text) FROM changed"
-    } else {
-        "UPDATE raw_changes SET n = n + 1 WHERE id = $1 RETURNING n"
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime for the raw connections");
-    runtime.block_on(async {
-        let stop = Arc::new(AtomicBool::new(false));
-        let commits = Arc::new(AtomicUsize::new(0));
-        let mut loops = Vec::new();
-        for row in 1..=HANDLERS as i32 {
-            let (client, connection) = tokio_postgres::connect(url, NoTls)
-                .await
-                .expect("a raw connection");
-            tokio::spawn(async move {
-                let _ = connection.await;
-            });
-            let statement = client.prepare(sql).await.expect("a raw statement");
-            let (stop, commits) = (Arc::clone(&stop), Arc::clone(&commits));
-            loops.push(tokio::spawn(async move {
-                while !stop.load(Ordering::Relaxed) {
-                    let rows = client.query(&statement, &[&row]).await;
-                    assert_eq!(rows.expect("a raw commit").len(), 1);
-                    commits.fetch_add(1, Ordering::Relaxed);
-                }
-            }));
-        }
-        let started = Instant::now();
-        let before = commits.load(Ordering::Relaxed);
-        tokio::time::sleep(THROUGHPUT_FOR).await;
-        let counted = commits.load(Ordering::Relaxed) - before;
-        let elapsed = started.elapsed();
-        stop.store(true, Ordering::Relaxed);
-        for done in loops {
-            done.await.expect("a raw loop");
-        }
-        counted as f64 / elapsed.as_secs_f64()
-    })
-}
-
-/// Creates the `n`th task of `owner` on `store`; answers its id.
-fn create(store: &PostgresTaskStore, owner: &Owner, n: usize) -> String {
-    let request = TaskRequest::new(i64::try_from(n).unwrap_or(i64::MAX), "tools/call");
-    store
-        .insert(owner, request)
-        .expect("create")
-        .id()
-        .to_string()
-}
-
-/// Completes the task `id` of `owner` with `result`.
-fn complete(store: &PostgresTaskStore, owner: &Owner, id: &str, result: &JsonObject) {
-    let outcome = Outcome::Result(result.clone());
-    let _ = store
-        .store_result(owner, id, TaskStatus::Completed, outcome)
-        .expect("store result");
-}
-
-/// A tool's result of one text block.
-fn tool_result(text: &str) -> JsonObject {
-    let result = json!({"content": [{"type": "text", "text": text}]});
-    result.as_object().cloned().expect("an object")
 }
 
 fn millis(d: Duration) -> f64 {

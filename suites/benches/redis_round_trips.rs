@@ -304,30 +304,10 @@ fn main() {
 /// The microseconds Redis spent in `EVALSHA` and `EVAL` so far (their inner commands
 /// included).
 fn script_micros(server: &mcp_tasks_test_support::redis::RedisServer) -> u64 {
-    stat(server, &["evalsha", "eval"], "usec=")
+    server.command_stat(&["evalsha", "eval"], "usec")
 }
 
 /// The client round trips the server has answered so far (see the module docs).
 fn round_trips(server: &mcp_tasks_test_support::redis::RedisServer) -> u64 {
-    stat(server, &ROUND_TRIP_COMMANDS, "calls=")
-}
-
-/// The sum of one field (`calls=`, `usec=`) of `INFO commandstats` over `commands`.
-fn stat(
-    server: &mcp_tasks_test_support::redis::RedisServer,
-    commands: &[&str],
-    field: &str,
-) -> u64 {
-    let stats = server.command(&["INFO", "commandstats"]);
-    stats
-        .lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            if !commands.contains(&name) {
-                return None;
-            }
-            let value = rest.split(',').find_map(|kv| kv.strip_prefix(field))?;
-            value.parse::<u64>().ok()
-        })
-        .sum()
+    server.command_stat(&ROUND_TRIP_COMMANDS, "calls")
 }

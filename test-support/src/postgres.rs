@@ -308,8 +308,10 @@ impl PostgresServer {
         )
     }
 
-    /// A client program of the same installation (`psql`), else the one on `PATH`.
-    fn client(&self, name: &str) -> PathBuf {
+    /// A client program of the same installation (`psql`, `pgbench`), else the one of
+    /// that name on `PATH` (which may not exist: running it then fails with `NotFound`).
+    #[must_use]
+    pub fn client(&self, name: &str) -> PathBuf {
         let program = self.bin.join(name);
         if program.is_file() {
             program

@@ -158,6 +158,19 @@ impl RedisServer {
         format!("redis+unix://{}", self.socket.display())
     }
 
+    /// A client program of the same installation (`redis-benchmark`, `redis-cli`): the one
+    /// beside `$REDIS_SERVER` when that is a path and has it, else the one of that name on
+    /// `PATH` (which may not exist: running it then fails with `NotFound`).
+    #[must_use]
+    pub fn client(name: &str) -> PathBuf {
+        let beside = std::env::var_os("REDIS_SERVER")
+            .map(PathBuf::from)
+            .and_then(|server| server.parent().map(|dir| dir.join(name)))
+            .filter(|program| program.parent() != Some(Path::new("")))
+            .filter(|program| program.is_file());
+        beside.unwrap_or_else(|| PathBuf::from(name))
+    }
+
     /// The path of the server's unix socket.
     #[must_use]
     pub fn socket(&self) -> &Path {
@@ -185,6 +198,31 @@ impl RedisServer {
             .expect("send a command to the test redis-server");
         let mut reader = BufReader::new(&stream);
         read_reply(&mut reader).expect("read a reply from the test redis-server")
+    }
+
+    /// The sum of one field (`calls`, `usec`) of `INFO commandstats` over `commands` (in
+    /// lower case: `evalsha`, `eval`): e.g. how many `EVALSHA` the server ran so far, and the
+    /// microseconds they took (the commands their scripts call included).
+    ///
+    /// # Panics
+    /// If the server cannot be reached.
+    #[must_use]
+    pub fn command_stat(&self, commands: &[&str], field: &str) -> u64 {
+        let stats = self.command(&["INFO", "commandstats"]);
+        stats
+            .lines()
+            .filter_map(|line| {
+                let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+                if !commands.contains(&name) {
+                    return None;
+                }
+                let value = rest.split(',').find_map(|kv| {
+                    let (key, value) = kv.split_once('=')?;
+                    (key == field).then_some(value)
+                })?;
+                value.parse::<u64>().ok()
+            })
+            .sum()
     }
 
     /// Kills every pub/sub connection (`CLIENT KILL TYPE pubsub`); returns how many.
