@@ -136,10 +136,12 @@
 //! # Costs
 //! A change commits with its notification, and PostgreSQL commits notifying transactions
 //! one at a time (a database-wide lock held across the commit's flush): on one disk the
-//! store makes a few hundred changes per second whatever the number of instances (about
-//! 400–570 with 16 handlers on 2 instances on the development machine, where the same
-//! server commits some 5,000 plain one-row updates per second). That is the price of a
-//! wake-up that commits with its change; reads are not affected.
+//! store makes a few hundred changes per second whatever the number of instances (with
+//! 16 handlers on 2 instances on the development machine, 1.09–1.19× what `pgbench` makes
+//! of a one-row `UPDATE` with `pg_notify` at 16 clients, and a tenth of its plain one-row
+//! updates: `cargo bench -p mcp-tasks-suites --features redis,postgres --bench
+//! shared_concurrency`). That is the price of a wake-up that commits with its change;
+//! reads are not affected.
 //!
 //! A read is one round trip; a change is one round trip when the instance knows the
 //! task's latest version (it wrote it or heard its notification, which carries the task
