@@ -38,6 +38,7 @@
 //! and written, `{"dir": "in" | "out", "msg": ...}`, as the stdio example does).
 
 use mcp_tasks_servers::tools::{self, Catalog};
+use mcp_tasks_servers::work::Work;
 
 mod trace;
 
@@ -238,13 +239,21 @@ impl ServerHandler for TasksServer {
             .dispatcher
             .accept(&self.owner, request_id, "tools/call", ttl)
             .map_err(|error| rpc_error(error.to_jsonrpc()))?;
-        // The handler blocks (sleeps, waits for the user): a thread of its own, not one of
-        // the runtime's. If it cannot start, the dropped handle fails the task.
-        let spawned = std::thread::Builder::new()
-            .name("mcp-task".into())
-            .spawn(move || call.run_task(handle));
-        if let Err(err) = spawned {
-            eprintln!("rmcp-example: cannot start a task thread: {err}");
+        // A handler that waits as a future (sleep, confirm) runs on the runtime; one that
+        // blocks gets a thread of its own, not one of the runtime's. If that cannot start,
+        // the dropped handle fails the task.
+        match call.task_work(handle, None) {
+            Work::Async(work) => {
+                tokio::spawn(work);
+            }
+            Work::Blocking(work) => {
+                let spawned = std::thread::Builder::new()
+                    .name("mcp-task".into())
+                    .spawn(work);
+                if let Err(err) = spawned {
+                    eprintln!("rmcp-example: cannot start a task thread: {err}");
+                }
+            }
         }
         convert(to_json(&created)?)
     }

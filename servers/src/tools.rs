@@ -538,28 +538,14 @@ impl Call {
         }
     }
 
-    /// Runs the call as the task behind `handle`, to its end, on this thread
-    /// ([`task_work`](Self::task_work) from the start, [`Work::run_here`]).
-    pub fn run_task<T: TaskStore + 'static>(self, handle: TaskHandle<Working, T>) {
-        self.task_work(handle, None).run_here();
-    }
-
-    /// Runs the call as the task behind `handle` from `checkpoint`, to its end, on this
-    /// thread ([`task_work`](Self::task_work), [`Work::run_here`]).
-    pub fn run_task_from<T: TaskStore + 'static>(
-        self,
-        handle: TaskHandle<Working, T>,
-        checkpoint: Option<Value>,
-    ) {
-        self.task_work(handle, checkpoint).run_here();
-    }
-
     /// The work of the task behind `handle`, from `checkpoint`: the last progress an
     /// earlier attempt saved ([`TaskHandle::checkpoint`]), for a task claimed for its next
     /// attempt (`None`: from the start). `sleep` and `confirm` are futures (they hold no
-    /// thread while they sleep or wait for the answer); the other tools block. Errors are logged: the task records the outcome,
-    /// and a refused transition means the task was cancelled or expired meanwhile. A
-    /// handler that finds the task runs elsewhere now ([`Error::Superseded`]) stops.
+    /// thread while they sleep or wait for the answer); the other tools block. Start it
+    /// where its kind belongs, or run it here with [`Work::run_here`]. Errors are logged:
+    /// the task records the outcome, and a refused transition means the task was
+    /// cancelled or expired meanwhile. A handler that finds the task runs elsewhere now
+    /// ([`Error::Superseded`]) stops.
     pub fn task_work<T: TaskStore + 'static>(
         self,
         handle: TaskHandle<Working, T>,
@@ -747,22 +733,6 @@ impl Invocation {
             Invocation::Tool(call) => call.run(),
             Invocation::Test(test) => test.run(),
         }
-    }
-
-    /// Runs the call as the task behind `handle`, to its end, on this thread
-    /// ([`Call::run_task`]).
-    pub fn run_task<T: TaskStore + 'static>(self, handle: TaskHandle<Working, T>) {
-        self.task_work(handle, None).run_here();
-    }
-
-    /// Runs the call as the task behind `handle` from `checkpoint`, on this thread
-    /// ([`Call::run_task_from`]).
-    pub fn run_task_from<T: TaskStore + 'static>(
-        self,
-        handle: TaskHandle<Working, T>,
-        checkpoint: Option<Value>,
-    ) {
-        self.task_work(handle, checkpoint).run_here();
     }
 
     /// The work of the task behind `handle` from `checkpoint` ([`Call::task_work`]).

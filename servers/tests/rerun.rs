@@ -195,10 +195,11 @@ fn a_confirm_rerun_with_its_answer_does_not_ask_again() {
     let call = Catalog::Examples
         .parse("confirm", json!({"question": "go?"}).as_object().unwrap())
         .unwrap_or_else(|err| panic!("{err:?}"));
-    call.run_task_from(
+    call.task_work(
         handle,
         Some(json!({"answer": {"action": "accept", "content": {"answer": "yes"}}})),
-    );
+    )
+    .run_here();
     let done = registry.get(&owner, &task.id().to_string()).unwrap();
     assert_eq!(done.status(), TaskStatus::Completed);
     assert_eq!(text(&done), "the user answered: yes");
