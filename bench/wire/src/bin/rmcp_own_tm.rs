@@ -10,8 +10,8 @@
 //! The first line on stdout is `listening on http://ADDR/mcp`. rmcp's
 //! `StreamableHttpService` with its default configuration (answers as SSE; 2026-07-28
 //! requests are served statelessly), on hyper as the `rmcp_http` example serves it, with
-//! `TCP_NODELAY` on every accepted socket. No authentication: every caller sees every
-//! task (rmcp's manager has no owners). Ends on SIGTERM or Ctrl-C.
+//! `TCP_NODELAY` on every accepted socket. Tasks get a 60 s TTL. No authentication:
+//! every caller sees every task (rmcp's manager has no owners). Ends on SIGTERM or Ctrl-C.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -34,6 +34,9 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::json;
 use tokio::net::TcpListener;
+
+/// The tasks' TTL: as `mcp_http`'s default and the TypeScript peer's (asked by the client).
+const TTL_MS: u64 = 60_000;
 
 /// The handler: one `TaskManager` shared by every request.
 #[derive(Clone)]
@@ -73,7 +76,9 @@ impl ServerHandler for Peer {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             return Ok(CallToolResponse::Complete(slept(ms)));
         }
-        let task = self.tasks.spawn(TaskOptions::new(), move |ctx| {
+        // The same 60 s TTL as the other servers of the benchmark (rmcp's default is 5 min).
+        let options = TaskOptions::new().with_ttl_ms(TTL_MS);
+        let task = self.tasks.spawn(options, move |ctx| {
             Box::pin(async move {
                 tokio::select! {
                     () = ctx.cancelled() => Err(TaskExit::Cancelled),

@@ -679,9 +679,11 @@ async fn run(args: Args) -> Result<(Value, u64), String> {
 
     tokio::time::sleep_until(start.into()).await;
     let cpu_start = pid.map(procfs::cpu_seconds).transpose()?;
+    let own_start = procfs::cpu_seconds(std::process::id()).ok();
     let requests_start = shared.requests.load(Ordering::Relaxed);
     tokio::time::sleep_until(shared.end.into()).await;
     let cpu_end = pid.map(procfs::cpu_seconds).transpose()?;
+    let own_end = procfs::cpu_seconds(std::process::id()).ok();
     let after = pid.map(procfs::status).transpose()?;
     let requests_window = shared.requests.load(Ordering::Relaxed) - requests_start;
 
@@ -749,6 +751,9 @@ async fn run(args: Args) -> Result<(Value, u64), String> {
         "task_p99_ms": task_p99,
         "server_cpu_s": cpu.map(|c| round(c, 3)),
         "cpu_s_per_1k_tasks": cpu.and_then(|c| per_1k(c, tasks)),
+        // The load generator's own CPU in the window: near the machine's cores, it (not
+        // the server) may be the limit.
+        "load_cpu_s": own_start.zip(own_end).map(|(a, b)| round(b - a, 3)),
         "created": created,
         "rss_start_mib": before.map(|s| round(mib(s.rss_kib), 1)),
         "rss_end_mib": after.map(|s| round(mib(s.rss_kib), 1)),
