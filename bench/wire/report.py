@@ -35,6 +35,7 @@ FIELDS = [
     "tasks_per_s", "get_p50_ms", "get_p99_ms", "task_p50_ms", "task_p99_ms",
     "call_p50_ms", "call_p99_ms", "cpu_s_per_1k_tasks", "peak_rss_mib",
     "rss_mib_per_1k_created", "threads_end", "requests_per_task", "errors", "tasks",
+    "others_pct",
 ]
 
 
@@ -146,7 +147,8 @@ def report(path):
         "Columns: tasks completed per second; `tasks/get` p50/p99 and whole task (call → "
         "result in hand) p50/p99 in ms; server CPU seconds (user + system) per 1,000 tasks "
         "completed; peak RSS (VmHWM) MiB; RSS growth MiB per 1,000 tasks created; server "
-        "threads at the end; HTTP requests per task; errors. Ratios: ours ÷ the best peer "
+        "threads at the end; HTTP requests per task; errors; the share of the machine's CPU "
+        "taken by other processes in the window (another tenant's work: a noisy cell). Ratios: ours ÷ the best peer "
         "of the wire at the same clients and task length (throughput: higher is better; "
         "p99, CPU and memory: lower is better).",
         "",
@@ -160,9 +162,9 @@ def report(path):
         out += [f"## {wire}", ""]
         out += [
             "| clients | ms | server | tasks/s | get p50 | get p99 | task p50 | task p99 | "
-            "CPU s/1k | peak RSS | RSS/1k created | threads | req/task | errors | "
+            "CPU s/1k | peak RSS | RSS/1k created | threads | req/task | errors | others % | "
             "× tasks/s | × get p99 | × CPU | × RSS/1k |",
-            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for clients, ms in keys:
             impls = [i for (w, c, t, i) in cells if (w, c, t) == (wire, clients, ms)]
@@ -183,7 +185,7 @@ def report(path):
                         fmt(d["task_p50_ms"]), fmt(d["task_p99_ms"]),
                         fmt(d["cpu_s_per_1k_tasks"], 3), fmt(d["peak_rss_mib"]),
                         fmt(d["rss_mib_per_1k_created"], 2), fmt(d["threads_end"]),
-                        fmt(d["requests_per_task"], 2), fmt(errors),
+                        fmt(d["requests_per_task"], 2), fmt(errors), fmt(d["others_pct"]),
                         ratio(d["tasks_per_s"], b.get("tasks_per_s")) if mine else "",
                         ratio(d["get_p99_ms"], b.get("get_p99_ms")) if mine else "",
                         ratio(d["cpu_s_per_1k_tasks"], b.get("cpu_s_per_1k_tasks")) if mine else "",

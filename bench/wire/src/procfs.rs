@@ -46,6 +46,44 @@ fn clock_ticks_per_second() -> f64 {
     if ticks > 0 { ticks as f64 } else { 100.0 }
 }
 
+/// The whole machine's CPU time so far, in seconds summed over its CPUs: busy (every
+/// `/proc/stat` column but idle and iowait) and total.
+///
+/// # Errors
+/// `/proc/stat` cannot be read or is not as expected.
+pub fn machine_seconds() -> Result<(f64, f64), String> {
+    let stat = fs::read_to_string("/proc/stat").map_err(|err| format!("/proc/stat: {err}"))?;
+    let (busy, total) = parse_machine_ticks(&stat)?;
+    #[allow(clippy::cast_precision_loss)]
+    let (busy, total) = (busy as f64, total as f64);
+    let hz = clock_ticks_per_second();
+    Ok((busy / hz, total / hz))
+}
+
+/// Busy and total ticks from the `cpu` line of a `/proc/stat` (guest time is already in
+/// user and nice, so the columns after steal are left out).
+///
+/// # Errors
+/// No `cpu` line with at least the four first columns.
+pub fn parse_machine_ticks(stat: &str) -> Result<(u64, u64), String> {
+    let line = stat
+        .lines()
+        .find(|line| line.starts_with("cpu "))
+        .ok_or("no cpu line in /proc/stat")?;
+    let columns: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|column| column.parse().map_err(|err| format!("/proc/stat: {err}")))
+        .collect::<Result<_, _>>()?;
+    if columns.len() < 4 {
+        return Err("/proc/stat: a short cpu line".into());
+    }
+    let total: u64 = columns.iter().sum();
+    let idle = columns[3] + columns.get(4).copied().unwrap_or(0);
+    Ok((total - idle, total))
+}
+
 /// The process's memory and threads now (`/proc/<pid>/status`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Status {
@@ -95,6 +133,15 @@ mod tests {
                     150 37 0 0 20 0 9 0 777 123456 789 18446744073709551615";
         assert_eq!(parse_cpu_ticks(stat), Ok(187));
         assert!(parse_cpu_ticks("garbage").is_err());
+    }
+
+    #[test]
+    fn machine_ticks_leave_idle_and_iowait_out() {
+        let stat = "cpu  100 50 30 800 20 0 10 5 7 0\ncpu0 1 2 3 4 5 6 7 8 9 0\n";
+        // user nice system idle iowait irq softirq steal (guest columns left out).
+        assert_eq!(parse_machine_ticks(stat), Ok((195, 1015)));
+        assert!(parse_machine_ticks("intr 1 2\n").is_err());
+        assert!(machine_seconds().is_ok());
     }
 
     #[test]

@@ -680,10 +680,12 @@ async fn run(args: Args) -> Result<(Value, u64), String> {
     tokio::time::sleep_until(start.into()).await;
     let cpu_start = pid.map(procfs::cpu_seconds).transpose()?;
     let own_start = procfs::cpu_seconds(std::process::id()).ok();
+    let machine_start = procfs::machine_seconds().ok();
     let requests_start = shared.requests.load(Ordering::Relaxed);
     tokio::time::sleep_until(shared.end.into()).await;
     let cpu_end = pid.map(procfs::cpu_seconds).transpose()?;
     let own_end = procfs::cpu_seconds(std::process::id()).ok();
+    let machine_end = procfs::machine_seconds().ok();
     let after = pid.map(procfs::status).transpose()?;
     let requests_window = shared.requests.load(Ordering::Relaxed) - requests_start;
 
@@ -721,6 +723,12 @@ async fn run(args: Args) -> Result<(Value, u64), String> {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };
+    let machine = match (machine_start, machine_end) {
+        (Some((busy_a, total_a)), Some((busy_b, total_b))) if total_b > total_a => {
+            Some((busy_b - busy_a, total_b - total_a))
+        }
+        _ => None,
+    };
     let per_1k = |x: f64, n: f64| (n > 0.0).then(|| round(x / n * 1000.0, 4));
     let errors = shared.errors.load(Ordering::Relaxed);
     let error_samples = shared
@@ -754,6 +762,13 @@ async fn run(args: Args) -> Result<(Value, u64), String> {
         // The load generator's own CPU in the window: near the machine's cores, it (not
         // the server) may be the limit.
         "load_cpu_s": own_start.zip(own_end).map(|(a, b)| round(b - a, 3)),
+        // The machine's CPUs in the window: how busy they were, and how much of them went
+        // to processes other than the server and the load generator (another tenant's
+        // build makes the cell noisy).
+        "machine_busy_pct": machine.map(|(busy, total)| round(busy / total * 100.0, 1)),
+        "others_pct": machine.zip(own_start.zip(own_end)).zip(cpu).map(|(((busy, total), (a, b)), server)| {
+            round((busy - (b - a) - server).max(0.0) / total * 100.0, 1)
+        }),
         "created": created,
         "rss_start_mib": before.map(|s| round(mib(s.rss_kib), 1)),
         "rss_end_mib": after.map(|s| round(mib(s.rss_kib), 1)),
