@@ -10,7 +10,8 @@
 //! wire_load --url http://127.0.0.1:PORT/mcp --wire 2025-11-25|2026-07-28 \
 //!     [--mode poll|listen] [--clients 100] [--ms 0] [--duration 10] [--warmup 2] \
 //!     [--poll-ms 50] [--ttl-ms 60000] [--token-prefix tok- --principals 100] \
-//!     [--pid SERVER_PID] [--label NAME] [--workers 2] [--timeout 30]
+//!     [--pid SERVER_PID] [--label NAME] [--workers 2] [--timeout 30] \
+//!     [--setup-timeout 120]
 //! ```
 //!
 //! Prints one JSON line on stdout (the cell's figures; see the README) and exits 1 if any
@@ -18,8 +19,8 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -33,6 +34,7 @@ use mcp_tasks_wire_bench::stats::Samples;
 use mcp_tasks_wire_bench::wire::{self, Wire};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 /// How clients follow their tasks.
@@ -61,12 +63,13 @@ struct Args {
     label: String,
     workers: usize,
     timeout: Duration,
+    setup_timeout: Duration,
 }
 
 const USAGE: &str = "usage: wire_load --url http://HOST:PORT/PATH --wire 2025-11-25|2026-07-28 \
     [--mode poll|listen] [--clients N] [--ms MS] [--duration S] [--warmup S] [--poll-ms MS] \
     [--ttl-ms MS] [--token-prefix P --principals K] [--pid PID] [--label NAME] [--workers W] \
-    [--timeout S]";
+    [--timeout S] [--setup-timeout S]";
 
 fn parse_args() -> Result<Args, String> {
     let mut url = None;
@@ -89,6 +92,7 @@ fn parse_args() -> Result<Args, String> {
         label: String::new(),
         workers: 2,
         timeout: Duration::from_secs(30),
+        setup_timeout: Duration::from_secs(120),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -129,6 +133,7 @@ fn parse_args() -> Result<Args, String> {
             "--label" => args.label = value()?,
             "--workers" => args.workers = usize::try_from(number(value()?)?).unwrap_or(1),
             "--timeout" => args.timeout = seconds(value()?)?,
+            "--setup-timeout" => args.setup_timeout = seconds(value()?)?,
             other => return Err(format!("unknown argument {other}; {USAGE}")),
         }
     }
@@ -162,10 +167,18 @@ fn parse_args() -> Result<Args, String> {
 /// What every client shares: the clock of the cell, the counters and the errors.
 struct Shared {
     args: Args,
-    /// Measuring starts here (after the warm-up) ...
-    start: Instant,
-    /// ... and ends here; clients stop at their next step after it.
-    end: Instant,
+    /// The first client starts here.
+    begun: Instant,
+    /// The measured window, set once every client is ready and the warm-up is over:
+    /// measuring starts at the first instant and ends at the second; clients stop at
+    /// their next step after it.
+    window: OnceLock<(Instant, Instant)>,
+    /// Clients connected (and, on 2025-11-25, with their session open), or failed to.
+    ready: AtomicUsize,
+    /// Woken when the last client is ready.
+    all_ready: Notify,
+    /// Turns `true` when every client is ready: they start their tasks.
+    go: watch::Sender<bool>,
     created: AtomicU64,
     requests: AtomicU64,
     errors: AtomicU64,
@@ -175,6 +188,7 @@ struct Shared {
 impl Shared {
     fn error(&self, what: String) {
         let n = self.errors.fetch_add(1, Ordering::Relaxed);
+        let what = format!("at {:.2} s: {what}", self.begun.elapsed().as_secs_f64());
         if n < 5 {
             eprintln!("wire_load: error: {what}");
             if let Ok(mut samples) = self.error_samples.lock() {
@@ -184,11 +198,25 @@ impl Shared {
     }
 
     fn in_window(&self, at: Instant) -> bool {
-        at >= self.start && at < self.end
+        self.window
+            .get()
+            .is_some_and(|(start, end)| at >= *start && at < *end)
+    }
+
+    /// Whether `at` is before the end of the window (or the window is not set yet).
+    fn before_end(&self, at: Instant) -> bool {
+        self.window.get().is_none_or(|(_, end)| at < *end)
     }
 
     fn over(&self) -> bool {
-        Instant::now() >= self.end
+        !self.before_end(Instant::now())
+    }
+
+    /// One more client is ready (or gave up).
+    fn one_ready(&self) {
+        if self.ready.fetch_add(1, Ordering::AcqRel) + 1 == self.args.clients {
+            self.all_ready.notify_one();
+        }
     }
 }
 
@@ -283,19 +311,33 @@ impl Conn {
         session: Option<&str>,
     ) -> Result<Answer, String> {
         let timeout = self.shared.args.timeout;
+        self.send_within(request, token, session, timeout).await
+    }
+
+    /// [`Conn::send`] bounded by `timeout`.
+    async fn send_within(
+        &mut self,
+        request: &wire::Request,
+        token: Option<&str>,
+        session: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Answer, String> {
         let built = self.build(request, token, session)?;
         match tokio::time::timeout(timeout, self.exchange(built)).await {
             Ok(answer) => answer,
             Err(_) => {
                 // The connection's state is unknown now: start over on the next request.
                 self.sender = None;
-                Err(format!("no answer within {timeout:?}"))
+                Err(format!(
+                    "{}: no answer within {timeout:?}",
+                    request.body["method"].as_str().unwrap_or("?")
+                ))
             }
         }
     }
 
-    async fn exchange(&mut self, request: hyper::Request<Full<Bytes>>) -> Result<Answer, String> {
-        self.shared.requests.fetch_add(1, Ordering::Relaxed);
+    /// Opens the connection unless it is open.
+    async fn connect(&mut self) -> Result<(), String> {
         if self.sender.as_ref().is_none_or(SendRequest::is_closed) {
             let (sender, driver) = open(self.shared.args.addr).await?;
             if let Some(old) = self.driver.replace(driver) {
@@ -303,15 +345,21 @@ impl Conn {
             }
             self.sender = Some(sender);
         }
+        Ok(())
+    }
+
+    async fn exchange(&mut self, request: hyper::Request<Full<Bytes>>) -> Result<Answer, String> {
+        self.shared.requests.fetch_add(1, Ordering::Relaxed);
+        self.connect().await?;
         let sender = self.sender.as_mut().ok_or("no connection")?;
         sender
             .ready()
             .await
-            .map_err(|err| format!("connection: {err}"))?;
+            .map_err(|err| format!("connection: {}", chain(&err)))?;
         let response = sender
             .send_request(request)
             .await
-            .map_err(|err| format!("send: {err}"))?;
+            .map_err(|err| format!("send: {}", chain(&err)))?;
         let status = response.status().as_u16();
         let header = |name: &str| {
             response
@@ -326,7 +374,7 @@ impl Conn {
             .into_body()
             .collect()
             .await
-            .map_err(|err| format!("body: {err}"))?
+            .map_err(|err| format!("body: {}", chain(&err)))?
             .to_bytes();
         Ok(Answer {
             status,
@@ -335,6 +383,18 @@ impl Conn {
             body,
         })
     }
+}
+
+/// An error with its causes, `outer: inner: ...` (hyper's own text is terse).
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// The `result` of the answer to request `id`, or why there is none.
@@ -388,9 +448,12 @@ impl Client {
         self.next_id += 1;
         let id = self.next_id;
         let request = wire::request(Wire::V2025, id, "initialize", wire::initialize_params());
+        // Opening sessions is setup, bounded by --setup-timeout: a server may take long to
+        // open many at once (the TypeScript SDK builds a server per session).
+        let setup = self.shared.args.setup_timeout;
         let answer = self
             .conn
-            .send(&request, self.token.as_deref(), None)
+            .send_within(&request, self.token.as_deref(), None, setup)
             .await?;
         result_of("initialize", id, &answer)?;
         self.session = Some(answer.session.ok_or("initialize: no Mcp-Session-Id")?);
@@ -400,7 +463,12 @@ impl Client {
         };
         let answer = self
             .conn
-            .send(&initialized, self.token.as_deref(), self.session.as_deref())
+            .send_within(
+                &initialized,
+                self.token.as_deref(),
+                self.session.as_deref(),
+                setup,
+            )
             .await?;
         if answer.status != 202 && answer.status != 200 {
             return Err(format!(
@@ -436,7 +504,7 @@ impl Client {
         let task_id = wire::created_task_id(&created)
             .ok_or_else(|| format!("tools/call: not a task: {created}"))?
             .to_owned();
-        if answered < self.shared.end {
+        if self.shared.before_end(answered) {
             self.shared.created.fetch_add(1, Ordering::Relaxed);
         }
         if self.shared.in_window(answered) {
@@ -548,7 +616,12 @@ impl Client {
             return Ok(Some(task));
         }
         loop {
-            let bound = self.shared.end.max(Instant::now()) + args.timeout;
+            let end = self
+                .shared
+                .window
+                .get()
+                .map_or_else(Instant::now, |(_, end)| *end);
+            let bound = end.max(Instant::now()) + args.timeout;
             let message = tokio::time::timeout_at(bound.into(), events.next())
                 .await
                 .map_err(|_| "listen: no terminal notification".to_owned())??;
@@ -567,10 +640,19 @@ impl Client {
 
     async fn run(mut self, delay: Duration) -> Figures {
         tokio::time::sleep(delay).await;
-        if self.shared.args.wire == Wire::V2025
-            && let Err(why) = self.open_session().await
-        {
+        let mut go = self.shared.go.subscribe();
+        let setup = match self.shared.args.wire {
+            Wire::V2025 => self.open_session().await,
+            Wire::V2026 => self.conn.connect().await,
+        };
+        self.shared.one_ready();
+        if let Err(why) = setup {
             self.shared.error(why);
+            return self.figures;
+        }
+        // Every client starts its tasks at once, when all are ready: opening sessions is
+        // not mixed with the load.
+        if go.wait_for(|go| *go).await.is_err() {
             return self.figures;
         }
         while !self.shared.over() {
@@ -644,10 +726,12 @@ async fn run(args: Args) -> Result<(Value, u64), String> {
     let pid = args.pid;
     let before = pid.map(procfs::status).transpose()?;
     let begun = Instant::now();
-    let start = begun + args.warmup;
     let shared = Arc::new(Shared {
-        start,
-        end: start + args.duration,
+        begun,
+        window: OnceLock::new(),
+        ready: AtomicUsize::new(0),
+        all_ready: Notify::new(),
+        go: watch::Sender::new(false),
         args: args.clone(),
         created: AtomicU64::new(0),
         requests: AtomicU64::new(0),
@@ -677,12 +761,40 @@ async fn run(args: Args) -> Result<(Value, u64), String> {
         })
         .collect();
 
-    tokio::time::sleep_until(start.into()).await;
+    // Every client connected (2025-11-25: with its session), then the warm-up, then the
+    // window.
+    let setup_bound = begun + args.setup_timeout;
+    while shared.ready.load(Ordering::Acquire) < args.clients {
+        let woken = shared.all_ready.notified();
+        if shared.ready.load(Ordering::Acquire) >= args.clients {
+            break;
+        }
+        if tokio::time::timeout_at(setup_bound.into(), woken)
+            .await
+            .is_err()
+        {
+            return Err(format!(
+                "only {} of {} clients were ready within --setup-timeout {:?}",
+                shared.ready.load(Ordering::Acquire),
+                args.clients,
+                args.setup_timeout
+            ));
+        }
+    }
+    let setup = begun.elapsed();
+    shared.go.send_replace(true);
+    tokio::time::sleep(args.warmup).await;
+    let start = Instant::now();
+    let end = start + args.duration;
+    shared
+        .window
+        .set((start, end))
+        .map_err(|_| "the window was set twice")?;
     let cpu_start = pid.map(procfs::cpu_seconds).transpose()?;
     let own_start = procfs::cpu_seconds(std::process::id()).ok();
     let machine_start = procfs::machine_seconds().ok();
     let requests_start = shared.requests.load(Ordering::Relaxed);
-    tokio::time::sleep_until(shared.end.into()).await;
+    tokio::time::sleep_until(end.into()).await;
     let cpu_end = pid.map(procfs::cpu_seconds).transpose()?;
     let own_end = procfs::cpu_seconds(std::process::id()).ok();
     let machine_end = procfs::machine_seconds().ok();
@@ -746,6 +858,9 @@ async fn run(args: Args) -> Result<(Value, u64), String> {
         "poll_ms": args.poll.as_millis() as u64,
         "duration_s": secs,
         "warmup_s": args.warmup.as_secs_f64(),
+        // From the first client's start until every client was connected (2025-11-25:
+        // had its session open); the clients then start their tasks together.
+        "setup_s": round(setup.as_secs_f64(), 2),
         "principals": args.token_prefix.as_ref().map(|_| args.principals.min(args.clients)),
         "tasks": all.tasks,
         "tasks_per_s": round(tasks / secs, 1),
