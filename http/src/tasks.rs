@@ -43,6 +43,8 @@ struct Running {
     handlers: usize,
     /// The attempt its handler here runs (1 unless claimed for a later one).
     attempt: u32,
+    /// When its last handler here returned, while its terminal change is still to come.
+    returned: Option<Instant>,
 }
 
 /// How the tasks still running at shutdown ended here ([`Tasks::end_all`]).
@@ -58,6 +60,9 @@ pub struct Ending {
 #[derive(Default)]
 pub struct Tasks {
     running: Mutex<HashMap<TaskId, Running>>,
+    /// When [`Tasks::handler_returned`] next sweeps out the entries that outlived their
+    /// handler by [`FORGET_AFTER`] (none before the first return).
+    next_sweep: Mutex<Option<Instant>>,
     /// Woken whenever a task's end has been handled here.
     ended: Notify,
 }
@@ -76,6 +81,7 @@ impl Tasks {
                 session: session.map(Arc::downgrade),
                 handlers: 1,
                 attempt: 1,
+                returned: None,
             },
         );
     }
@@ -101,6 +107,7 @@ impl Tasks {
                 session: session.map(Arc::downgrade).or(kept),
                 handlers: handlers + 1,
                 attempt,
+                returned: None,
             },
         );
     }
@@ -148,6 +155,7 @@ impl Tasks {
                 session: None,
                 handlers: 0,
                 attempt: attempts.attempt(),
+                returned: None,
             });
             if entry.session.as_ref().is_some_and(|s| s.strong_count() > 0) {
                 return false;
@@ -204,7 +212,11 @@ impl Tasks {
     }
 
     fn finished(&self, server: &Server, task: &TaskId) {
-        self.running().remove(task);
+        {
+            let mut running = self.running();
+            running.remove(task);
+            shrink_if_sparse(&mut running);
+        }
         server.forget_task(task);
         self.ended.notify_waiters();
     }
@@ -228,23 +240,38 @@ impl Tasks {
     }
 
     /// Notes that `task`'s handler returned. Its entry stays for its terminal change (the
-    /// status notification of a 2025-11-25 task needs its session), and goes after
-    /// [`FORGET_AFTER`] in any case: a task that expired while its handler ran has no
-    /// terminal change.
-    pub fn handler_returned(self: &Arc<Self>, task: &TaskId) {
-        if let Some(running) = self.running().get_mut(task) {
-            running.handlers = running.handlers.saturating_sub(1);
+    /// status notification of a 2025-11-25 task needs its session), which usually has been
+    /// handled already or is on its way; an entry whose terminal change never comes (the
+    /// task expired or was removed while its handler ran) goes once it outlived its handler
+    /// by [`FORGET_AFTER`]: each return sweeps such entries out, at most once per
+    /// [`FORGET_AFTER`], so that no finished task keeps a timer or an entry here for long.
+    pub fn handler_returned(&self, task: &TaskId) {
+        let now = Instant::now();
+        let mut running = self.running();
+        if let Some(entry) = running.get_mut(task) {
+            entry.handlers = entry.handlers.saturating_sub(1);
+            if entry.handlers == 0 {
+                entry.returned = Some(now);
+            }
         }
-        let (tasks, task) = (Arc::clone(self), task.clone());
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                tokio::time::sleep(FORGET_AFTER).await;
+        let mut next_sweep = self
+            .next_sweep
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match *next_sweep {
+            Some(at) if at > now => {}
+            Some(_) => {
                 // Unless a handler runs it here again (claimed back meanwhile).
-                let mut running = tasks.running();
-                if running.get(&task).is_some_and(|r| r.handlers == 0) {
-                    running.remove(&task);
-                }
-            });
+                running.retain(|_, entry| {
+                    entry.handlers > 0
+                        || entry
+                            .returned
+                            .is_none_or(|at| now.saturating_duration_since(at) < FORGET_AFTER)
+                });
+                shrink_if_sparse(&mut running);
+                *next_sweep = Some(now + FORGET_AFTER);
+            }
+            None => *next_sweep = Some(now + FORGET_AFTER),
         }
     }
 
@@ -295,6 +322,14 @@ impl Tasks {
             }
         }
         ending
+    }
+}
+
+/// Halves a map's capacity once it is less than a quarter full, so that a burst of tasks
+/// does not leave its table behind (amortized: each shrink follows many removals).
+fn shrink_if_sparse<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>) {
+    if map.len() < map.capacity() / 4 {
+        map.shrink_to(map.len() * 2);
     }
 }
 
@@ -391,5 +426,47 @@ async fn wait_for_answer(
                 "the task stopped waiting for the client's answer",
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn returned_long_ago(tasks: &Tasks, task: &TaskId) {
+        let long_ago = Instant::now().checked_sub(FORGET_AFTER * 2);
+        if let Some(entry) = tasks.running().get_mut(task) {
+            entry.returned = long_ago;
+        }
+        *tasks.next_sweep.lock().unwrap() = long_ago;
+    }
+
+    #[test]
+    fn a_returned_handler_leaves_no_timer_and_its_stale_entry_is_swept_out() {
+        let tasks = Tasks::default();
+        let owner = Owner::new("alice");
+        let (stale, fresh, busy) = (TaskId::from("a"), TaskId::from("b"), TaskId::from("c"));
+        for task in [&stale, &fresh, &busy] {
+            tasks.started(task.clone(), owner.clone(), None);
+        }
+        // Outside any runtime: nothing is spawned, and the entry waits for its change.
+        tasks.handler_returned(&stale);
+        assert_eq!(tasks.running().len(), 3);
+        assert_eq!(tasks.handlers_running(), 2);
+        // Its terminal change never came: the next return after FORGET_AFTER sweeps it.
+        returned_long_ago(&tasks, &stale);
+        tasks.handler_returned(&fresh);
+        let left: Vec<TaskId> = tasks.running().keys().cloned().collect();
+        assert!(!left.contains(&stale), "the stale entry is swept");
+        assert!(
+            left.contains(&fresh),
+            "a handler that just returned keeps its entry"
+        );
+        assert!(left.contains(&busy), "a running handler keeps its entry");
+        // A task claimed back here runs again: never swept while its handler runs.
+        tasks.claimed(fresh.clone(), owner.clone(), None, 2);
+        returned_long_ago(&tasks, &fresh);
+        tasks.handler_returned(&busy);
+        assert!(tasks.running().contains_key(&fresh));
     }
 }
