@@ -10,6 +10,8 @@
 //! - two threads on one owner (mixed get / status update) against one thread, and two
 //!   threads on two owners (create / get / complete) against one;
 //! - heap bytes per live task, without its result, for the registry and the floor;
+//! - heap bytes per finished task as `mcp_http` leaves one in its in-process store (a
+//!   `sleep` task: its request, job and result), and how much of it is the result;
 //! - one 50-task `list` page from 10·N tasks against one from 1k, at cursors spread over
 //!   each whole store, the two stores interleaved.
 //!
@@ -35,8 +37,11 @@ use counting::{Counting, live_bytes};
 use floor::Floor;
 use mcp_tasks::TaskStore;
 use mcp_tasks::{
-    JsonObject, Limits, Outcome, Owner, TaskRegistry, TaskRequest, TaskStatus, TtlPolicy,
+    JsonObject, Limits, Outcome, Owner, Redelivery, TaskRegistry, TaskRequest, TaskStatus,
+    TtlPolicy,
 };
+use mcp_tasks_servers::server::{Generation, Job};
+use mcp_tasks_servers::tools::text_result;
 use serde_json::{Value, json};
 
 #[global_allocator]
@@ -469,6 +474,59 @@ fn bytes_per_task(n: usize) {
     );
 }
 
+/// Heap bytes per finished task as `mcp_http` keeps it in process until its TTL ends: a
+/// 2026-07-28 `sleep {ms: 0}` task (redeliverable, so its request carries the job),
+/// created under the server's TTL policy (60 s) and poll interval (100 ms) by one of
+/// `n / 1,000` principals (the server's per-owner limit), then completed with the tool's
+/// result by its handle, as the tool does. Also the bytes of that result's JSON alone, so
+/// that the record and its indexes show apart. Requested sizes, without the allocator's
+/// own per-block overhead.
+fn bytes_per_finished_task(n: usize) {
+    let registry = TaskRegistry::builder()
+        .ttl_policy(TtlPolicy::new(Some(60_000)).with_max(3_600_000))
+        .poll_interval(Some(100))
+        .limits(Limits::none())
+        .build()
+        .expect("a valid policy");
+    let owners: Vec<Owner> = (0..n.div_ceil(1_000))
+        .map(|p| Owner::new(format!("principal-{p:03}")))
+        .collect();
+    let mut arguments = JsonObject::new();
+    arguments.insert("ms".into(), json!(0));
+    let job = Job {
+        tool: "sleep".to_owned(),
+        arguments,
+        generation: Generation::Extension,
+        session: None,
+    };
+    let before = live_bytes();
+    for i in 0..n {
+        let request = TaskRequest::new(i as i64, "tools/call")
+            .with_redelivery(Redelivery::new(3, job.to_object()));
+        let (handle, _) = registry
+            .create(&owners[i / 1_000], request)
+            .expect("no limits");
+        drop(black_box(
+            handle
+                .complete(text_result("slept 0 ms", false))
+                .expect("working"),
+        ));
+    }
+    let stored = (live_bytes() - before) as f64 / n as f64;
+    assert_eq!(registry.len(), n);
+    drop(black_box(registry));
+    let mut results: Vec<JsonObject> = Vec::with_capacity(n);
+    let before = live_bytes();
+    results.extend((0..n).map(|_| text_result("slept 0 ms", false)));
+    let result = (live_bytes() - before) as f64 / n as f64;
+    drop(black_box(results));
+    println!(
+        "bytes per finished `sleep` task as mcp_http stores it (n = {n}): {stored:.0}, of which \
+         its result's JSON {result:.0}, the record and its indexes {:.0}",
+        stored - result
+    );
+}
+
 /// A registry of `n` tasks of one owner, and the cursors of `spots` pages of 50 spread
 /// evenly over the whole store (the first page included, as `None`).
 fn list_store(n: usize, spots: usize) -> (TaskRegistry, Owner, Vec<Option<String>>) {
@@ -561,6 +619,7 @@ fn main() {
         for n in [n, 10 * n] {
             bytes_per_task(n);
         }
+        bytes_per_finished_task(n);
     }
     if wanted("list") {
         list_pages(1_000, 10 * n, 4_000 / scale);
