@@ -73,7 +73,7 @@ impl Outcome {
 
 /// Whether `result` has `"isError": true`.
 pub(crate) fn is_error_result(result: &JsonObject) -> bool {
-    result.get("isError") == Some(&Value::Bool(true))
+    matches!(result.get("isError"), Some(Value::Bool(true)))
 }
 
 impl From<JsonRpcError> for Outcome {

@@ -456,7 +456,11 @@ impl TaskRegistry {
     }
 
     /// Applies `update` to the visible task under `key` in one critical section: a changed
-    /// task is stored, queued for subscribers, and wakes its waiters. Returns the task as it is afterwards.
+    /// task is stored, queued for subscribers, and wakes its waiters. Returns the task as it
+    /// is afterwards.
+    ///
+    /// The task is decided in its slot and copied once, for the caller, after it is stored:
+    /// no copy for the slot, none for the notification queue unless there are subscribers.
     fn apply_key(
         &self,
         key: Key,
@@ -469,45 +473,37 @@ impl TaskRegistry {
         let mut after = self.after_unlock(shard);
         let result = {
             let mut inner = self.lock_shard(shard);
-            let applied = match inner.visible(key, owner, now, after.dead()) {
+            match inner.visible(key, owner, now, after.dead()) {
                 None => Err(not_found(task_id)),
                 Some(entry) => {
                     let before = entry.task.expires_at();
-                    match update.apply(take(&mut entry.task), now) {
-                        Step::Changed(next) => {
-                            entry.task = next.clone();
-                            Ok((next, before, true, true))
-                        }
-                        Step::Quiet(next) => {
-                            entry.task = next.clone();
-                            Ok((next, before, true, false))
-                        }
-                        Step::Unchanged(task) => {
-                            entry.task = task.clone();
-                            Ok((task, before, false, false))
-                        }
-                        Step::Refused(task, error) => {
-                            entry.task = task;
-                            Err(error)
+                    let (task, change) = match update.apply(take(&mut entry.task), now) {
+                        Step::Changed(next) => (next, Ok(Some(true))),
+                        Step::Quiet(next) => (next, Ok(Some(false))),
+                        Step::Unchanged(task) => (task, Ok(None)),
+                        Step::Refused(task, error) => (task, Err(error)),
+                    };
+                    entry.task = task;
+                    match change {
+                        Err(error) => Err(error),
+                        Ok(None) => Ok(entry.task.clone()),
+                        Ok(Some(notify)) => {
+                            if notify {
+                                after.queue(owner, &entry.task);
+                            }
+                            let expires = entry.task.expires_at();
+                            let answer = entry.task.clone();
+                            if expires != before {
+                                inner.reindex_expiry(key, before, expires);
+                            }
+                            // Waiters check their own condition: a finish, an answer, a
+                            // request to cancel.
+                            after.wake(key);
+                            Ok(answer)
                         }
                     }
                 }
-            };
-            applied.map(|(task, before, stored, notify)| {
-                if stored {
-                    let expires = task.expires_at();
-                    if expires != before {
-                        inner.reindex_expiry(key, before, expires);
-                    }
-                    // Waiters check their own condition: a finish, an answer, a request
-                    // to cancel.
-                    after.wake(key);
-                }
-                if notify {
-                    after.queue(owner, &task);
-                }
-                task
-            })
+            }
         };
         after.finish();
         result
@@ -588,11 +584,21 @@ impl AfterUnlock<'_> {
 }
 
 impl Drop for AfterUnlock<'_> {
+    #[inline]
     fn drop(&mut self) {
         // The common section removed nothing, woke no one and queued nothing.
-        if self.dead.is_empty() && self.handed_out == 0 && self.woken.is_empty() && !self.queued {
-            return;
+        if !(self.dead.is_empty() && self.handed_out == 0 && self.woken.is_empty() && !self.queued)
+        {
+            self.run();
         }
+    }
+}
+
+impl AfterUnlock<'_> {
+    /// The after-unlock work of a section that left some (kept out of line: most sections
+    /// leave none).
+    #[inline(never)]
+    fn run(&mut self) {
         self.count_dead();
         // Subscribers are told first, so that a server answering a waiter (`tasks/result`)
         // has sent the task's status notification before the answer.
