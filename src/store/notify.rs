@@ -33,7 +33,9 @@ use crate::store::Subscriber;
 /// the delivery lock calls every subscriber, in order, containing a panicking one.
 #[derive(Default)]
 pub struct Notifier {
-    subscribers: RwLock<Vec<(SubscriptionId, Subscriber)>>,
+    /// The subscribers, replaced as a whole on each (un)subscription: a delivery takes the
+    /// current list with one reference count, without copying it.
+    subscribers: RwLock<Arc<[(SubscriptionId, Subscriber)]>>,
     count: AtomicUsize,
     next_id: AtomicU64,
     queue: Mutex<VecDeque<StatusChange>>,
@@ -48,8 +50,10 @@ impl Notifier {
             .subscribers
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        subscribers.push((id, subscriber));
-        self.count.store(subscribers.len(), Ordering::SeqCst);
+        let mut list = subscribers.to_vec();
+        list.push((id, subscriber));
+        self.count.store(list.len(), Ordering::SeqCst);
+        *subscribers = list.into();
         id
     }
 
@@ -60,9 +64,15 @@ impl Notifier {
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         let before = subscribers.len();
-        subscribers.retain(|(known, _)| *known != id);
-        self.count.store(subscribers.len(), Ordering::SeqCst);
-        subscribers.len() != before
+        let list: Vec<_> = subscribers
+            .iter()
+            .filter(|(known, _)| *known != id)
+            .cloned()
+            .collect();
+        self.count.store(list.len(), Ordering::SeqCst);
+        let removed = list.len() != before;
+        *subscribers = list.into();
+        removed
     }
 
     /// Whether anyone is subscribed.
@@ -104,14 +114,13 @@ impl Notifier {
             loop {
                 let next = self.pending().pop_front();
                 let Some(change) = next else { break };
-                let subscribers: Vec<Subscriber> = self
-                    .subscribers
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .iter()
-                    .map(|(_, subscriber)| Arc::clone(subscriber))
-                    .collect();
-                for subscriber in subscribers {
+                let subscribers = Arc::clone(
+                    &self
+                        .subscribers
+                        .read()
+                        .unwrap_or_else(PoisonError::into_inner),
+                );
+                for (_, subscriber) in subscribers.iter() {
                     // A panicking subscriber must not stop the others or the registry.
                     let _ = catch_unwind(AssertUnwindSafe(|| subscriber(&change)));
                 }
