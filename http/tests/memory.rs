@@ -1,9 +1,10 @@
 //! Memory per stored finished task over HTTP: a release `mcp_http` (in-process store, 60 s
 //! TTL) gets `N` short `sleep {ms: 0}` tasks over the 2026-07-28 wire, from one keep-alive
 //! client per principal (the store keeps at most 1,000 tasks per owner, so `N / 800`
-//! principals of 800 tasks each), after a warm-up round of the same kind; every task must
+//! principals of 800 tasks each), after a warm-up round of 100 tasks each; every task must
 //! then still answer `tasks/get` as `completed`. Prints, on lines starting `memory:`, the
-//! server's `VmRSS` before and after and `VmHWM`, and the resident bytes per finished task.
+//! server's `VmRSS` before and after and `VmHWM`, its thread count, and the resident bytes
+//! per finished task.
 //!
 //! ```text
 //! cargo test --release -p mcp-tasks-http --test memory -- --ignored --nocapture
@@ -23,10 +24,14 @@ use serde_json::json;
 use support::Launch;
 use support::v2026::{Client, meta};
 
-/// Tasks per principal: under the store's per-owner limit (1,000).
+/// Tasks per principal in the measured round: with the warm-up's, under the store's
+/// per-owner limit (1,000).
 const PER_PRINCIPAL: usize = 800;
 
-/// A field of `/proc/PID/status` in KiB.
+/// Tasks per principal in the warm-up round.
+const WARM_UP: usize = 100;
+
+/// A number of `/proc/PID/status` (KiB for the memory fields).
 fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
     status
@@ -74,11 +79,10 @@ fn resident_bytes_per_finished_task() {
         .unwrap_or(20_000)
         .max(PER_PRINCIPAL);
     let principals = n.div_ceil(PER_PRINCIPAL);
-    let warm = 5;
     let tokens_file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("memory-tokens-{}.txt", std::process::id()));
     let mut file = String::new();
-    for p in 0..principals + warm {
+    for p in 0..principals {
         file.push_str(&format!("p{p:03}=token-{p:03}\n"));
     }
     std::fs::write(&tokens_file, file).expect("the tokens file is written");
@@ -89,26 +93,28 @@ fn resident_bytes_per_finished_task() {
         )
         .start();
     let _ = std::fs::remove_file(&tokens_file);
-    let token = |p: usize| format!("token-{p:03}");
+    let tokens: Vec<String> = (0..principals).map(|p| format!("token-{p:03}")).collect();
 
-    // The warm-up: the runtime's threads, connection buffers and the store's tables grow
-    // to their working size first (these tasks stay stored throughout).
-    let warm_tokens: Vec<String> = (principals..principals + warm).map(token).collect();
-    round(server.addr, &warm_tokens, PER_PRINCIPAL);
+    // The warm-up, as many clients at once as the measured round: the runtime's threads
+    // (and their allocator arenas), connection buffers and the store's tables grow to
+    // their working size first. Its tasks stay stored throughout.
+    round(server.addr, &tokens, WARM_UP);
     thread::sleep(Duration::from_millis(500));
     let before = status_kib(server.pid, "VmRSS:");
+    let threads_before = status_kib(server.pid, "Threads:");
 
-    let tokens: Vec<String> = (0..principals).map(token).collect();
     let took = round(server.addr, &tokens, PER_PRINCIPAL);
     let stored = principals * PER_PRINCIPAL;
     // Let handlers, notifications and per-task bookkeeping settle.
     thread::sleep(Duration::from_millis(500));
     let after = status_kib(server.pid, "VmRSS:");
     let peak = status_kib(server.pid, "VmHWM:");
+    let threads_after = status_kib(server.pid, "Threads:");
     let per_task = (after.saturating_sub(before) * 1024) as f64 / stored as f64;
     println!(
-        "memory: {stored} finished tasks (+{} warm-up) created and read back in {:.1} s",
-        warm * PER_PRINCIPAL,
+        "memory: {stored} finished tasks (after {} warm-up ones) created and read back by {principals} \
+         clients in {:.1} s; server threads {threads_before} before, {threads_after} after",
+        principals * WARM_UP,
         took.as_secs_f64()
     );
     println!(
