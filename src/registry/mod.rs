@@ -870,6 +870,55 @@ mod tests {
     }
 
     #[test]
+    fn a_finished_task_keeps_no_job_checkpoint_or_input_state() {
+        let registry = TaskRegistry::new();
+        let alice = Owner::new("alice");
+        let job = object(json!({"tool": "sleep", "arguments": {"ms": 0}}));
+        let request = request(1).with_redelivery(crate::store::Redelivery::new(3, job));
+        let (handle, task) = registry.create(&alice, request).unwrap();
+        let id = task.id().to_string();
+        // A running redeliverable task keeps its attempts and its last checkpoint.
+        handle.checkpoint(json!({"elapsed_ms": 1})).unwrap();
+        let running = registry.get(&alice, &id).unwrap();
+        assert!(running.attempts().is_some() && running.checkpoint().is_some());
+        let ask = InputRequest::elicitation(object(json!({"message": "go on?"})));
+        let waiting = handle
+            .require_input(InputRequests::new().with("confirm", ask))
+            .unwrap();
+        registry
+            .respond(
+                &alice,
+                &id,
+                object(json!({"confirm": {"action": "accept"}})),
+            )
+            .unwrap();
+        let done = waiting
+            .resume()
+            .unwrap()
+            .complete(object(json!({"content": []})))
+            .unwrap();
+        // Finished, it holds its outcome and nothing of the run: no attempts, checkpoint,
+        // input requests or answers; the registry never stored the job.
+        let stored = registry.get(&alice, &id).unwrap();
+        assert_eq!(stored, done.clone().into_any());
+        assert!(stored.attempts().is_none());
+        assert!(stored.checkpoint().is_none());
+        assert!(stored.input_requests().is_none());
+        assert!(!stored.cancel_requested());
+        assert_eq!(registry.job(&alice, &id).unwrap(), None);
+        // Its stored form (as the shared stores write it) is its retention and its result.
+        let body: serde_json::Value =
+            serde_json::from_str(&crate::store::record::encode(&stored)).unwrap();
+        let parts = body.as_object().unwrap();
+        assert!(
+            parts
+                .keys()
+                .all(|part| ["t", "p", "r"].contains(&part.as_str())),
+            "{body}"
+        );
+    }
+
+    #[test]
     fn every_removal_leaves_the_count_once() {
         let start = Timestamp::from_unix_millis(1_700_000_000_000);
         let clock = ManualClock::new(start);
