@@ -57,7 +57,7 @@ pub fn open(
              accept it",
         ));
     }
-    let opened = tokio::task::block_in_place(|| app.listens.open(owner, id, params));
+    let opened = app.store_call(|| app.listens.open(owner, id, params));
     let listening = match opened {
         Ok(listening) => listening,
         Err(error) => return Answer::Refused(error),

@@ -191,6 +191,22 @@ pub struct App {
     pub claims: Mutex<Option<ClaimLoop>>,
 }
 
+impl App {
+    /// Runs `call`, which calls the store. Over a shared store (a round trip, which may
+    /// wait through an outage) inside `block_in_place`, so that the runtime moves its other
+    /// work to another thread meanwhile; over the in-process registry (a call under a
+    /// mutex: microseconds) right here, as `block_in_place` hands the worker's core to a
+    /// thread of the blocking pool on every call, which under load kept hundreds of
+    /// threads busy handing cores around.
+    pub fn store_call<T>(&self, call: impl FnOnce() -> T) -> T {
+        if self.server.is_shared() {
+            tokio::task::block_in_place(call)
+        } else {
+            call()
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));

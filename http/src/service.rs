@@ -319,7 +319,7 @@ async fn stateless_message(
             }
         };
     }
-    let reply = tokio::task::block_in_place(|| {
+    let reply = app.store_call(|| {
         app.server.request(
             &owner,
             id.request_id(),
@@ -410,7 +410,7 @@ async fn session_message(
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
             == Some(CLOSES_ITS_STREAM);
-    let reply = tokio::task::block_in_place(|| {
+    let reply = app.store_call(|| {
         app.server.request_in(
             &owner,
             id.request_id(),
@@ -550,12 +550,12 @@ async fn tasks_result(
                 .is_some_and(|s| Arc::ptr_eq(&s, session));
             if !mine {
                 // A redelivered task whose session went with its instance streams here.
-                return tokio::task::block_in_place(|| {
+                return app.store_call(|| {
                     app.tasks
                         .adopt(&app.server, &app.trace, owner, task, session)
                 });
             }
-            tokio::task::block_in_place(|| {
+            app.store_call(|| {
                 app.server
                     .store()
                     .get(owner, &task.to_string())
