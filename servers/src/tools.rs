@@ -791,8 +791,9 @@ async fn sleep_task<T: TaskStore>(
                         return Ok(());
                     }
                 }
-                // Unreachable for now: keep working.
-                Err(Error::Store { .. }) => {}
+                // Unreachable for now: keep working (the step on the timer alone, so an
+                // outage is not read in a loop).
+                Err(Error::Store { .. }) => futures_timer::Delay::new(step).await,
                 // Cancelled (by the requestor) or moved on, expired or removed: nothing
                 // more to do.
                 Ok(_) | Err(_) => {
