@@ -2,13 +2,14 @@
 //! the message has been sent), or an SSE stream.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 
-use mcp_tasks_servers::work::Work;
+use mcp_tasks_servers::work::{TaskFuture, Work};
 
 use crate::limits::Slot;
 use crate::sse::SseBody;
@@ -99,5 +100,27 @@ pub fn spawn(runtime: &tokio::runtime::Handle, work: Work) {
         Work::Blocking(work) => {
             runtime.spawn_blocking(work);
         }
+    }
+}
+
+/// `work` as this server runs it: over a shared store, a future's polls (each may make a
+/// round trip to the store, and wait through an outage) run inside `block_in_place`, as the
+/// requests' store calls do (`App::store_call`), so that they never stall a worker; over
+/// the in-process registry (microseconds under a mutex), as it is.
+pub fn for_store(work: Work, shared: bool) -> Work {
+    match work {
+        Work::Async(future) if shared => Work::future(InPlace(future)),
+        other => other,
+    }
+}
+
+/// A task's future polled inside `block_in_place` ([`for_store`]).
+struct InPlace(TaskFuture);
+
+impl Future for InPlace {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        tokio::task::block_in_place(|| self.0.as_mut().poll(cx))
     }
 }

@@ -63,5 +63,6 @@ fn run(app: &Arc<App>, runtime: &tokio::runtime::Handle, claimed: Claimed) {
     let work = claimed
         .into_work()
         .then(move || tasks.handler_returned(&task));
-    crate::body::spawn(runtime, work);
+    // Claims exist over a shared store only.
+    crate::body::spawn(runtime, crate::body::for_store(work, true));
 }

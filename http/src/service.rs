@@ -724,6 +724,7 @@ async fn settle(
                 }
                 None => work,
             };
+            let work = crate::body::for_store(work, app.server.is_shared());
             (Ok(answer), Some(work))
         }
     }
