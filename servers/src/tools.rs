@@ -551,49 +551,40 @@ impl Call {
         handle: TaskHandle<Working, T>,
         checkpoint: Option<Value>,
     ) -> Work {
+        let id = handle.id().clone();
         match self {
             Call::Sleep(ms) => Work::future(async move {
-                let id = handle.id().clone();
                 logged(&id, sleep_task(handle, ms, checkpoint.as_ref()).await);
             }),
             Call::Confirm(question) => Work::future(async move {
-                let id = handle.id().clone();
                 logged(
                     &id,
                     confirm_task(handle, &question, checkpoint.as_ref()).await,
                 );
             }),
-            blocking => Work::blocking(move || blocking.run_blocking_task(handle, checkpoint)),
+            Call::Fail => blocking(id, move || {
+                handle
+                    .finish(text_result("the fail tool always fails", true))
+                    .map(drop)
+            }),
+            Call::Crash => blocking(id, move || handle.fail(Outcome::Error(crash())).map(drop)),
+            Call::Echo(text) => blocking(id, move || {
+                handle.complete(text_result(text, false)).map(drop)
+            }),
+            Call::Confirmed { answer, .. } => blocking(id, move || {
+                handle
+                    .complete(text_result(confirmed(&answer), false))
+                    .map(drop)
+            }),
+            Call::Fixture(fixture) => blocking(id, move || fixture.run_task(handle)),
+            Call::Input(fixture) => blocking(id, move || handle.complete(fixture.run()).map(drop)),
         }
     }
+}
 
-    /// The handlers that block, to the task's end.
-    fn run_blocking_task<T: TaskStore>(
-        self,
-        handle: TaskHandle<Working, T>,
-        checkpoint: Option<Value>,
-    ) {
-        let id = handle.id().clone();
-        let outcome = match self {
-            // A future (`task_work`): run here, it blocks this thread.
-            Call::Sleep(ms) => crate::work::block_on(sleep_task(handle, ms, checkpoint.as_ref())),
-            Call::Fail => handle
-                .finish(text_result("the fail tool always fails", true))
-                .map(drop),
-            Call::Crash => handle.fail(Outcome::Error(crash())).map(drop),
-            Call::Echo(text) => handle.complete(text_result(text, false)).map(drop),
-            // A future (`task_work`): run here, it blocks this thread.
-            Call::Confirm(question) => {
-                crate::work::block_on(confirm_task(handle, &question, checkpoint.as_ref()))
-            }
-            Call::Confirmed { answer, .. } => handle
-                .complete(text_result(confirmed(&answer), false))
-                .map(drop),
-            Call::Fixture(fixture) => fixture.run_task(handle),
-            Call::Input(fixture) => handle.complete(fixture.run()).map(drop),
-        };
-        logged(&id, outcome);
-    }
+/// A handler that blocks, as work whose error is [`logged`].
+fn blocking(task: TaskId, handler: impl FnOnce() -> Result<(), Error> + Send + 'static) -> Work {
+    Work::blocking(move || logged(&task, handler()))
 }
 
 /// Logs a handler's error: the task has recorded its outcome already, or was cancelled,
@@ -650,13 +641,9 @@ impl TestCall {
         handle: TaskHandle<Working, T>,
         checkpoint: Option<Value>,
     ) -> Work {
-        Work::blocking(move || {
-            let id = handle.id().clone();
-            let outcome = match self {
-                TestCall::Abort => std::process::abort(),
-                TestCall::Steps { n, ms } => steps_task(handle, n, ms, checkpoint.as_ref()),
-            };
-            logged(&id, outcome);
+        blocking(handle.id().clone(), move || match self {
+            TestCall::Abort => std::process::abort(),
+            TestCall::Steps { n, ms } => steps_task(handle, n, ms, checkpoint.as_ref()),
         })
     }
 }

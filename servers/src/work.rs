@@ -86,16 +86,13 @@ impl Work {
             Work::Blocking(work) => {
                 thread::spawn(work);
             }
-            Work::Async(work) => match &*EXECUTOR {
-                Some(queue) => Spawned::schedule(Arc::new(Spawned {
-                    future: Mutex::new(Some(work)),
-                    queued: AtomicBool::new(false),
-                    queue: queue.clone(),
-                })),
-                None => {
-                    thread::spawn(move || block_on(work));
-                }
-            },
+            Work::Async(work) if EXECUTOR.is_some() => Spawned::schedule(Arc::new(Spawned {
+                future: Mutex::new(Some(work)),
+                queued: AtomicBool::new(false),
+            })),
+            Work::Async(work) => {
+                thread::spawn(move || block_on(work));
+            }
         }
     }
 }
@@ -146,13 +143,15 @@ struct Spawned {
     future: Mutex<Option<TaskFuture>>,
     /// Whether it is in the queue (or about to be).
     queued: AtomicBool,
-    queue: Sender<Arc<Spawned>>,
 }
 
 impl Spawned {
+    /// Queues it for a poll, unless it is queued already (only spawned once the executor
+    /// runs).
     fn schedule(self: Arc<Self>) {
-        if !self.queued.swap(true, Ordering::AcqRel) {
-            let queue = self.queue.clone();
+        if !self.queued.swap(true, Ordering::AcqRel)
+            && let Some(queue) = &*EXECUTOR
+        {
             // The receiving threads live as long as the process.
             let _ = queue.send(self);
         }
