@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::Transport;
 use crate::server::Store;
-use crate::tools::Catalog;
+use crate::tool::Tools;
 
 /// Where a server's spans and metrics go: nowhere in this build (feature `otel` off).
 #[derive(Debug, Clone, Copy, Default)]
@@ -52,14 +52,14 @@ pub struct Operation;
 
 impl Operation {
     /// A request that records nothing.
-    pub fn start(
+    pub(crate) fn start(
         _telemetry: &Telemetry,
         _method: &str,
         _id: &RequestId,
         _params: Option<&Value>,
         _version: &'static str,
         _session: Option<&str>,
-        _catalog: Catalog,
+        _tools: &Tools,
     ) -> Self {
         Operation
     }
@@ -115,7 +115,7 @@ impl Guard {
     /// One line for the operator.
     #[must_use]
     pub fn describe(&self) -> &str {
-        "telemetry: not built in (cargo feature `otel` of mcp-tasks-servers)"
+        "telemetry: not built in (cargo feature `otel` of mcp-tasks-server)"
     }
 
     /// Whether spans or metrics are exported: never, in this build.

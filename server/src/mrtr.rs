@@ -1,14 +1,14 @@
 //! Input before (or without) a task on the 2026-07-28 wire (SEP-2322, multi round-trip
 //! requests): the machinery the servers share.
 //!
-//! A tool that needs input before it can run answers an `InputRequiredResult` instead of
+//! A call that needs input before it can go on answers an `InputRequiredResult` instead of
 //! its result; the client calls again with the answers (`inputResponses`) and the
-//! `requestState` it was given. [`round_trip`] runs one such round for a request: it reads
-//! the retry ([`RequestStates::round`], which refuses a tampered, foreign or expired state
-//! with `-32602`), shows the tool what came back ([`Before`]), and turns what the tool
-//! asks ([`Ask`]) into the `InputRequiredResult` to send, after checking that the client
-//! declared every capability the requests need (`-32021` otherwise). The tool's side is
-//! [`Call::gather`](crate::tools::Call::gather).
+//! `requestState` it was given. The server reads each retry ([`RequestStates::round`],
+//! which refuses a tampered, foreign or expired state with `-32602`) into the answers a
+//! handler's [`Context::ask`](crate::Context::ask) reads, and turns what a handler asks
+//! into the `InputRequiredResult` to send, after checking that the client declared every
+//! capability the requests need (`-32021` otherwise). Every answer so far is remembered in
+//! the state, so the handler, run again from the start on each retry, finds them all.
 //!
 //! The state is tagged with HMAC-SHA256 ([`HmacSha256`]) under a key that is random per
 //! process, or read from [`REQUEST_STATE_KEY_ENV`] so that several instances behind a
@@ -17,7 +17,9 @@
 
 use hmac::{Hmac, KeyInit, Mac};
 use mcp_tasks::ext::{self, Ask, RequestStates, Round, StateMac, StateScope, TAG_LEN};
-use mcp_tasks::{Error, InputRequest, InputRequests, JsonObject, JsonRpcError, Owner};
+use mcp_tasks::{Error, JsonObject, JsonRpcError, Owner};
+
+use crate::context::Rounds;
 use serde_json::Value;
 use sha2::Sha256;
 
@@ -123,113 +125,53 @@ pub fn states_from_env() -> Result<States, String> {
     }
 }
 
-/// What a tool sees when it may ask for input before it runs: the round the request
-/// carries (the answers, what the previous round remembered), the capabilities the client
-/// declared, and whether the call becomes a task once nothing more is asked.
-#[derive(Debug, Clone, Copy)]
-pub struct Before<'a> {
-    round: &'a Round,
-    params: Option<&'a Value>,
-    as_task: bool,
-}
-
-impl<'a> Before<'a> {
-    /// The view of `round`, for a request with `params`; `as_task`: a task follows.
-    #[must_use]
-    pub fn new(round: &'a Round, params: Option<&'a Value>, as_task: bool) -> Self {
-        Self {
-            round,
-            params,
-            as_task,
-        }
-    }
-
-    /// The round: answers and remembered data.
-    #[must_use]
-    pub fn round(&self) -> &'a Round {
-        self.round
-    }
-
-    /// Whether the call runs as a task once it has what it needs (a tool that asks inside
-    /// its task need not ask here).
-    #[must_use]
-    pub fn as_task(&self) -> bool {
-        self.as_task
-    }
-
-    /// Whether the request declares the client `capability` (`elicitation`, `sampling`,
-    /// `roots`).
-    #[must_use]
-    pub fn declares(&self, capability: &str) -> bool {
-        ext::declares_capability(self.params, capability)
-    }
-
-    /// The round's answer under `key` to `request`, checked against it
-    /// ([`check_answer`](crate::tools::check_answer)); or, when there is none, the [`Ask`]
-    /// for it alone.
-    ///
-    /// # Errors
-    /// `-32602` for an answer that does not match the request.
-    pub fn answer_or_ask(
-        &self,
-        key: &str,
-        request: InputRequest,
-    ) -> Result<Result<Value, Ask>, JsonRpcError> {
-        match self.round.response(key) {
-            Some(answer) => checked(key, &request, answer).map(Ok),
-            None => Ok(Err(Ask::new(InputRequests::new().with(key, request)))),
-        }
-    }
-}
-
-/// `answer`, the answer under `key` to `request`, checked against it.
+/// A call's earlier rounds as its retry shows them, checked: the verified round, and the
+/// answers a handler reads ([`Rounds`]): what earlier rounds remembered, then this retry's.
 ///
 /// # Errors
-/// `-32602` naming `inputResponses.<key>` and what does not match.
-pub fn checked(
-    key: &str,
-    request: &InputRequest,
-    answer: &JsonObject,
-) -> Result<Value, JsonRpcError> {
-    let answer = Value::Object(answer.clone());
-    crate::tools::check_answer(request, &answer).map_err(|why| {
-        JsonRpcError::new(
-            mcp_tasks::jsonrpc::INVALID_PARAMS,
-            format!(
-                "invalid params: `inputResponses.{key}` does not match the request it answers: {why}"
-            ),
-        )
-    })?;
-    Ok(answer)
-}
-
-/// Runs the input round of `owner`'s request `method` with `params`: reads the retry,
-/// lets `gather` look at it, and answers the `InputRequiredResult` if it asks something;
-/// `None` when the call may run (or become a task) now.
-///
-/// # Errors
-/// `-32602` for malformed `inputResponses` or a refused `requestState`; `-32021` (naming
-/// it in `data.requiredCapabilities`) when a request asked needs a capability the client
-/// did not declare; and whatever `gather` refuses.
-pub fn round_trip(
+/// `-32602` for malformed `inputResponses` or a refused `requestState` (tampered, foreign,
+/// expired).
+pub(crate) fn rounds(
     states: &States,
     owner: &Owner,
     method: &str,
     params: Option<&Value>,
-    as_task: bool,
-    gather: impl FnOnce(&Before<'_>) -> Result<Option<Ask>, JsonRpcError>,
-) -> Result<Option<Value>, JsonRpcError> {
+) -> Result<(Round, Rounds), JsonRpcError> {
     let scope = StateScope::of_request(owner, method, params);
     let round = states.round(&scope, params)?;
-    let before = Before::new(&round, params, as_task);
-    let Some(ask) = gather(&before)? else {
-        return Ok(None);
+    let mut answers = match round.data() {
+        Value::Object(remembered) => remembered.clone(),
+        _ => JsonObject::new(),
     };
+    for (key, answer) in round.responses().iter() {
+        answers.insert(key.to_owned(), Value::Object(answer.clone()));
+    }
+    let rounds = Rounds {
+        number: round.number(),
+        answers,
+    };
+    Ok((round, rounds))
+}
+
+/// The `InputRequiredResult` asking what `ask` asks, after `round`, for `owner`'s request
+/// `method` with `params`.
+///
+/// # Errors
+/// `-32021` (naming it in `data.requiredCapabilities`) when a request asked needs a
+/// capability the client did not declare.
+pub(crate) fn asked(
+    states: &States,
+    owner: &Owner,
+    method: &str,
+    params: Option<&Value>,
+    round: &Round,
+    ask: Ask,
+) -> Result<Value, JsonRpcError> {
     let undeclared = ask
         .requests()
         .iter()
         .find_map(|(key, request)| Some((key, request.capability()?)))
-        .filter(|(_, capability)| !before.declares(capability));
+        .filter(|(_, capability)| !ext::declares_capability(params, capability));
     if let Some((key, capability)) = undeclared {
         return Err(ext::capability_required(
             capability,
@@ -243,14 +185,14 @@ pub fn round_trip(
             ),
         ));
     }
-    let asked = states.ask(&scope, &round, ask);
-    serde_json::to_value(asked)
-        .map(Some)
-        .map_err(|err| Error::Internal(err.to_string()).to_jsonrpc())
+    let scope = StateScope::of_request(owner, method, params);
+    let asked = states.ask(&scope, round, ask);
+    serde_json::to_value(asked).map_err(|err| Error::Internal(err.to_string()).to_jsonrpc())
 }
 
 #[cfg(test)]
 mod tests {
+    use mcp_tasks::{InputRequest, InputRequests};
     use serde_json::json;
 
     use super::*;
@@ -274,76 +216,50 @@ mod tests {
         );
     }
 
-    fn asks_the_name(before: &Before<'_>) -> Result<Option<Ask>, JsonRpcError> {
-        if before.round().response("name").is_some() {
-            return Ok(None);
-        }
-        let form =
-            json!({"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}});
-        let form: JsonObject = form.as_object().cloned().unwrap_or_default();
-        Ok(Some(Ask::new(
-            InputRequests::new().with("name", InputRequest::elicitation(form)),
-        )))
-    }
-
     #[test]
-    fn a_round_asks_then_lets_the_call_run_and_needs_the_capability() {
+    fn a_round_asks_then_carries_the_answers_and_needs_the_capability() {
         let states = random_states();
         let owner = Owner::new("alice");
         let meta = json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
         let call = json!({"name": "t", "_meta": meta});
-        let asked = round_trip(
-            &states,
-            &owner,
-            "tools/call",
-            Some(&call),
-            false,
-            asks_the_name,
-        )
-        .expect("asks")
-        .expect("an InputRequiredResult");
+        let form =
+            json!({"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}});
+        let form: JsonObject = form.as_object().cloned().unwrap_or_default();
+        let ask =
+            || Ask::new(InputRequests::new().with("name", InputRequest::elicitation(form.clone())));
+        let (round, first) = rounds(&states, &owner, "tools/call", Some(&call)).expect("round 0");
+        assert_eq!(first.number, 0);
+        let asked = asked(&states, &owner, "tools/call", Some(&call), &round, ask()).expect("asks");
         assert_eq!(asked["resultType"], "input_required");
         let mut retry = call.clone();
         retry["inputResponses"] = json!({"name": {"action": "accept", "content": {}}});
         retry["requestState"] = asked["requestState"].clone();
-        assert_eq!(
-            round_trip(
-                &states,
-                &owner,
-                "tools/call",
-                Some(&retry),
-                false,
-                asks_the_name
-            ),
-            Ok(None)
-        );
+        let (_, second) = rounds(&states, &owner, "tools/call", Some(&retry)).expect("round 1");
+        assert_eq!(second.number, 1);
+        assert_eq!(second.answers["name"]["action"], "accept");
         // Another caller cannot use the state.
-        let error = round_trip(
-            &states,
-            &Owner::new("bob"),
-            "tools/call",
-            Some(&retry),
-            false,
-            asks_the_name,
-        )
-        .expect_err("refused");
+        let error = rounds(&states, &Owner::new("bob"), "tools/call", Some(&retry))
+            .err()
+            .expect("refused");
         assert_eq!(error.code, mcp_tasks::jsonrpc::INVALID_PARAMS);
 
         let undeclared =
             json!({"name": "t", "_meta": {"io.modelcontextprotocol/clientCapabilities": {}}});
-        let error = round_trip(
-            &states,
-            &owner,
-            "tools/call",
-            Some(&undeclared),
-            false,
-            asks_the_name,
-        )
-        .expect_err("elicitation is not declared");
+        let error = asked_for(&states, &owner, &undeclared, ask()).expect_err("undeclared");
         assert_eq!(error.code, ext::MISSING_REQUIRED_CLIENT_CAPABILITY);
         assert_eq!(
             error.data,
             Some(json!({"requiredCapabilities": {"elicitation": {}}}))
         );
+    }
+
+    fn asked_for(
+        states: &States,
+        owner: &Owner,
+        params: &Value,
+        ask: Ask,
+    ) -> Result<Value, JsonRpcError> {
+        let (round, _) = rounds(states, owner, "tools/call", Some(params))?;
+        asked(states, owner, "tools/call", Some(params), &round, ask)
     }
 }

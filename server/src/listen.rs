@@ -50,6 +50,17 @@ pub const MAX_TASK_IDS_ENV: &str = "MCP_TASKS_LISTEN_MAX_TASK_IDS";
 /// (default [`WatchLimits::DEFAULT_PER_OWNER`], 16).
 pub const MAX_PER_PRINCIPAL_ENV: &str = "MCP_TASKS_LISTEN_MAX_PER_PRINCIPAL";
 
+/// The bounds [`MAX_TASK_IDS_ENV`] and [`MAX_PER_PRINCIPAL_ENV`] set (each defaulted).
+///
+/// # Errors
+/// A message naming a setting that is not a positive whole number.
+pub fn limits_from_env() -> Result<WatchLimits, String> {
+    Ok(WatchLimits::new(
+        positive(MAX_TASK_IDS_ENV, WatchLimits::DEFAULT_TASK_IDS)?,
+        positive(MAX_PER_PRINCIPAL_ENV, WatchLimits::DEFAULT_PER_OWNER)?,
+    ))
+}
+
 /// The open listens of one server process, over its store.
 #[derive(Debug, Clone)]
 pub struct Listens {
@@ -86,11 +97,7 @@ impl Listens {
     /// # Errors
     /// A message naming a setting that is not a positive whole number.
     pub fn from_env(store: Store) -> Result<Self, String> {
-        let limits = WatchLimits::new(
-            positive(MAX_TASK_IDS_ENV, WatchLimits::DEFAULT_TASK_IDS)?,
-            positive(MAX_PER_PRINCIPAL_ENV, WatchLimits::DEFAULT_PER_OWNER)?,
-        );
-        Ok(Self::new(store, limits))
+        Ok(Self::new(store, limits_from_env()?))
     }
 
     /// Whether a request is a listen these serve: `subscriptions/listen` on the

@@ -114,6 +114,81 @@ pub async fn within<F: Future>(limit: Duration, future: F) -> Option<F::Output> 
     .await
 }
 
+/// Runs blocking `work` on a thread of its own; the future resolves with what it returned,
+/// or with its panic's message (or why no thread could be started).
+pub fn on_thread<R: Send + 'static>(
+    work: impl FnOnce() -> R + Send + 'static,
+) -> impl Future<Output = Result<R, String>> + Send {
+    let (done, finished) = oneshot();
+    let started = thread::Builder::new()
+        .name("mcp-tasks-blocking".into())
+        .spawn(move || done.send(crate::handler::catch(work)));
+    let refused = started
+        .err()
+        .map(|err| format!("no thread could be started for the work: {err}"));
+    async move {
+        if let Some(refused) = refused {
+            return Err(refused);
+        }
+        finished
+            .await
+            .unwrap_or_else(|| Err("the work's thread ended without an answer".to_owned()))
+    }
+}
+
+/// A value handed once from one side (any thread) to a future ([`oneshot`]).
+struct OneShot<T> {
+    value: Option<T>,
+    waker: Option<Waker>,
+    /// The sender is gone (sent, or dropped without sending).
+    closed: bool,
+}
+
+/// The sending half of a [`oneshot`].
+pub struct OneShotSender<T>(Arc<Mutex<OneShot<T>>>);
+
+impl<T> OneShotSender<T> {
+    /// Hands `value` to the receiver (dropped if the receiver is gone).
+    pub fn send(self, value: T) {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.value = Some(value);
+        // `Drop` closes it and wakes the receiver.
+    }
+}
+
+impl<T> Drop for OneShotSender<T> {
+    fn drop(&mut self) {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.closed = true;
+        if let Some(waker) = slot.waker.take() {
+            waker.wake();
+        }
+    }
+}
+
+/// A channel for one value, from any thread to a future that needs no runtime: the future
+/// resolves with `Some(value)`, or `None` if the sender was dropped without sending.
+pub fn oneshot<T: Send>() -> (OneShotSender<T>, impl Future<Output = Option<T>> + Send) {
+    let slot = Arc::new(Mutex::new(OneShot {
+        value: None,
+        waker: None,
+        closed: false,
+    }));
+    let receiver = Arc::clone(&slot);
+    let future = std::future::poll_fn(move |cx| {
+        let mut slot = receiver.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(value) = slot.value.take() {
+            return Poll::Ready(Some(value));
+        }
+        if slot.closed {
+            return Poll::Ready(None);
+        }
+        slot.waker = Some(cx.waker().clone());
+        Poll::Pending
+    });
+    (OneShotSender(slot), future)
+}
+
 /// Polls `future` on this thread until it is ready, parking the thread between wakes.
 pub fn block_on<F: Future>(future: F) -> F::Output {
     struct Unpark(Thread);

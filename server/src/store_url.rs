@@ -1,11 +1,15 @@
-//! The stores several server instances share: which one the command line and the
-//! environment name, and how it is opened with the example's settings.
+//! Stores named by a URL: which backend a URL names (its scheme), how it is opened with a
+//! server's settings, and which one a command line and the environment name.
 //!
-//! A shared store is named by `--redis URL` or `--postgres URL` (also `--redis=URL`,
-//! `--postgres=URL`), else by `MCP_TASKS_REDIS_URL` or `MCP_TASKS_POSTGRES_URL`: the
-//! command line wins over the environment, and naming two stores on either is an error.
-//! Each backend is built in by the cargo feature of its name (`redis`, `postgres`); a
-//! server built without it refuses its URL at start-up with one line saying so.
+//! A store URL is `memory` (this process), `redis://…`, `rediss://…` or `redis+unix://…`
+//! (Redis), `postgres://…` or `postgresql://…` (PostgreSQL). A program that reads its
+//! store from its command line and environment ([`StoreArgs`],
+//! [`Settings::from_env`](crate::Settings::from_env)) takes `--store URL` (or
+//! `MCP_TASKS_STORE`), and the older `--redis URL` / `--postgres URL` (also `--redis=URL`,
+//! `--postgres=URL`, `MCP_TASKS_REDIS_URL`, `MCP_TASKS_POSTGRES_URL`): the command line
+//! wins over the environment, and naming two stores on either is an error. Each backend is
+//! built in by the cargo feature of its name (`redis`, `postgres`); a server built without
+//! it refuses its URL when it is built, with one line saying so.
 //!
 //! Whatever the backend, the same knobs set its leases and outages
 //! ([`StoreSettings::from_env`]): [`LEASE_MS_ENV`], [`LEASE_RENEW_MS_ENV`],
@@ -18,6 +22,10 @@ use std::time::Duration;
 use mcp_tasks::{ClaimBackoff, LeasePolicy, Limits, TtlPolicy};
 
 use crate::server::Store;
+
+/// The environment variable naming the store by its URL, whatever its backend (as
+/// `--store URL` does).
+pub const STORE_ENV: &str = "MCP_TASKS_STORE";
 
 /// The environment variable naming the shared Redis store (as `--redis URL` does).
 pub const REDIS_URL_ENV: &str = "MCP_TASKS_REDIS_URL";
@@ -136,26 +144,80 @@ pub struct SharedStore {
     pub url: String,
 }
 
+/// Whether `url` names the in-process store (`memory`, `memory:` or `memory://`).
+#[must_use]
+pub fn is_memory(url: &str) -> bool {
+    matches!(url.trim(), "memory" | "memory:" | "memory://")
+}
+
+impl SharedStore {
+    /// The store `url` names, by its scheme: `redis://`, `rediss://` or `redis+unix://`
+    /// (Redis); `postgres://` or `postgresql://`, or a PostgreSQL key/value string
+    /// (`host=… dbname=…`).
+    ///
+    /// # Errors
+    /// A URL whose scheme names no backend (its password hidden).
+    pub fn parse(url: &str) -> Result<Self, String> {
+        let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
+        let backend = match scheme.to_ascii_lowercase().as_str() {
+            "redis" | "rediss" | "redis+unix" | "unix" => Backend::Redis,
+            "postgres" | "postgresql" => Backend::Postgres,
+            _ if !url.contains("://") && url.contains('=') => Backend::Postgres,
+            _ => {
+                return Err(format!(
+                    "the store URL `{}` names no store: use memory, redis://…, \
+                     redis+unix://…, postgres://… or postgresql://…",
+                    redacted(url)
+                ));
+            }
+        };
+        Ok(SharedStore {
+            backend,
+            url: url.to_owned(),
+        })
+    }
+}
+
 /// The shared store the command line names, read one argument at a time
 /// ([`read`](Self::read)), then settled against the environment ([`choose`](Self::choose)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreArgs {
     given: Option<SharedStore>,
+    /// `--store memory`: the in-process store, named explicitly.
+    memory: bool,
 }
 
 impl StoreArgs {
-    /// Reads `arg` if it names a shared store (`--redis URL`, `--redis=URL`,
-    /// `--postgres URL`, `--postgres=URL`), taking a separate URL from `rest`: `Ok(true)`.
+    /// Reads `arg` if it names a store (`--store URL`, `--redis URL`, `--postgres URL`,
+    /// each also as `--flag=URL`), taking a separate URL from `rest`: `Ok(true)`.
     /// `Ok(false)` for any other argument, left to the caller. The same flag twice: the
     /// last wins.
     ///
     /// # Errors
-    /// A flag without a URL, or flags of two backends.
+    /// A flag without a URL, a URL that names no store, or flags of two backends.
     pub fn read(
         &mut self,
         arg: &str,
         rest: &mut impl Iterator<Item = String>,
     ) -> Result<bool, String> {
+        let generic = if arg == "--store" {
+            Some(rest.next())
+        } else {
+            arg.strip_prefix("--store=").map(|url| Some(url.to_owned()))
+        };
+        if let Some(url) = generic {
+            let url = url
+                .filter(|url| !url.is_empty())
+                .ok_or("`--store` needs a URL")?;
+            if is_memory(&url) {
+                self.given = None;
+                self.memory = true;
+            } else {
+                self.given = Some(SharedStore::parse(&url)?);
+                self.memory = false;
+            }
+            return Ok(true);
+        }
         for backend in Backend::ALL {
             let flag = backend.flag();
             let url = if arg == flag {
@@ -181,13 +243,29 @@ impl StoreArgs {
     }
 
     /// The store chosen: the command line's, else the one an environment variable names
-    /// ([`Backend::url_env`]; unset or empty: none). `None`: the tasks live in process.
+    /// ([`STORE_ENV`], [`Backend::url_env`]; unset or empty: none). `None`: the tasks live
+    /// in process.
     ///
     /// # Errors
-    /// No store on the command line and two variables set.
+    /// No store on the command line and two variables set, or a URL that names no store.
     pub fn choose(self) -> Result<Option<SharedStore>, String> {
-        if self.given.is_some() {
+        if self.given.is_some() || self.memory {
             return Ok(self.given);
+        }
+        if let Some(url) = std::env::var(STORE_ENV).ok().filter(|url| !url.is_empty()) {
+            for backend in Backend::ALL {
+                if std::env::var(backend.url_env()).is_ok_and(|other| !other.is_empty()) {
+                    return Err(format!(
+                        "{STORE_ENV} and {} name two stores: set one",
+                        backend.url_env()
+                    ));
+                }
+            }
+            return if is_memory(&url) {
+                Ok(None)
+            } else {
+                SharedStore::parse(&url).map(Some)
+            };
         }
         let mut named = Backend::ALL.into_iter().filter_map(|backend| {
             std::env::var(backend.url_env())

@@ -1,4 +1,4 @@
-//! What an operator sees of the example servers: spans and metrics through OpenTelemetry
+//! What an operator sees of a server: spans and metrics through OpenTelemetry
 //! (cargo feature `otel`; without it every call here is free and does nothing).
 //!
 //! The spans, attributes and metrics are `mcp-tasks-otel`'s: OpenTelemetry's MCP
@@ -23,8 +23,8 @@
 use mcp_tasks::{JsonObject, JsonRpcError, Owner, TraceContext};
 use serde_json::Value;
 
-use crate::server::{Reply, Store};
-use crate::tools::Catalog;
+use crate::server::{Answering, Reply, Store};
+use crate::tool::Tools;
 use crate::work::Work;
 
 #[cfg(feature = "otel")]
@@ -134,17 +134,13 @@ pub fn traced(run: TaskRun, work: Work) -> Work {
 
 /// The helpers both builds share.
 impl Operation {
-    /// The tool of a `tools/call`, and whether the catalog has it.
+    /// The tool of a `tools/call`, and whether the server has it.
     #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-    fn tool<'a>(
-        method: &str,
-        params: Option<&'a Value>,
-        catalog: Catalog,
-    ) -> Option<(&'a str, bool)> {
+    fn tool<'a>(method: &str, params: Option<&'a Value>, tools: &Tools) -> Option<(&'a str, bool)> {
         (method == "tools/call")
             .then(|| params.and_then(|p| p.get("name")).and_then(Value::as_str))
             .flatten()
-            .map(|name| (name, catalog.task_support(name).is_some()))
+            .map(|name| (name, tools.get(name).is_some()))
     }
 
     /// The id of the task a `CreateTaskResult` (either generation's) names.
@@ -158,8 +154,8 @@ impl Operation {
             .map(mcp_tasks::TaskId::from)
     }
 
-    /// Ends the span when `reply` has its answer: now, after the work of a `Later` or a
-    /// `Talk` (run in scope), or as a task is created (whose attempt runs in its own span, a child).
+    /// Ends the span when `reply` has its answer: now, after the work of a `Later` (run in
+    /// scope), or as a task is created (whose attempt runs in its own span, a child).
     pub fn reply(self, reply: Reply, owner: &Owner, store: &Store) -> Reply {
         if !self.is_recording() {
             return reply;
@@ -169,21 +165,28 @@ impl Operation {
                 self.end(&answer);
                 Reply::Now(answer)
             }
-            Reply::Later(work) => Reply::Later(Box::new(move || {
-                let answer = self.in_scope(work);
-                self.end(&answer);
-                answer
-            })),
+            Reply::Later(Answering::Blocking(work)) => {
+                Reply::Later(Answering::Blocking(Box::new(move |peer| {
+                    let answer = self.in_scope(move || work(peer));
+                    self.end(&answer);
+                    answer
+                })))
+            }
+            Reply::Later(Answering::Async(work)) => {
+                Reply::Later(Answering::Async(Box::new(move |peer| {
+                    let future = self.in_scope(move || work(peer));
+                    Box::pin(async move {
+                        let answer = self.in_scope_async(future).await;
+                        self.end(&answer);
+                        answer
+                    })
+                })))
+            }
             Reply::ThenRun(created, work) => {
                 let run = self.created(&created, owner, store);
                 self.end_with(Ok(&created));
                 Reply::ThenRun(created, traced(run, work))
             }
-            Reply::Talk(work) => Reply::Talk(Box::new(move |peer| {
-                let answer = self.in_scope(move || work(peer));
-                self.end(&answer);
-                answer
-            })),
         }
     }
 

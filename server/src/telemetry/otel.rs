@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::Transport;
 use super::prometheus::Scrape;
 use crate::server::Store;
-use crate::tools::Catalog;
+use crate::tool::Tools;
 
 /// What [`init`](super::init) installed.
 static GLOBAL: OnceLock<Telemetry> = OnceLock::new();
@@ -40,16 +40,16 @@ pub struct Operation {
 
 impl Operation {
     /// Starts the span of a request of `method` with `id` and `params`, speaking
-    /// `version` (in the 2025-11-25 `session`, if any), to a server of `catalog`'s tools;
+    /// `version` (in the 2025-11-25 `session`, if any), to a server of `tools`;
     /// [`reply`](Self::reply) or [`end`](Self::end) ends it.
-    pub fn start(
+    pub(crate) fn start(
         telemetry: &Telemetry,
         method: &str,
         id: &RequestId,
         params: Option<&Value>,
         version: &'static str,
         session: Option<&str>,
-        catalog: Catalog,
+        tools: &Tools,
     ) -> Self {
         let span = telemetry.request(&Request {
             method,
@@ -59,7 +59,7 @@ impl Operation {
                 .and_then(Value::as_object),
             version,
             session,
-            tool: Self::tool(method, params, catalog),
+            tool: Self::tool(method, params, tools),
         });
         Operation {
             span,
@@ -130,7 +130,7 @@ impl Guard {
         }
         let mut resource = opentelemetry_sdk::Resource::builder();
         if env("OTEL_SERVICE_NAME").is_none() {
-            resource = resource.with_service_name(crate::server::example_name());
+            resource = resource.with_service_name(program_name());
         }
         let resource = resource.build();
         let tracers = if traces {
@@ -225,4 +225,16 @@ impl Drop for Guard {
             let _ = meters.shutdown();
         }
     }
+}
+
+/// The running program's name (its binary's file stem): the service name when
+/// `OTEL_SERVICE_NAME` names none.
+fn program_name() -> String {
+    std::env::args()
+        .next()
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_stem)
+        .and_then(|stem| stem.to_str())
+        .map_or_else(|| "mcp-tasks-server".to_owned(), str::to_owned)
 }
