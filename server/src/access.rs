@@ -12,6 +12,13 @@ pub enum Access {
     Anonymous,
 }
 
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the tokens.
+        f.write_str(&self.describe())
+    }
+}
+
 /// The one owner of every task in the anonymous mode.
 pub const ANONYMOUS_OWNER: &str = "anonymous";
 
@@ -117,12 +124,24 @@ pub fn loopback_only(addr: &str) -> Result<(), String> {
     }
 }
 
-/// The bearer tokens and the principal each one stands for.
-pub struct Tokens(Vec<(String, String)>);
+/// The bearer tokens and the principal each one stands for, found by the SHA-256 digest of
+/// the token (one map lookup whatever the number of principals), then compared in time
+/// independent of where the bytes differ.
+pub struct Tokens(std::collections::HashMap<[u8; 32], (String, String)>);
+
+/// A token's digest: its key in [`Tokens`].
+fn digest(token: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).into()
+}
 
 impl Tokens {
     /// Reads `MCP_TASKS_TOKENS` or the file named by `MCP_TASKS_TOKENS_FILE`.
-    fn from_env() -> Result<Self, String> {
+    ///
+    /// # Errors
+    /// Neither or both set, a file that cannot be read, or what [`parse`](Self::parse)
+    /// refuses.
+    pub fn from_env() -> Result<Self, String> {
         let inline = std::env::var("MCP_TASKS_TOKENS").ok();
         let file = std::env::var_os("MCP_TASKS_TOKENS_FILE");
         let text = match (inline, file) {
@@ -144,6 +163,10 @@ impl Tokens {
     }
 
     /// `principal=token` pairs separated by commas or newlines; `#` starts a comment line.
+    ///
+    /// # Errors
+    /// An entry that is not `principal=token`, an empty principal or token, a token with
+    /// whitespace or control characters, a token given twice, or no entry at all.
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut pairs: Vec<(String, String)> = Vec::new();
         let entries = text
@@ -169,17 +192,30 @@ impl Tokens {
                     "the token of `{principal}` contains whitespace or control characters"
                 ));
             }
-            if pairs.iter().any(|(_, known)| known == token) {
+            pairs.push((principal.to_owned(), token.to_owned()));
+        }
+        Self::from_pairs(pairs)
+    }
+
+    /// The tokens of `pairs`, each `(principal, token)`.
+    ///
+    /// # Errors
+    /// A token given twice, or no pair at all.
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Result<Self, String> {
+        let mut tokens = std::collections::HashMap::new();
+        for (principal, token) in pairs {
+            let key = digest(&token);
+            if tokens.contains_key(&key) {
                 return Err(format!(
                     "the token of `{principal}` is also given to another entry"
                 ));
             }
-            pairs.push((principal.to_owned(), token.to_owned()));
+            tokens.insert(key, (principal, token));
         }
-        if pairs.is_empty() {
+        if tokens.is_empty() {
             return Err("the token configuration holds no `principal=token` entry".into());
         }
-        Ok(Tokens(pairs))
+        Ok(Tokens(tokens))
     }
 
     /// How many principals hold a token.
@@ -188,17 +224,12 @@ impl Tokens {
         self.0.len()
     }
 
-    /// The principal of `token`. Every configured token is compared, each in time
-    /// independent of where it differs.
+    /// The principal of `token`: one lookup by the token's digest, then the token itself
+    /// compared in time independent of where it differs.
     #[must_use]
     pub fn principal(&self, token: &str) -> Option<&str> {
-        let mut found = None;
-        for (principal, known) in &self.0 {
-            if constant_time_eq(known.as_bytes(), token.as_bytes()) {
-                found = Some(principal.as_str());
-            }
-        }
-        found
+        let (principal, known) = self.0.get(&digest(token))?;
+        constant_time_eq(known.as_bytes(), token.as_bytes()).then_some(principal.as_str())
     }
 }
 

@@ -79,7 +79,7 @@
 //! - [`tool`], [`context`], [`result`], [`handler`]: tools, what their handlers see and
 //!   answer.
 //! - [`server`]: the request routing of both generations; [`builder`]: building a server.
-//! - [`stdio`]: the stdio transport.
+//! - [`stdio`]: the stdio transport; `http` (feature `http`): Streamable HTTP.
 //! - [`store_url`], [`settings`]: stores named by URL, settings from the environment.
 //! - [`listen`], [`mrtr`], [`answers`]: `subscriptions/listen`, input rounds, answers
 //!   checked against their questions.
@@ -98,6 +98,8 @@ pub mod context;
 pub mod framing;
 pub mod handler;
 pub mod headers;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod listen;
 pub mod mrtr;
 pub mod outbound;

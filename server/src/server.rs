@@ -412,6 +412,11 @@ impl Server {
         &self.telemetry
     }
 
+    /// The tools served.
+    pub(crate) fn tools(&self) -> &Tools {
+        &self.tools
+    }
+
     /// The tool named `name`, if the server serves it.
     #[must_use]
     pub fn tool(&self, name: &str) -> Option<&Tool> {

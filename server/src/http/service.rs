@@ -1,47 +1,44 @@
 //! One HTTP request, from its headers to its response: the checks that run before anything
-//! is read or allocated, then the JSON-RPC message, on the wire it belongs to.
+//! is read or allocated, then the JSON-RPC message, on the wire it belongs to. The endpoint
+//! is a `tower` service ([`McpService`]).
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use mcp_tasks::protocol::methods as v1_methods;
 use mcp_tasks::{AnyTask, JsonRpcError, Owner, TaskId, TaskStore, jsonrpc};
-use mcp_tasks_servers::access::origin_allowed;
-use mcp_tasks_servers::framing::{self, Id, Incoming as Message};
-use mcp_tasks_servers::peer::{Mute, Talk};
-use mcp_tasks_servers::server::{Elicitation, Reply};
-use mcp_tasks_servers::tools::Catalog;
-use mcp_tasks_servers::work::Work;
-use mcp_tasks_servers::{headers, outbound};
 use serde_json::Value;
 
-use crate::App;
-use crate::body::Body;
-use crate::limits::Slot;
-use crate::listen;
-use crate::session::{Role, Session, parse_event_id};
-use crate::sse::{self, Answer};
-use crate::stateless::{self, Wire};
-use crate::talk::{self, Talked};
-use crate::trace::Trace;
+use crate::access::origin_allowed;
+use crate::framing::{self, Id, Incoming as Message};
+use crate::server::{Elicitation, Reply, Server};
+use crate::work::Work;
+use crate::{headers, outbound};
 
-/// The one endpoint.
+use super::App;
+use super::body::{Body, Inner};
+use super::limits::Slot;
+use super::listen;
+use super::session::{Role, Session, parse_event_id};
+use super::sse::{self, Answer};
+use super::stateless::{self, Wire};
+use super::talk::{self, Talked};
+use super::trace::Trace;
+
+/// The endpoint [`HttpServer::serve`](super::HttpServer::serve) serves.
 pub const ENDPOINT: &str = "/mcp";
 
 /// The metrics in Prometheus' text format, behind the same checks as the endpoint
-/// (`MCP_TASKS_PROMETHEUS=1`).
+/// (feature `otel`, `MCP_TASKS_PROMETHEUS=1`), on [`HttpServer::serve`](super::HttpServer::serve).
 pub const METRICS: &str = "/metrics";
-
-/// The fixture tool of the conformance suite's SSE polling scenario: its POST stream is
-/// closed right after the priming event, and its answer waits for the client to resume the
-/// stream with `GET` and `Last-Event-ID`.
-const CLOSES_ITS_STREAM: &str = "test_reconnection";
 
 /// How long a `tasks/result` stream's answer waits for the task's terminal status
 /// notification to be queued (it normally is within microseconds).
@@ -54,30 +51,82 @@ struct Noted {
     principal: Option<String>,
 }
 
-/// Answers one HTTP request and logs it (target `mcp_http::request`, level `debug`).
-pub async fn handle(
+/// The MCP endpoint as a `tower` service ([`HttpServer::service`](super::HttpServer::service)):
+/// it takes any `http` request whose body yields [`Bytes`], and answers with a [`Body`];
+/// it never fails (a refusal is a response). Cheap to clone.
+#[derive(Clone)]
+pub struct McpService {
     app: Arc<App>,
-    request: Request<Incoming>,
-) -> Result<Response<Body>, Infallible> {
+    /// Serving a whole listener: the endpoint is [`ENDPOINT`] and the metrics [`METRICS`];
+    /// mounted by an application, every path it is given is the endpoint.
+    routed: bool,
+}
+
+impl std::fmt::Debug for McpService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpService").finish_non_exhaustive()
+    }
+}
+
+impl McpService {
+    pub(crate) fn new(app: Arc<App>, routed: bool) -> Self {
+        Self { app, routed }
+    }
+}
+
+impl<B> tower_service::Service<Request<B>> for McpService
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let (app, routed) = (Arc::clone(&self.app), self.routed);
+        Box::pin(async move { Ok(handle(app, request, routed).await) })
+    }
+}
+
+/// Answers one HTTP request and logs it (target [`REQUEST_LOG`](super::REQUEST_LOG),
+/// level `debug`).
+async fn handle<B>(app: Arc<App>, request: Request<B>, routed: bool) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let started = Instant::now();
     let http_method = request.method().clone();
     let mut noted = Noted::default();
-    let response = route(&app, request, &mut noted).await;
-    tracing::debug!(
-        target: "mcp_http::request",
-        http = %http_method,
-        method = noted.method.as_deref().unwrap_or("-"),
-        principal = noted.principal.as_deref().unwrap_or("-"),
-        status = response.status().as_u16(),
-        latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-        "request"
+    let response = route(&app, request, routed, &mut noted).await;
+    log::debug!(
+        target: super::REQUEST_LOG,
+        "request http={http_method} method={} principal={} status={} latency_us={}",
+        noted.method.as_deref().unwrap_or("-"),
+        noted.principal.as_deref().unwrap_or("-"),
+        response.status().as_u16(),
+        u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
     );
-    Ok(response)
+    response
 }
 
-async fn route(app: &Arc<App>, request: Request<Incoming>, noted: &mut Noted) -> Response<Body> {
-    let scrape = request.uri().path() == METRICS;
-    if request.uri().path() != ENDPOINT && !scrape {
+async fn route<B>(
+    app: &Arc<App>,
+    request: Request<B>,
+    routed: bool,
+    noted: &mut Noted,
+) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let scrape = routed && request.uri().path() == METRICS;
+    if routed && request.uri().path() != ENDPOINT && !scrape {
         return refusal(
             StatusCode::NOT_FOUND,
             jsonrpc::INVALID_REQUEST,
@@ -87,7 +136,7 @@ async fn route(app: &Arc<App>, request: Request<Incoming>, noted: &mut Noted) ->
     let headers = request.headers();
     // Bound to loopback, the server answers only requests addressed to a loopback name (or
     // an allowed origin's host): a DNS-rebound name is refused even without `Origin`.
-    if app.loopback
+    if app.loopback()
         && let Some(host) = header_str(headers, header::HOST.as_str())
         && !origin_allowed(&format!("http://{host}"), &app.extra_origins)
         && !app
@@ -152,12 +201,16 @@ async fn route(app: &Arc<App>, request: Request<Incoming>, noted: &mut Noted) ->
 }
 
 /// `POST`: one JSON-RPC message.
-async fn post(
+async fn post<B>(
     app: &Arc<App>,
-    request: Request<Incoming>,
+    request: Request<B>,
     principal: String,
     noted: &mut Noted,
-) -> Response<Body> {
+) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let headers = request.headers().clone();
     // The declared length is checked before a byte of the body is read.
     if let Some(length) = headers.get(header::CONTENT_LENGTH) {
@@ -241,7 +294,12 @@ async fn post(
         }
     };
 
-    let message = framing::parse(&body);
+    let mut message = framing::parse(&body);
+    // A request without a trace context in its `_meta` joins the trace of its HTTP
+    // headers (`traceparent`, `tracestate`), if they carry one.
+    if let Message::Request { params, .. } = &mut message {
+        join_header_trace(params, &headers);
+    }
     let (method, params) = match &message {
         Message::Request { method, params, .. } | Message::Notification { method, params } => {
             (Some(method.as_str()), params.as_ref())
@@ -297,7 +355,7 @@ async fn stateless_message(
         return accepted();
     };
     if let Err(error) = stateless::check(version, params.as_ref())
-        .and_then(|()| routing_headers(app.server.catalog(), headers, &method, params.as_ref()))
+        .and_then(|()| routing_headers(&app.server, headers, &method, params.as_ref()))
     {
         let answer = framing::response(Some(&id), &Err(error));
         app.trace.write(&trace_name, "out", &answer);
@@ -328,11 +386,7 @@ async fn stateless_message(
             Elicitation::Undeclared,
         )
     });
-    if let Reply::Talk(work) = reply {
-        let sse_ok = accepts(
-            header_str(headers, header::ACCEPT.as_str()),
-            "text/event-stream",
-        );
+    if let Reply::Later(work) = reply {
         let status = |answer: &Result<Value, JsonRpcError>| match answer {
             Err(error) => stateless::status_of(error.code),
             Ok(_) => StatusCode::OK,
@@ -393,7 +447,10 @@ async fn session_message(
             if let Some((id, answer)) = outbound::client_answer(&answer)
                 && !session.resolve(&id, answer)
             {
-                tracing::debug!(session = %session.id, "an answer to unknown request {id} was ignored");
+                log::debug!(
+                    "session {}: an answer to unknown request {id} was ignored",
+                    session.id
+                );
             }
             return accepted();
         }
@@ -403,13 +460,6 @@ async fn session_message(
     if method == v1_methods::TASKS_RESULT {
         return tasks_result(app, &session, &owner, id, params, sse_ok, slot).await;
     }
-    let closes_stream = sse_ok
-        && method == "tools/call"
-        && params
-            .as_ref()
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            == Some(CLOSES_ITS_STREAM);
     let reply = app.store_call(|| {
         app.server.request_in(
             &owner,
@@ -420,25 +470,7 @@ async fn session_message(
             Some(&session.id),
         )
     });
-    if closes_stream && let Reply::Later(work) = reply {
-        let answer: Answer = Box::pin(async move {
-            let answer = tokio::task::spawn_blocking(work)
-                .await
-                .unwrap_or_else(|err| {
-                    Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, err.to_string()))
-                });
-            framing::response(Some(&id), &answer)
-        });
-        let body = sse::open(
-            Arc::clone(&session),
-            Role::Detached,
-            None,
-            Some(answer),
-            app.shutdown.clone(),
-        );
-        return event_stream(body, Some(slot));
-    }
-    if let Reply::Talk(work) = reply {
+    if let Reply::Later(work) = reply {
         let (session_id, status) = (session.id.clone(), |_: &_| StatusCode::OK);
         return talking(
             app,
@@ -471,7 +503,7 @@ async fn session_message(
 )]
 async fn talking(
     app: &Arc<App>,
-    work: Talk,
+    work: crate::server::Answering,
     id: Id,
     session: Option<Arc<Session>>,
     sse_ok: bool,
@@ -480,8 +512,31 @@ async fn talking(
     status: impl FnOnce(&Result<Value, JsonRpcError>) -> StatusCode,
 ) -> Response<Body> {
     let trace = (Arc::clone(&app.trace), trace_name.clone());
+    let detached_session = session.clone();
     match talk::run(work, id.clone(), session, sse_ok, trace).await {
         Talked::Stream(body) => event_stream(body, Some(slot)),
+        Talked::Detached(answer) => {
+            // Closed right after its priming event: the answer waits for the client to
+            // resume the stream with `GET` and `Last-Event-ID` (SEP-1699).
+            let Some(session) = detached_session else {
+                let answer = answer.await;
+                return json(status(&answer), framing::response(Some(&id), &answer));
+            };
+            let (trace, name) = (Arc::clone(&app.trace), trace_name);
+            let answer: Answer = Box::pin(async move {
+                let text = framing::response(Some(&id), &answer.await);
+                trace.write(&name, "out", &text);
+                text
+            });
+            let body = sse::open(
+                session,
+                Role::Detached,
+                None,
+                Some(answer),
+                app.shutdown.clone(),
+            );
+            event_stream(body, Some(slot))
+        }
         Talked::Answer(answer) => {
             drop(slot);
             let text = framing::response(Some(&id), &answer);
@@ -494,7 +549,7 @@ async fn talking(
 /// The routing headers the stateless wire requires: `Mcp-Method`, `Mcp-Name` when the body
 /// names something, and the `Mcp-Param-*` of a tool's annotated arguments.
 fn routing_headers(
-    catalog: Catalog,
+    server: &Server,
     headers: &HeaderMap,
     method: &str,
     params: Option<&Value>,
@@ -512,14 +567,16 @@ fn routing_headers(
     )
     .map_err(mismatch)?;
     if method == "tools/call"
-        && let Some(schema) = params
+        && let Some(tool) = params
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
-            .and_then(|name| catalog.input_schema(name))
+            .and_then(|name| server.tool(name))
     {
-        headers::check_params(&schema, params.and_then(|p| p.get("arguments")), |name| {
-            header_str(headers, name)
-        })
+        headers::check_params(
+            &Value::Object(tool.input_schema().clone()),
+            params.and_then(|p| p.get("arguments")),
+            |name| header_str(headers, name),
+        )
         .map_err(mismatch)?;
     }
     Ok(())
@@ -566,14 +623,14 @@ async fn tasks_result(
     let (owner2, trace, session_id) = (owner.clone(), Arc::clone(&app.trace), session.id.clone());
     // On a stream, the task's terminal status notification goes out before the answer.
     let (tasks, notified_first) = (Arc::clone(&app.tasks), task.clone().filter(|_| streams));
-    let operation = mcp_tasks_servers::telemetry::Operation::start(
+    let operation = crate::telemetry::Operation::start(
         app.server.telemetry(),
         v1_methods::TASKS_RESULT,
         id.request_id(),
         params.as_ref(),
         mcp_tasks::protocol::PROTOCOL_VERSION,
         Some(&session.id),
-        app.server.catalog(),
+        app.server.tools(),
     );
     let answer: Answer = Box::pin(async move {
         let answer = operation
@@ -607,7 +664,7 @@ async fn tasks_result(
 }
 
 /// `GET`: the session's standalone SSE stream (resumed from `Last-Event-ID` if given).
-fn get(app: &Arc<App>, request: &Request<Incoming>, principal: &str) -> Response<Body> {
+fn get<B>(app: &Arc<App>, request: &Request<B>, principal: &str) -> Response<Body> {
     let headers = request.headers();
     if !accepts(
         header_str(headers, header::ACCEPT.as_str()),
@@ -643,7 +700,7 @@ fn get(app: &Arc<App>, request: &Request<Incoming>, principal: &str) -> Response
 
 /// `GET /metrics`, once authenticated: every metric recorded so far, in Prometheus' text
 /// format; `404` unless `MCP_TASKS_PROMETHEUS=1`.
-fn metrics(request: &Request<Incoming>) -> Response<Body> {
+fn metrics<B>(request: &Request<B>) -> Response<Body> {
     if request.method() != Method::GET {
         let mut response = closing(refusal(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -656,7 +713,7 @@ fn metrics(request: &Request<Incoming>) -> Response<Body> {
         return response;
     }
     // Collecting flushes the meter provider and waits for it.
-    match tokio::task::block_in_place(mcp_tasks_servers::telemetry::prometheus_text) {
+    match tokio::task::block_in_place(crate::telemetry::prometheus_text) {
         Some(text) => {
             let mut response = Response::new(Body::full(text));
             response.headers_mut().insert(
@@ -674,7 +731,7 @@ fn metrics(request: &Request<Incoming>) -> Response<Body> {
 }
 
 /// `DELETE`: ends the session.
-fn delete(app: &Arc<App>, request: &Request<Incoming>, principal: &str) -> Response<Body> {
+fn delete<B>(app: &Arc<App>, request: &Request<B>, principal: &str) -> Response<Body> {
     let Some(id) = header_str(request.headers(), "mcp-session-id") else {
         return refusal(
             StatusCode::BAD_REQUEST,
@@ -706,8 +763,7 @@ async fn settle(
     match reply {
         Reply::Now(answer) => (answer, None),
         // Answered by `talking` before it gets here; with nobody to talk to otherwise.
-        Reply::Talk(work) => (run_blocking(move || work(&Mute)).await, None),
-        Reply::Later(work) => (run_blocking(work).await, None),
+        Reply::Later(work) => (work.into_future(Arc::new(crate::peer::Mute)).await, None),
         Reply::ThenRun(answer, work) => {
             let task = answer
                 .get("task")
@@ -724,36 +780,27 @@ async fn settle(
                 }
                 None => work,
             };
-            let work = crate::body::for_store(work, app.server.is_shared());
+            let work = super::body::for_store(work, app.server.is_shared());
             (Ok(answer), Some(work))
         }
     }
-}
-
-/// Runs `work` on the blocking pool; a panic is a `-32603`.
-async fn run_blocking(
-    work: impl FnOnce() -> Result<Value, JsonRpcError> + Send + 'static,
-) -> Result<Value, JsonRpcError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|err| Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, err.to_string())))
 }
 
 fn with_work(response: Response<Body>, then: Option<Work>) -> Response<Body> {
     match then {
         None => response,
         Some(work) => response.map(|mut body| match &mut body {
-            Body::Full(bytes) => Body::Then(bytes.take(), Some(work)),
+            Body(Inner::Full(bytes)) => Body(Inner::Then(bytes.take(), Some(work))),
             _ => body,
         }),
     }
 }
 
 fn event_stream(body: sse::SseBody, slot: Option<Slot>) -> Response<Body> {
-    let mut response = Response::new(Body::Sse {
+    let mut response = Response::new(Body(Inner::Sse {
         stream: body,
         _slot: slot,
-    });
+    }));
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -779,8 +826,33 @@ fn accepted() -> Response<Body> {
     response
 }
 
+/// Puts the trace context of the HTTP headers (W3C `traceparent`, `tracestate`) into
+/// `params._meta` when it names none: `_meta` wins when both are present.
+fn join_header_trace(params: &mut Option<Value>, headers: &HeaderMap) {
+    let Some(traceparent) = header_str(headers, "traceparent") else {
+        return;
+    };
+    let params = params.get_or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(object) = params.as_object_mut() else {
+        return;
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return;
+    };
+    if meta.contains_key("traceparent") {
+        return;
+    }
+    meta.insert("traceparent".into(), Value::String(traceparent.to_owned()));
+    if let Some(tracestate) = header_str(headers, "tracestate") {
+        meta.insert("tracestate".into(), Value::String(tracestate.to_owned()));
+    }
+}
+
 /// An HTTP-level refusal with a JSON-RPC error body without `id` (no request was read).
-pub fn refusal(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+pub(crate) fn refusal(status: StatusCode, code: i64, message: &str) -> Response<Body> {
     json(
         status,
         framing::response(None, &Err(JsonRpcError::new(code, message))),

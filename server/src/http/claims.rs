@@ -1,4 +1,4 @@
-//! The claim loop of this instance ([`mcp_tasks_servers::claims`]): over a shared store,
+//! The claim loop of this instance ([`crate::claims`]): over a shared store,
 //! the redeliverable tasks of instances that stopped are claimed and run again here, on
 //! the runtime's blocking pool, and recorded as running here (so that a shutdown hands
 //! them over in turn). A 2025-11-25 task whose session lives on this instance gets that
@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_servers::claims::ClaimLoop;
-use mcp_tasks_servers::server::{Claimed, Generation};
+use crate::claims::ClaimLoop;
+use crate::server::{Claimed, Generation};
 
-use crate::App;
+use super::App;
 
 /// Starts the claim loop, which stops once the server starts shutting down.
 ///
@@ -24,7 +24,7 @@ pub fn start(app: &Arc<App>) -> Result<ClaimLoop, String> {
         Arc::clone(&app.server),
         move || *shutdown.borrow(),
         move |claimed| run(&for_run, &runtime, claimed),
-        |warning| tracing::warn!("claim loop: {warning}"),
+        |warning| log::warn!("claim loop: {warning}"),
     )
     .map_err(|err| format!("cannot start the claim loop: {err}"))
 }
@@ -40,17 +40,22 @@ fn run(app: &Arc<App>, runtime: &tokio::runtime::Handle, claimed: Claimed) {
         _ => None,
     };
     match &claimed.job {
-        Ok(job) => tracing::info!(
-            task = %claimed.task,
-            "claimed: `{}`, attempt {} of {}{}",
+        Ok(job) => log::info!(
+            "claimed: `{}`, attempt {} of {}{} task={}",
             job.tool,
             claimed.attempts.attempt(),
             claimed.attempts.max(),
-            if session.is_some() { ", for a session of this instance" } else { "" }
+            if session.is_some() {
+                ", for a session of this instance"
+            } else {
+                ""
+            },
+            claimed.task
         ),
-        Err(why) => {
-            tracing::warn!(task = %claimed.task, "claimed a task whose job cannot run here: {why}")
-        }
+        Err(why) => log::warn!(
+            "claimed a task whose job cannot run here: {why} task={}",
+            claimed.task
+        ),
     }
     let task = claimed.task.clone();
     app.tasks.claimed(
@@ -64,5 +69,5 @@ fn run(app: &Arc<App>, runtime: &tokio::runtime::Handle, claimed: Claimed) {
         .into_work()
         .then(move || tasks.handler_returned(&task));
     // Claims exist over a shared store only.
-    crate::body::spawn(runtime, crate::body::for_store(work, true));
+    super::body::spawn(runtime, super::body::for_store(work, true));
 }

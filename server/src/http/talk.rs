@@ -1,9 +1,10 @@
-//! A request answered by work that talks to the client while it runs (`Reply::Talk`: a
-//! tool reporting progress or logging, one asking for sampling or elicitation,
-//! `logging/setLevel`). What it sends goes out on the POST's own SSE stream, ahead of the
-//! answer; work that sent nothing is answered with plain JSON. A request that does not take
+//! A request answered by work ([`Answering`]): a call running at once, a method of the
+//! application's, `logging/setLevel`. What the work sends its client (progress, log
+//! messages, requests) goes out on the POST's own SSE stream, ahead of the answer; work
+//! that sent nothing is answered with plain JSON. A request that does not take
 //! `text/event-stream` gets the answer alone: its notifications are dropped and its
-//! requests refused.
+//! requests refused. Work that closes its stream ([`Peer::close_stream`], SEP-1699) has its
+//! answer sent on a stream the client resumes with `GET` and `Last-Event-ID`.
 //!
 //! Requests to the client exist on the 2025-11-25 wire only (the client answers them with
 //! a POST in its session); on the 2026-07-28 wire the work may only notify.
@@ -13,33 +14,39 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use mcp_tasks::{JsonRpcError, jsonrpc};
-use mcp_tasks_servers::framing::{self, Id};
-use mcp_tasks_servers::peer::{LogLevel, Peer, Talk};
-use mcp_tasks_servers::server::Elicitation;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::session::Session;
-use crate::sse;
-use crate::trace::Trace;
+use crate::framing::{self, Id};
+use crate::peer::{Answer, LogLevel, Peer};
+use crate::server::{AnswerFuture, Answering, Elicitation};
+
+use super::session::Session;
+use super::sse;
+use super::trace::Trace;
 
 /// How long the work waits for the client to answer one of its requests.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// What the work sends its stream: a message, or the wish to close it.
+enum Sent {
+    Message(String),
+    Close,
+}
+
 /// The client end of one request, for its work ([`Peer`]).
 struct StreamPeer {
     /// The request's stream (`None`: the client takes no SSE).
-    out: Option<mpsc::UnboundedSender<String>>,
+    out: Option<mpsc::UnboundedSender<Sent>>,
     /// The 2025-11-25 session the request came in (`None`: the 2026-07-28 wire).
     session: Option<Arc<Session>>,
-    runtime: tokio::runtime::Handle,
 }
 
 impl StreamPeer {
     fn send(&self, message: &Value) -> bool {
         self.out
             .as_ref()
-            .is_some_and(|out| out.send(message.to_string()).is_ok())
+            .is_some_and(|out| out.send(Sent::Message(message.to_string())).is_ok())
     }
 }
 
@@ -48,22 +55,23 @@ impl Peer for StreamPeer {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
-    fn request(&self, method: &str, params: Value) -> Result<Value, JsonRpcError> {
-        let unreachable = |why: &str| {
-            Err(JsonRpcError::new(
+    fn request(&self, method: &str, params: Value) -> Answer {
+        let unreachable = |why: &str| -> Answer {
+            let error = JsonRpcError::new(
                 jsonrpc::INTERNAL_ERROR,
                 format!("`{method}` cannot reach the client: {why}"),
-            ))
+            );
+            Box::pin(std::future::ready(Err(error)))
         };
         let Some(session) = &self.session else {
             return unreachable("the 2026-07-28 wire has no server-to-client requests");
         };
         if method == "elicitation/create" && session.elicitation != Elicitation::Declared {
-            return Err(JsonRpcError::new(
+            return Box::pin(std::future::ready(Err(JsonRpcError::new(
                 jsonrpc::INVALID_PARAMS,
                 "invalid params: this client did not declare the `elicitation` capability \
                  (form mode) at initialize",
-            ));
+            ))));
         }
         if self.out.is_none() {
             return unreachable("its request takes no event stream");
@@ -74,15 +82,23 @@ impl Peer for StreamPeer {
             session.forget_request(&id);
             return unreachable("its stream closed");
         }
-        let answer = self
-            .runtime
-            .block_on(tokio::time::timeout(ANSWER_TIMEOUT, answered));
-        session.forget_request(&id);
-        match answer {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => unreachable("its session ended"),
-            Err(_) => unreachable("no answer in time"),
-        }
+        let session = Arc::clone(session);
+        Box::pin(async move {
+            // A runtime-free timer: the work may run off the runtime (a blocking handler).
+            let answer = crate::work::within(ANSWER_TIMEOUT, answered).await;
+            session.forget_request(&id);
+            match answer {
+                Some(Ok(answer)) => answer,
+                Some(Err(_)) => Err(JsonRpcError::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    "the client cannot be reached: its session ended",
+                )),
+                None => Err(JsonRpcError::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    "the client cannot be reached: no answer in time",
+                )),
+            }
+        })
     }
 
     fn log_level(&self) -> Option<LogLevel> {
@@ -96,34 +112,46 @@ impl Peer for StreamPeer {
             session.set_log_level(level);
         }
     }
+
+    fn close_stream(&self) {
+        if let Some(out) = &self.out {
+            let _ = out.send(Sent::Close);
+        }
+    }
 }
 
-/// How a talking request is answered.
-pub enum Talked {
+/// How a request answered by work is answered.
+pub(crate) enum Talked {
     /// The work sent nothing (or could not): its answer, to send as JSON.
     Answer(Result<Value, JsonRpcError>),
     /// An SSE stream: the messages the work sent, then its answer.
     Stream(sse::SseBody),
+    /// The work closed its stream: the answer to come, for a stream the client resumes.
+    Detached(AnswerFuture),
 }
 
-/// Runs `work` (on the blocking pool) for the request `id`, in `session` on the 2025-11-25
-/// wire. With `sse_ok` its messages go out on an SSE stream, opened at the first one and
-/// ended by the answer. Everything sent on the stream is traced under `trace.1`.
-pub async fn run(
-    work: Talk,
+/// Runs `work` for the request `id`, in `session` on the 2025-11-25 wire: a future on the
+/// runtime, blocking work on the blocking pool. With `sse_ok` its messages go out on an SSE
+/// stream, opened at the first one and ended by the answer. Everything sent on the stream
+/// is traced under `trace.1`.
+pub(crate) async fn run(
+    work: Answering,
     id: Id,
     session: Option<Arc<Session>>,
     sse_ok: bool,
     trace: (Arc<Trace>, String),
 ) -> Talked {
     let (out, mut messages) = mpsc::unbounded_channel();
-    let peer = StreamPeer {
+    let detachable = sse_ok && session.is_some();
+    let peer: Arc<dyn Peer> = Arc::new(StreamPeer {
         out: sse_ok.then_some(out),
         session,
-        runtime: tokio::runtime::Handle::current(),
-    };
+    });
     // The peer goes with the work: once the work returns, `messages` ends.
-    let mut work = tokio::task::spawn_blocking(move || work(&peer));
+    let mut work = match work {
+        Answering::Async(work) => tokio::spawn(work(peer)),
+        Answering::Blocking(work) => tokio::task::spawn_blocking(move || work(peer)),
+    };
     let joined = |joined: Result<Result<Value, JsonRpcError>, tokio::task::JoinError>| {
         joined
             .unwrap_or_else(|err| Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, err.to_string())))
@@ -136,22 +164,35 @@ pub async fn run(
             messages.try_recv().ok()
         }
     };
-    let Some(first) = first else {
-        let answer = match finished {
-            Some(answer) => answer,
-            None => joined(work.await),
-        };
-        return Talked::Answer(answer);
+    let first = match first {
+        None => {
+            let answer = match finished {
+                Some(answer) => answer,
+                None => joined(work.await),
+            };
+            return Talked::Answer(answer);
+        }
+        Some(Sent::Close) if detachable => {
+            return Talked::Detached(Box::pin(async move {
+                match finished {
+                    Some(answer) => answer,
+                    None => joined(work.await),
+                }
+            }));
+        }
+        Some(first) => first,
     };
     let (events, body) = mpsc::channel::<Bytes>(16);
     tokio::spawn(async move {
         let (trace, name) = trace;
         let mut next = Some(first);
-        while let Some(message) = next {
-            trace.write(&name, "out", &message);
-            if events.send(sse::message(None, &message)).await.is_err() {
-                // The client left: the work runs on, unheard.
-                return;
+        while let Some(sent) = next {
+            if let Sent::Message(message) = sent {
+                trace.write(&name, "out", &message);
+                if events.send(sse::message(None, &message)).await.is_err() {
+                    // The client left: the work runs on, unheard.
+                    return;
+                }
             }
             next = messages.recv().await;
         }

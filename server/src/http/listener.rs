@@ -1,19 +1,19 @@
 //! Accepting connections (capped, and backing off when descriptors run out) and shutting
-//! down gracefully on SIGTERM or SIGINT.
+//! down gracefully.
 
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
-use crate::App;
-use crate::service;
+use super::App;
+use super::service::McpService;
 
 /// The first back-off after an accept error that a retry can cure (out of descriptors,
 /// memory or buffers); it doubles up to [`MAX_BACKOFF`].
@@ -34,7 +34,8 @@ const LISTEN_SETTLE: Duration = Duration::from_millis(200);
 /// shutdown at least once per idle wait of a second).
 const CLAIM_LOOP_END: Duration = Duration::from_millis(1_500);
 
-/// Raises the soft limit on open descriptors to the hard limit (best effort).
+/// Raises the soft limit on open descriptors to the hard limit (best effort): a server
+/// holding thousands of connections needs more than the usual 1,024.
 pub fn raise_descriptor_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -47,7 +48,7 @@ pub fn raise_descriptor_limit() {
         {
             limit.rlim_cur = limit.rlim_max;
             if libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit) != 0 {
-                tracing::warn!(
+                log::warn!(
                     "cannot raise the descriptor limit: {}",
                     io::Error::last_os_error()
                 );
@@ -65,18 +66,18 @@ fn is_shortage(err: &io::Error) -> bool {
     )
 }
 
-/// Serves `listener` until SIGTERM or SIGINT, then shuts down (see the crate docs).
-pub async fn serve(
+/// Serves `listener` until `shutdown` completes; the connections still open then are
+/// shut down gracefully by [`shut_down`].
+pub(crate) async fn serve(
     listener: TcpListener,
     app: Arc<App>,
-    stop: watch::Sender<bool>,
-    signals: Signals,
+    shutdown: impl std::future::Future<Output = ()> + Send,
 ) {
     let connections = Arc::new(Semaphore::new(app.limits.max_connections));
     let graceful = GracefulShutdown::new();
     let mut backoff = FIRST_BACKOFF;
-    let signal = signals.received();
-    tokio::pin!(signal);
+    tokio::pin!(shutdown);
+    let service = McpService::new(Arc::clone(&app), true);
     loop {
         // At the cap, stop accepting until a connection closes.
         let permit = tokio::select! {
@@ -84,15 +85,15 @@ pub async fn serve(
                 Ok(permit) => permit,
                 Err(_) => break,
             },
-            name = &mut signal => {
-                tracing::info!("{name}: shutting down");
+            () = &mut shutdown => {
+                log::info!("shutting down");
                 break;
             }
         };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            name = &mut signal => {
-                tracing::info!("{name}: shutting down");
+            () = &mut shutdown => {
+                log::info!("shutting down");
                 break;
             }
         };
@@ -102,42 +103,48 @@ pub async fn serve(
                 accepted
             }
             Err(err) if is_shortage(&err) => {
-                tracing::warn!("cannot accept a connection ({err}): backing off {backoff:?}");
+                log::warn!("cannot accept a connection ({err}): backing off {backoff:?}");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
             Err(err) => {
-                tracing::debug!("a connection failed before it was accepted: {err}");
+                log::debug!("a connection failed before it was accepted: {err}");
                 continue;
             }
         };
         let _ = stream.set_nodelay(true);
-        let app_for_conn = Arc::clone(&app);
         let connection = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(app.limits.header_timeout)
             .keep_alive(true)
             .serve_connection(
                 TokioIo::new(stream),
-                service_fn(move |request| service::handle(Arc::clone(&app_for_conn), request)),
+                TowerToHyperService::new(service.clone()),
             );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(err) = connection.await {
-                tracing::debug!("connection ended: {err}");
+                log::debug!("connection ended: {err}");
             }
             drop(permit);
         });
     }
     drop(listener);
-    shut_down(&app, &stop, graceful).await;
+    // Idle connections close now; busy ones after their response.
+    *lock(&app.connections) = Some(tokio::spawn(graceful.shutdown()));
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Stops the streams and the claim loop, gives requests and tasks the grace period, hands
 /// the redeliverable tasks still running over to another instance and fails the others,
 /// ends the listens (after those changes), and lets the connections send what they owe.
-async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: GracefulShutdown) {
+pub(crate) async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>) {
     let grace = app.limits.shutdown_grace;
     let running_at_start = app.tasks.handlers_running();
     // The claim loop sees this and claims nothing more.
@@ -150,15 +157,14 @@ async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: Gracefu
     let claims_ended = tokio::task::spawn_blocking(move || {
         claims.is_none_or(|claims| claims.join_within(grace + CLAIM_LOOP_END))
     });
-    // Idle connections close now; busy ones after their response.
-    let connections = tokio::spawn(graceful.shutdown());
+    let connections = lock(&app.connections).take();
     let deadline = tokio::time::Instant::now() + grace;
     while app.tasks.handlers_running() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // A task claimed while the loop was stopping is running here now, and ended below.
     if !claims_ended.await.unwrap_or(false) {
-        tracing::warn!("shutdown: the claim loop did not end in time");
+        log::warn!("shutdown: the claim loop did not end in time");
     }
     let store = app.server.store().clone();
     let tasks = Arc::clone(&app.tasks);
@@ -176,7 +182,7 @@ async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: Gracefu
             .collect::<Vec<_>>()
             .join(", ")
     };
-    tracing::info!(
+    log::info!(
         "shutdown: {finished} running task(s) finished within the grace period, {handed} \
          handed over to another instance{}{}, {failed} failed at the deadline{}{}",
         if handed > 0 { ": " } else { "" },
@@ -192,37 +198,30 @@ async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>, graceful: Gracefu
     app.listens.close_all();
     // Their waiters are answered now; give the connections a moment to send it.
     let rest = deadline.saturating_duration_since(tokio::time::Instant::now()) + FLUSH;
-    if tokio::time::timeout(rest, connections).await.is_err() {
-        tracing::info!("shutdown: connections still open after the grace period were closed");
+    if let Some(connections) = connections
+        && tokio::time::timeout(rest, connections).await.is_err()
+    {
+        log::info!("shutdown: connections still open after the grace period were closed");
     }
 }
 
-/// SIGTERM and SIGINT, listened for from before the server says it is listening (so a
-/// signal sent right after that line shuts it down gracefully instead of killing it).
-pub struct Signals {
-    term: Option<tokio::signal::unix::Signal>,
-    int: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    /// Starts listening for SIGTERM and SIGINT (inside the runtime).
-    pub fn listen() -> Self {
-        use tokio::signal::unix::{SignalKind, signal};
-        let listen = |kind| match signal(kind) {
-            Ok(signal) => Some(signal),
-            Err(err) => {
-                tracing::warn!("cannot listen for a signal ({err}): shut down with SIGKILL");
-                None
-            }
-        };
-        Self {
-            term: listen(SignalKind::terminate()),
-            int: listen(SignalKind::interrupt()),
+/// A future that completes on SIGTERM or SIGINT. The signals are listened for from this
+/// call on (call it before saying the server listens, so that a signal sent right after
+/// shuts it down gracefully instead of killing it); inside a tokio runtime.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen = |kind| match signal(kind) {
+        Ok(signal) => Some(signal),
+        Err(err) => {
+            log::warn!("cannot listen for a signal ({err}): shut down with SIGKILL");
+            None
         }
-    }
-
-    /// Completes with the signal's name on SIGTERM or SIGINT.
-    async fn received(mut self) -> &'static str {
+    };
+    let (mut term, mut int) = (
+        listen(SignalKind::terminate()),
+        listen(SignalKind::interrupt()),
+    );
+    async move {
         async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
             match signal {
                 Some(signal) => {
@@ -231,15 +230,16 @@ impl Signals {
                 None => std::future::pending().await,
             }
         }
-        tokio::select! {
-            () = next(self.term.as_mut()) => "SIGTERM",
-            () = next(self.int.as_mut()) => "SIGINT",
-        }
+        let name = tokio::select! {
+            () = next(term.as_mut()) => "SIGTERM",
+            () = next(int.as_mut()) => "SIGINT",
+        };
+        log::info!("{name}: shutting down");
     }
 }
 
-/// Binds `addr` with a listen backlog of [`BACKLOG`] (the default 128 makes a burst of
-/// clients wait for SYN retransmits).
+/// Binds `addr` with a listen backlog of 4,096 (the usual 128 makes a burst of clients
+/// wait for SYN retransmits).
 ///
 /// # Errors
 /// The address does not resolve or cannot be bound.

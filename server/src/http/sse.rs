@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http_body::Frame;
 use tokio::sync::{mpsc, watch};
 
-use crate::session::{Event, Role, Session};
+use super::session::{Event, Role, Session};
 
 /// The reconnection delay a client is told in the priming event (ms).
 const RETRY_MS: u64 = 1000;

@@ -10,18 +10,18 @@
 //! `SubscriptionsListenResult` and closes. An idle stream sends a comment every 15 s.
 //!
 //! The listen holds no request slot of its principal once it is acknowledged: its own
-//! bound applies (`MCP_TASKS_LISTEN_MAX_PER_PRINCIPAL`, see `mcp_tasks_servers::listen`).
+//! bound applies (`MCP_TASKS_LISTEN_MAX_PER_PRINCIPAL`, see `crate::listen`).
 
 use std::sync::Arc;
 
+use crate::framing::Id;
+use crate::listen::{Listening, Listens};
 use mcp_tasks::{JsonRpcError, Owner, jsonrpc};
-use mcp_tasks_servers::framing::Id;
-use mcp_tasks_servers::listen::{Listening, Listens};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::App;
-use crate::sse::{self, KEEPALIVE, SseBody};
+use super::App;
+use super::sse::{self, KEEPALIVE, SseBody};
 
 /// Events waiting for the connection; beyond them the listen's own buffer holds changes
 /// (and, far behind, keeps each task's latest state).
@@ -80,7 +80,7 @@ async fn feed(app: Arc<App>, listening: Listening, tx: mpsc::Sender<bytes::Bytes
     let Listening { stream, mut watch } = listening;
     let send = |message: Result<String, serde_json::Error>| {
         let message = message.map_err(|err| {
-            tracing::warn!(
+            log::warn!(
                 "listen {}: cannot write a message: {err}",
                 stream.subscription_id()
             );
@@ -123,7 +123,7 @@ async fn feed(app: Arc<App>, listening: Listening, tx: mpsc::Sender<bytes::Bytes
     // What is left of the listens, for an operator (and the tests) to see that an ended
     // listen left nothing behind.
     let watches = app.listens.watches();
-    tracing::debug!(
+    log::debug!(
         "listen {} ended: {} open, {} routes, store subscription: {}",
         stream.subscription_id(),
         watches.len(),

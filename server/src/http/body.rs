@@ -9,13 +9,26 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 
-use mcp_tasks_servers::work::{TaskFuture, Work};
+use crate::work::{TaskFuture, Work};
 
-use crate::limits::Slot;
-use crate::sse::SseBody;
+use super::limits::Slot;
+use super::sse::SseBody;
 
-/// The body of every response.
-pub enum Body {
+/// The body of every response of the MCP endpoint: a whole message, or an SSE stream.
+pub struct Body(pub(crate) Inner);
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match &self.0 {
+            Inner::Full(_) => "Body::Full",
+            Inner::Then(..) => "Body::Then",
+            Inner::Sse { .. } => "Body::Sse",
+        })
+    }
+}
+
+/// What a body is.
+pub(crate) enum Inner {
     /// A whole message (or nothing).
     Full(Option<Bytes>),
     /// A whole message; `then` starts once the body has been handed to the connection, or
@@ -34,13 +47,13 @@ pub enum Body {
 
 impl Body {
     /// A whole body.
-    pub fn full(bytes: impl Into<Bytes>) -> Self {
-        Body::Full(Some(bytes.into()))
+    pub(crate) fn full(bytes: impl Into<Bytes>) -> Self {
+        Body(Inner::Full(Some(bytes.into())))
     }
 
     /// No body.
-    pub fn empty() -> Self {
-        Body::Full(None)
+    pub(crate) fn empty() -> Self {
+        Body(Inner::Full(None))
     }
 }
 
@@ -52,34 +65,34 @@ impl http_body::Body for Body {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.get_mut() {
-            Body::Full(bytes) | Body::Then(bytes, _) => {
+        match &mut self.get_mut().0 {
+            Inner::Full(bytes) | Inner::Then(bytes, _) => {
                 Poll::Ready(bytes.take().map(|bytes| Ok(Frame::data(bytes))))
             }
-            Body::Sse { stream, .. } => Pin::new(stream).poll_frame(cx),
+            Inner::Sse { stream, .. } => Pin::new(stream).poll_frame(cx),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        match self {
-            Body::Full(bytes) | Body::Then(bytes, _) => bytes.is_none(),
-            Body::Sse { .. } => false,
+        match &self.0 {
+            Inner::Full(bytes) | Inner::Then(bytes, _) => bytes.is_none(),
+            Inner::Sse { .. } => false,
         }
     }
 
     fn size_hint(&self) -> SizeHint {
-        match self {
-            Body::Full(bytes) | Body::Then(bytes, _) => {
+        match &self.0 {
+            Inner::Full(bytes) | Inner::Then(bytes, _) => {
                 SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
             }
-            Body::Sse { .. } => SizeHint::default(),
+            Inner::Sse { .. } => SizeHint::default(),
         }
     }
 }
 
 impl Drop for Body {
     fn drop(&mut self) {
-        if let Body::Then(_, then) = self
+        if let Inner::Then(_, then) = &mut self.0
             && let Some(work) = then.take()
         {
             match tokio::runtime::Handle::try_current() {
@@ -92,7 +105,7 @@ impl Drop for Body {
 
 /// Starts `work` on `runtime`: a future as a task of the runtime, blocking work on its
 /// blocking pool.
-pub fn spawn(runtime: &tokio::runtime::Handle, work: Work) {
+pub(crate) fn spawn(runtime: &tokio::runtime::Handle, work: Work) {
     match work {
         Work::Async(work) => {
             runtime.spawn(work);
@@ -107,7 +120,7 @@ pub fn spawn(runtime: &tokio::runtime::Handle, work: Work) {
 /// round trip to the store, and wait through an outage) run inside `block_in_place`, as the
 /// requests' store calls do (`App::store_call`), so that they never stall a worker; over
 /// the in-process registry (microseconds under a mutex), as it is.
-pub fn for_store(work: Work, shared: bool) -> Work {
+pub(crate) fn for_store(work: Work, shared: bool) -> Work {
     match work {
         Work::Async(future) if shared => Work::future(InPlace(future)),
         other => other,

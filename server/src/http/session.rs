@@ -11,9 +11,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use crate::peer::LogLevel;
+use crate::server::Elicitation;
 use mcp_tasks::{AnyTask, JsonRpcError, TaskId, TaskStatus};
-use mcp_tasks_servers::peer::LogLevel;
-use mcp_tasks_servers::server::Elicitation;
 use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 
@@ -248,7 +248,10 @@ impl Session {
                 && let Some(oldest) = mailbox.queued.iter().position(|m| m.notification)
             {
                 mailbox.queued.remove(oldest);
-                tracing::warn!(session = %self.id, "mailbox full: the oldest queued notification was dropped");
+                log::warn!(
+                    "session {}: mailbox full: the oldest queued notification was dropped",
+                    self.id
+                );
             }
             mailbox.queued.push_back(message);
         }

@@ -11,18 +11,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
+use crate::outbound;
+use crate::server::{Generation, Job, Server, Store};
 use mcp_tasks::protocol::{TaskStatusNotification, tag_related_task};
 use mcp_tasks::{
     AnyTask, InputRequired, JsonObject, JsonRpcError, Outcome, Owner, Task, TaskId, TaskStatus,
     TaskStore, jsonrpc,
 };
-use mcp_tasks_servers::outbound;
-use mcp_tasks_servers::server::{Generation, Job, Server, Store};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
-use crate::session::Session;
-use crate::trace::Trace;
+use super::session::Session;
+use super::trace::Trace;
 
 /// How long a task waits for the client to answer one of its input requests.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
@@ -203,7 +203,7 @@ impl Tasks {
                     trace.write(&session.id, "out", &notification);
                     session.notify(Some(task.id()), notification);
                 }
-                Err(err) => tracing::error!("cannot serialize a status notification: {err}"),
+                Err(err) => log::error!("cannot serialize a status notification: {err}"),
             }
         }
         if task.is_terminal() {
@@ -302,7 +302,7 @@ impl Tasks {
                     continue;
                 }
                 Ok(false) => {}
-                Err(err) => tracing::warn!(%task, "cannot hand the task over: {err}"),
+                Err(err) => log::warn!("task {task}: cannot hand the task over: {err}"),
             }
             // Not handed over: fail it, unless another instance runs it now (its lease
             // lapsed here and it was claimed: failing it by id would end that attempt).
@@ -312,13 +312,13 @@ impl Tasks {
                     .is_some_and(|attempts| attempts.attempt() != attempt)
             });
             if elsewhere {
-                tracing::debug!(%task, "not failed at shutdown: another instance runs it");
+                log::debug!("task {task}: not failed at shutdown: another instance runs it");
                 continue;
             }
             let error = JsonRpcError::new(jsonrpc::INTERNAL_ERROR, why);
             match store.store_result(&owner, &key, TaskStatus::Failed, Outcome::Error(error)) {
                 Ok(_) => ending.failed.push(task),
-                Err(err) => tracing::debug!(%task, "not failed at shutdown: {err}"),
+                Err(err) => log::debug!("task {task}: not failed at shutdown: {err}"),
             }
         }
         ending
@@ -372,8 +372,10 @@ fn forward_input(
             .await;
             match delivered {
                 Ok(Ok(_)) => {}
-                Ok(Err(err)) => tracing::debug!(%task, "an input answer was not delivered: {err}"),
-                Err(err) => tracing::error!(%task, "delivering an input answer failed: {err}"),
+                Ok(Err(err)) => {
+                    log::debug!("task {task}: an input answer was not delivered: {err}")
+                }
+                Err(err) => log::error!("task {task}: delivering an input answer failed: {err}"),
             }
             session.forwarded_done(&task, &key);
         });

@@ -15,23 +15,24 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// A trace into `dir` (created if missing), or none.
+    /// No trace.
+    pub fn off() -> Self {
+        Self {
+            dir: None,
+            files: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A trace into `dir` (created if missing).
     ///
     /// # Errors
     /// The directory cannot be created.
-    pub fn new(dir: Option<PathBuf>) -> std::io::Result<Self> {
-        if let Some(dir) = &dir {
-            std::fs::create_dir_all(dir)?;
-        }
+    pub fn into(dir: PathBuf) -> std::io::Result<Self> {
+        std::fs::create_dir_all(&dir)?;
         Ok(Self {
-            dir,
+            dir: Some(dir),
             files: Mutex::new(HashMap::new()),
         })
-    }
-
-    /// Whether messages are traced.
-    pub fn is_on(&self) -> bool {
-        self.dir.is_some()
     }
 
     /// The trace name of a 2026-07-28 request of `principal` (safe as a file name).
@@ -66,7 +67,7 @@ impl Trace {
                         file
                     }
                     Err(err) => {
-                        tracing::warn!("cannot open the trace {path:?}: {err}");
+                        log::warn!("cannot open the trace {path:?}: {err}");
                         return;
                     }
                 }
@@ -81,7 +82,7 @@ impl Trace {
         };
         let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
         if let Err(err) = writeln!(file, "{line}") {
-            tracing::warn!("cannot write the trace: {err}");
+            log::warn!("cannot write the trace: {err}");
         }
     }
 }
