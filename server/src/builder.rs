@@ -275,7 +275,6 @@ impl ServerBuilder {
 
     /// Records spans and metrics into `telemetry` (feature `otel`; by default what
     /// [`telemetry::init`] installed).
-    #[doc(hidden)]
     pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
         self.telemetry = Some(telemetry);
         self

@@ -184,7 +184,7 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Structured<T
 }
 
 /// A handler finished its task itself, through the typed handle it took with
-/// [`Context::into_handle`](crate::Context::into_handle): nothing is left for the context to
+/// [`Context::take_handle`](crate::Context::take_handle): nothing is left for the context to
 /// store. Only a finished task makes one ([`Settled::new`]), so a handler cannot claim to
 /// have settled a task that still runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,16 @@
 //! The MCP request routing, over any transport, for both generations of MCP tasks: the
 //! handshakes, `tools/list` and `tools/call` for the server's [`Tool`]s, the task methods,
-//! input rounds, and the methods the application adds ([`ServerBuilder::method`]).
+//! input rounds, and the methods the application adds
+//! ([`ServerBuilder::method`](crate::ServerBuilder::method)).
+//!
+//! # The transport API
+//! A transport hands each request to [`Server::request`] (or [`Server::request_in`] in a
+//! 2025-11-25 session) and carries out the [`Reply`]: an answer now, work that answers
+//! ([`Answering`], run with the request's [`Peer`]), or an answer then a task's work to
+//! start ([`Work`]). Over a shared store it runs [`ClaimLoop`](crate::claims::ClaimLoop)
+//! with [`Server::claim`]. The library's own transports ([`stdio`](crate::stdio), `http`)
+//! are written against exactly this, as a host that carries MCP its own way (another
+//! framework's server, a message queue) would be.
 //!
 //! A request framed for 2026-07-28 (it names `io.modelcontextprotocol/protocolVersion` in
 //! its `_meta`, or is `server/discover`) speaks the tasks extension; anything else speaks
@@ -32,7 +42,6 @@ use crate::work::Work;
 
 /// A request's answer: now, from work the transport runs (with the request's peer, through
 /// which it may notify and ask the client meanwhile), or now and then a task's work.
-#[doc(hidden)]
 pub enum Reply {
     /// The answer is ready.
     Now(Result<Value, JsonRpcError>),
@@ -48,7 +57,6 @@ pub enum Reply {
 pub type AnswerFuture = Pin<Box<dyn Future<Output = Result<Value, JsonRpcError>> + Send>>;
 
 /// Work that answers a request, given the request's [`Peer`].
-#[doc(hidden)]
 pub enum Answering {
     /// Blocking: run it on a thread that may block.
     Blocking(Box<dyn FnOnce(Arc<dyn Peer>) -> Result<Value, JsonRpcError> + Send>),
@@ -138,7 +146,6 @@ impl Generation {
 /// session, that session's id (an instance that holds the session sends it the re-run's
 /// status changes and input requests).
 #[derive(Debug, Clone, PartialEq)]
-#[doc(hidden)]
 pub struct Job {
     /// The tool's name.
     pub tool: String,
@@ -200,7 +207,6 @@ impl Job {
 }
 
 /// A task this instance claimed for its next attempt ([`Server::claim`]), ready to run.
-#[doc(hidden)]
 pub struct Claimed {
     /// The task.
     pub task: TaskId,
@@ -407,8 +413,7 @@ impl Server {
     }
 
     /// Where the server's spans and metrics go.
-    #[doc(hidden)]
-    pub fn telemetry(&self) -> &Telemetry {
+        pub fn telemetry(&self) -> &Telemetry {
         &self.telemetry
     }
 
@@ -430,15 +435,13 @@ impl Server {
     }
 
     /// The 2025-11-25 dispatcher (for `tasks/result` as a future).
-    #[doc(hidden)]
-    pub fn dispatcher(&self) -> &Dispatcher<Store> {
+        pub fn dispatcher(&self) -> &Dispatcher<Store> {
         &self.v1
     }
 
     /// Whether `task` was created through 2025-11-25 (its input travels as requests to the
     /// client).
-    #[doc(hidden)]
-    pub fn is_v1_task(&self, task: &TaskId) -> bool {
+        pub fn is_v1_task(&self, task: &TaskId) -> bool {
         self.v1_tasks().contains(task)
     }
 
@@ -447,15 +450,13 @@ impl Server {
     }
 
     /// Forgets a finished task's generation.
-    #[doc(hidden)]
-    pub fn forget_task(&self, task: &TaskId) {
+        pub fn forget_task(&self, task: &TaskId) {
         self.v1_tasks().remove(task);
     }
 
     /// Answers one request from `owner`; `elicitation` says whether a 2025-11-25 task may
     /// ask this connection's client for input.
-    #[doc(hidden)]
-    pub fn request(
+        pub fn request(
         &self,
         owner: &Owner,
         id: &RequestId,
@@ -469,8 +470,7 @@ impl Server {
     /// [`request`](Self::request), in the 2025-11-25 session `session` of a transport that
     /// has sessions: a redeliverable task created by the request names it in its [`Job`],
     /// so that an instance holding the session sends it the re-run's changes.
-    #[doc(hidden)]
-    pub fn request_in(
+        pub fn request_in(
         &self,
         owner: &Owner,
         id: &RequestId,
@@ -509,8 +509,7 @@ impl Server {
     ///
     /// # Errors
     /// The store's failure ([`Error::Store`]): retry later.
-    #[doc(hidden)]
-    pub fn claim(&self) -> Result<Option<Claimed>, Error> {
+        pub fn claim(&self) -> Result<Option<Claimed>, Error> {
         let Some(claim) = self.store().claim()? else {
             return Ok(None);
         };

@@ -9,7 +9,7 @@
 //! naming the listen, or the input ends. Requests to the client from a call running at
 //! once (progress, log messages, sampling, elicitation) go out on the channel too.
 //!
-//! Messages follow JSON-RPC 2.0 exactly ([`framing`](crate::framing)): invalid messages
+//! Messages follow JSON-RPC 2.0 exactly ([`crate::framing`]): invalid messages
 //! get `-32600` (or `-32700`), ids are echoed byte for byte, a message longer than
 //! [`MAX_MESSAGE`] is refused and skipped. Over a shared store the server also runs its
 //! claim loop: the redeliverable tasks of instances that stopped run again here (their

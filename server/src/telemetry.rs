@@ -63,7 +63,7 @@ impl Transport {
 
 /// Exports spans and metrics over OTLP if the environment asks for it (see the module
 /// docs), and makes that the telemetry [`global`] answers (what
-/// [`Server::new`](crate::server::Server::new) observes with); the OpenTelemetry global
+/// a [`Server`](crate::Server) observes with unless its builder is given another); the OpenTelemetry global
 /// providers are set too, for libraries that record through them (`mcp-tasks-rmcp`).
 /// Keep the guard: dropping it flushes what is pending and stops the exporters. Without an
 /// OTLP endpoint, or built without the `otel` feature, it does nothing and says so in

@@ -31,7 +31,7 @@ pub(super) fn prometheus_text() -> Option<String> {
         .and_then(|(scrape, meters)| scrape.text(meters))
 }
 
-/// The span of one request ([`Operation::start`]).
+/// The span of one request.
 #[must_use = "an operation's span ends with reply or end"]
 pub struct Operation {
     span: RequestSpan,
