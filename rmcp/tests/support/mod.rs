@@ -164,3 +164,22 @@ pub fn code(err: ServiceError) -> i32 {
         other => panic!("expected a JSON-RPC error, got {other}"),
     }
 }
+
+/// Polls `tasks/get` until the task's status message satisfies `wanted`.
+pub async fn poll_until_message(client: &Client, task_id: &str, wanted: impl Fn(&str) -> bool) {
+    let wait = async {
+        loop {
+            let got = client
+                .get_task(GetTaskParams::new(task_id))
+                .await
+                .expect("tasks/get answers");
+            if got.task.task.status_message.as_deref().is_some_and(&wanted) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(LIMIT, wait)
+        .await
+        .expect("the task said it in time");
+}
