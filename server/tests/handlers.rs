@@ -392,3 +392,33 @@ fn methods_the_server_does_not_serve_reach_the_applications_handler_or_are_not_f
     assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
     assert!(listed["result"]["ttlMs"].is_number(), "{listed}");
 }
+
+#[test]
+fn a_capability_is_declared_by_an_object_only() {
+    async fn declares(ctx: Context, _: NoArguments) -> Result<String, Exit> {
+        Ok(ctx.client_declares("sampling").to_string())
+    }
+    let server = Server::builder()
+        .tool(Tool::new("declares").run(declares))
+        .build()
+        .expect("a server");
+    let mut client = LineClient::start(server);
+    for (capabilities, declared) in [
+        (json!({"sampling": {}}), "true"),
+        (json!({"sampling": true}), "false"),
+        (json!({"sampling": null}), "false"),
+        (json!({}), "false"),
+    ] {
+        let called = client.request(
+            "tools/call",
+            json!({"name": "declares", "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": capabilities
+            }}),
+        );
+        assert_eq!(
+            called["result"]["content"][0]["text"], declared,
+            "{capabilities}: {called}"
+        );
+    }
+}
