@@ -696,8 +696,18 @@ impl Context {
     /// server to client; ask with [`ask`](Self::ask) there).
     ///
     /// # Errors
-    /// The client's error answer; `-32603` when the client cannot be asked here.
+    /// The client's error answer; `-32603` when the client cannot be asked here: in a task,
+    /// or on 2026-07-28, whatever the transport (nothing is sent).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, JsonRpcError> {
+        if self.inner.generation == Generation::Extension {
+            return Err(JsonRpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!(
+                    "`{method}` cannot reach the client: the 2026-07-28 wire has no requests \
+                     from server to client (ask for input with `Context::ask`)"
+                ),
+            ));
+        }
         let peer = match &self.inner.mode {
             Mode::Inline(inline) => lock(inline).peer.clone(),
             Mode::Task(_) => None,
