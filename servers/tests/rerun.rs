@@ -9,21 +9,25 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_tasks::{
-    AnyTask, JsonObject, Owner, RequestId, TaskRegistry, TaskRequest, TaskStatus, TaskStore,
+    AnyTask, JsonObject, Owner, Redelivery, RequestId, TaskRequest, TaskStatus, TaskStore,
 };
-use mcp_tasks_servers::server::{Elicitation, Generation, Job, Reply, Server, Store};
-use mcp_tasks_servers::tools::Catalog;
+use mcp_tasks_server::server::{Elicitation, Generation, Job, Reply, Server};
+use mcp_tasks_servers::tools;
 use mcp_tasks_test_support::handing::HandingRegistry;
 use serde_json::{Value, json};
 
-fn server() -> (Arc<HandingRegistry>, Server) {
-    let store = Arc::new(HandingRegistry::default());
-    let server = Server::new(Arc::clone(&store) as Store, Catalog::Examples, true);
+/// The example tools' server over a store shared with the test (a clone shares it).
+fn server() -> (HandingRegistry, Server) {
+    let store = HandingRegistry::default();
+    let server = Server::builder()
+        .shared_store(store.clone())
+        .tools(tools::examples())
+        .build()
+        .expect("the example server");
     (store, server)
 }
 
@@ -187,20 +191,27 @@ fn a_claimed_confirm_asks_again() {
 /// again.
 #[test]
 fn a_confirm_rerun_with_its_answer_does_not_ask_again() {
-    let registry = TaskRegistry::default();
+    let (store, server) = server();
     let owner = Owner::new("alice");
-    let (handle, task) = registry
-        .create(&owner, TaskRequest::new(1, "tools/call"))
+    let job = Job {
+        tool: "confirm".into(),
+        arguments: json!({"question": "go?"}).as_object().unwrap().clone(),
+        generation: Generation::Extension,
+        session: None,
+    };
+    let request = TaskRequest::new(1, "tools/call")
+        .with_redelivery(Redelivery::new(tools::ATTEMPTS, job.to_object()));
+    let (handle, task) = store.create(&owner, request).unwrap();
+    // What `confirm` saves once it read the answer (an `Elicited<Answer>`).
+    handle
+        .checkpoint(json!({"accept": {"answer": "yes"}}))
         .unwrap();
-    let call = Catalog::Examples
-        .parse("confirm", json!({"question": "go?"}).as_object().unwrap())
-        .unwrap_or_else(|err| panic!("{err:?}"));
-    call.task_work(
-        handle,
-        Some(json!({"answer": {"action": "accept", "content": {"answer": "yes"}}})),
-    )
-    .run_here();
-    let done = registry.get(&owner, &task.id().to_string()).unwrap();
+    handle
+        .hand_over()
+        .unwrap_or_else(|(_, err)| panic!("handed over: {err:?}"));
+    let claimed = server.claim().unwrap().expect("claimable");
+    claimed.run();
+    let done = store.get(&owner, &task.id().to_string()).unwrap();
     assert_eq!(done.status(), TaskStatus::Completed);
     assert_eq!(text(&done), "the user answered: yes");
 }
