@@ -24,7 +24,7 @@ use std::future::Future;
 
 use mcp_tasks_server::answers::form;
 use mcp_tasks_server::context::capability_required;
-use mcp_tasks_server::mcp_tasks::{InputRequest, InputRequests, JsonRpcError, jsonrpc};
+use mcp_tasks_server::mcp_tasks::{InputRequest, InputRequests};
 use mcp_tasks_server::{Context, Exit, Generation, NoArguments, ServerBuilder, Tool, ToolResult};
 use serde_json::{Value, json};
 
@@ -258,10 +258,7 @@ async fn get_prompt(ctx: Context, params: Option<Value>) -> Result<Value, Exit> 
         .and_then(Value::as_str);
     if name != Some(PROMPT) {
         let name: String = name.unwrap_or_default().chars().take(80).collect();
-        return Err(Exit::error(JsonRpcError::new(
-            jsonrpc::INVALID_PARAMS,
-            format!("invalid params: unknown prompt `{name}`"),
-        )));
+        return Err(Exit::invalid_params(format!("unknown prompt `{name}`")));
     }
     let answer = ctx
         .ask(
