@@ -56,10 +56,14 @@ pub enum Reply {
 /// The boxed future of an answer.
 pub type AnswerFuture = Pin<Box<dyn Future<Output = Result<Value, JsonRpcError>> + Send>>;
 
+/// Blocking work that answers a request, given the request's [`Peer`].
+#[doc(hidden)]
+pub type BlockingAnswer = Box<dyn FnOnce(Arc<dyn Peer>) -> Result<Value, JsonRpcError> + Send>;
+
 /// Work that answers a request, given the request's [`Peer`].
 pub enum Answering {
     /// Blocking: run it on a thread that may block.
-    Blocking(Box<dyn FnOnce(Arc<dyn Peer>) -> Result<Value, JsonRpcError> + Send>),
+    Blocking(BlockingAnswer),
     /// A future: poll it where futures run.
     Async(Box<dyn FnOnce(Arc<dyn Peer>) -> AnswerFuture + Send>),
 }

@@ -163,7 +163,7 @@ impl Server {
         let writer = Arc::clone(&connection);
         let listens = LineListens::new(
             Listens::new(server.store().clone(), stdio.listen_limits)
-                .counted_by(server.telemetry().clone()),
+                .counted_by(*server.telemetry()),
             Arc::new(move |line: &str| writer.send_line(line)),
         );
         let subscription = subscribe(&server, &connection, &owner);
