@@ -422,6 +422,7 @@ impl Server {
     }
 
     /// The tools served.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn tools(&self) -> &Tools {
         &self.tools
     }
@@ -832,7 +833,7 @@ impl Server {
             let mut missing = mcp_tasks::InputRequests::new();
             for (key, request) in ask_first(&arguments).iter() {
                 match rounds.answers.get(key) {
-                    Some(answer) => match crate::answers::checked(key, request, answer) {
+                    Some(answer) => match crate::answers::checked_response(key, request, answer) {
                         Ok(answer) => {
                             first.insert(key.to_owned(), answer);
                         }
