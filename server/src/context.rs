@@ -903,8 +903,8 @@ impl Context {
             for (key, request) in requests.iter() {
                 match rounds.answers.get(key) {
                     Some(answer) => {
-                        let answer = answers::checked_response(key, request, answer)
-                            .map_err(Exit::error)?;
+                        let answer =
+                            answers::checked_response(key, request, answer).map_err(Exit::error)?;
                         answered.insert(key.to_owned(), answer);
                     }
                     None => missing = missing.with(key, request.clone()),

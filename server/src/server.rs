@@ -417,7 +417,7 @@ impl Server {
     }
 
     /// Where the server's spans and metrics go.
-        pub fn telemetry(&self) -> &Telemetry {
+    pub fn telemetry(&self) -> &Telemetry {
         &self.telemetry
     }
 
@@ -440,13 +440,13 @@ impl Server {
     }
 
     /// The 2025-11-25 dispatcher (for `tasks/result` as a future).
-        pub fn dispatcher(&self) -> &Dispatcher<Store> {
+    pub fn dispatcher(&self) -> &Dispatcher<Store> {
         &self.v1
     }
 
     /// Whether `task` was created through 2025-11-25 (its input travels as requests to the
     /// client).
-        pub fn is_v1_task(&self, task: &TaskId) -> bool {
+    pub fn is_v1_task(&self, task: &TaskId) -> bool {
         self.v1_tasks().contains(task)
     }
 
@@ -455,13 +455,13 @@ impl Server {
     }
 
     /// Forgets a finished task's generation.
-        pub fn forget_task(&self, task: &TaskId) {
+    pub fn forget_task(&self, task: &TaskId) {
         self.v1_tasks().remove(task);
     }
 
     /// Answers one request from `owner`; `elicitation` says whether a 2025-11-25 task may
     /// ask this connection's client for input.
-        pub fn request(
+    pub fn request(
         &self,
         owner: &Owner,
         id: &RequestId,
@@ -475,7 +475,7 @@ impl Server {
     /// [`request`](Self::request), in the 2025-11-25 session `session` of a transport that
     /// has sessions: a redeliverable task created by the request names it in its [`Job`],
     /// so that an instance holding the session sends it the re-run's changes.
-        pub fn request_in(
+    pub fn request_in(
         &self,
         owner: &Owner,
         id: &RequestId,
@@ -514,7 +514,7 @@ impl Server {
     ///
     /// # Errors
     /// The store's failure ([`Error::Store`]): retry later.
-        pub fn claim(&self) -> Result<Option<Claimed>, Error> {
+    pub fn claim(&self) -> Result<Option<Claimed>, Error> {
         let Some(claim) = self.store().claim()? else {
             return Ok(None);
         };

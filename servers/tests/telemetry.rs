@@ -9,12 +9,12 @@ use std::thread;
 use std::time::Duration;
 
 use mcp_tasks::{Owner, RequestId, TaskStore};
-use mcp_tasks_server::telemetry::mcp_tasks_otel::testing::{Recorder, attr};
 use mcp_tasks_server::server::{Elicitation, Reply, Server, Store};
 use mcp_tasks_server::telemetry::Transport;
+use mcp_tasks_server::telemetry::mcp_tasks_otel::testing::{Recorder, attr};
+use mcp_tasks_server::telemetry::opentelemetry::trace::{SpanKind, Status};
 use mcp_tasks_servers::tools;
 use mcp_tasks_test_support::handing::HandingRegistry;
-use mcp_tasks_server::telemetry::opentelemetry::trace::{SpanKind, Status};
 use serde_json::{Value, json};
 
 /// The client's span: the parent every server span of its requests must name.
