@@ -19,6 +19,27 @@ pub fn form<T: JsonSchema>(message: &str) -> InputRequest {
     InputRequest::elicitation(params)
 }
 
+/// `answer`, the answer a retry carried in `inputResponses` under `key` to `request`,
+/// checked against it ([`check`]).
+///
+/// # Errors
+/// `-32602` naming `inputResponses.<key>` and what does not match.
+pub fn checked_response(
+    key: &str,
+    request: &InputRequest,
+    answer: &Value,
+) -> Result<Value, JsonRpcError> {
+    check(request, answer).map_err(|why| {
+        JsonRpcError::new(
+            jsonrpc::INVALID_PARAMS,
+            format!(
+                "invalid params: `inputResponses.{key}` does not match the request it answers: {why}"
+            ),
+        )
+    })?;
+    Ok(answer.clone())
+}
+
 /// `answer`, the answer under `key` to `request`, checked against it ([`check`]).
 ///
 /// # Errors

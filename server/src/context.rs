@@ -411,10 +411,15 @@ impl Context {
     /// Whether the client declared `capability` (`elicitation`, `sampling`, `roots`, ...).
     /// On 2026-07-28 a request declares its client's capabilities in its `_meta`; on
     /// 2025-11-25 the server knows what the client declared at `initialize` on the
-    /// connection the call came on (none for a redelivered task).
+    /// connection the call came on (none for a redelivered task). A capability is declared
+    /// by an object (`"sampling": {}`); any other value (`"sampling": true`) declares
+    /// nothing, as when the server checks what an input round asks.
     #[must_use]
     pub fn client_declares(&self, capability: &str) -> bool {
-        self.inner.capabilities.get(capability).is_some()
+        self.inner
+            .capabilities
+            .get(capability)
+            .is_some_and(Value::is_object)
     }
 
     /// On 2026-07-28, for a call running at once, the number of its input round: 0 for a
@@ -691,8 +696,18 @@ impl Context {
     /// server to client; ask with [`ask`](Self::ask) there).
     ///
     /// # Errors
-    /// The client's error answer; `-32603` when the client cannot be asked here.
+    /// The client's error answer; `-32603` when the client cannot be asked here: in a task,
+    /// or on 2026-07-28, whatever the transport (nothing is sent).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, JsonRpcError> {
+        if self.inner.generation == Generation::Extension {
+            return Err(JsonRpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!(
+                    "`{method}` cannot reach the client: the 2026-07-28 wire has no requests \
+                     from server to client (ask for input with `Context::ask`)"
+                ),
+            ));
+        }
         let peer = match &self.inner.mode {
             Mode::Inline(inline) => lock(inline).peer.clone(),
             Mode::Task(_) => None,
@@ -888,7 +903,8 @@ impl Context {
             for (key, request) in requests.iter() {
                 match rounds.answers.get(key) {
                     Some(answer) => {
-                        let answer = answers::checked(key, request, answer).map_err(Exit::error)?;
+                        let answer =
+                            answers::checked_response(key, request, answer).map_err(Exit::error)?;
                         answered.insert(key.to_owned(), answer);
                     }
                     None => missing = missing.with(key, request.clone()),

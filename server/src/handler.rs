@@ -28,8 +28,11 @@ pub trait Arguments: DeserializeOwned + JsonSchema + Send + 'static {}
 
 impl<T: DeserializeOwned + JsonSchema + Send + 'static> Arguments for T {}
 
-/// The arguments of a tool that takes none: `{}` (any members are ignored).
+/// The arguments of a tool that takes none: `{}` (any members are ignored). Its input
+/// schema is `{"type": "object", "properties": {}}`: an object with no properties said
+/// outright, as clients that read `properties` expect.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, JsonSchema)]
+#[schemars(extend("properties" = {}))]
 pub struct NoArguments {}
 
 /// An async handler: `async fn(Context, Args) -> Result<R, Exit>` (or a closure returning
@@ -294,7 +297,10 @@ mod tests {
         assert_eq!(schema["properties"]["ms"]["description"], "How long.");
         assert!(!schema.contains_key("$schema") && !schema.contains_key("title"));
         let none = input_schema::<NoArguments>();
-        assert_eq!(none["type"], "object");
+        assert_eq!(
+            Value::Object(none),
+            serde_json::json!({"type": "object", "properties": {}})
+        );
     }
 
     #[test]

@@ -129,3 +129,11 @@ pub use work::block_on;
 
 /// The crates this one is written against, for users who need their types.
 pub use {mcp_tasks, schemars, serde_json};
+
+/// The Redis store (feature `redis`), for users who build it themselves.
+#[cfg(feature = "redis")]
+pub use mcp_tasks_redis;
+
+/// The PostgreSQL store (feature `postgres`), for users who build it themselves.
+#[cfg(feature = "postgres")]
+pub use mcp_tasks_postgres;

@@ -15,9 +15,10 @@ pub fn client_answer(message: &JsonObject) -> Option<(String, Result<Value, Json
     };
     let answer = match (message.get("result"), message.get("error")) {
         (Some(result), _) => Ok(result.clone()),
-        (None, Some(error)) => serde_json::from_value(error.clone()).map_err(|_| {
-            JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the client sent a malformed error")
-        }),
+        (None, Some(error)) => Err(serde_json::from_value::<JsonRpcError>(error.clone())
+            .unwrap_or_else(|_| {
+                JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the client sent a malformed error")
+            })),
         (None, None) => Err(JsonRpcError::new(
             jsonrpc::INTERNAL_ERROR,
             "the client's answer had neither result nor error",
@@ -39,5 +40,40 @@ pub fn input_response(answer: Result<Value, JsonRpcError>) -> JsonObject {
             Value::Object(dismissed) => dismissed,
             _ => JsonObject::new(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(message: Value) -> Option<(String, Result<Value, JsonRpcError>)> {
+        client_answer(message.as_object()?)
+    }
+
+    #[test]
+    fn an_error_answer_is_an_error_never_a_result() {
+        let refused = answer(json!({"jsonrpc": "2.0", "id": 7,
+            "error": {"code": -1, "message": "user rejected sampling"}}));
+        assert_eq!(
+            refused,
+            Some((
+                "7".to_owned(),
+                Err(JsonRpcError::new(-1, "user rejected sampling"))
+            ))
+        );
+        let malformed = answer(json!({"id": "a", "error": {"message": 3}}));
+        assert_eq!(
+            malformed.map(|(_, answer)| answer.map_err(|error| error.code)),
+            Some(Err(jsonrpc::INTERNAL_ERROR))
+        );
+        let result = answer(json!({"id": "b", "result": {"action": "decline"}}));
+        assert_eq!(
+            result,
+            Some(("b".to_owned(), Ok(json!({"action": "decline"}))))
+        );
+        assert_eq!(answer(json!({"result": {}})), None);
+        let dismissed = input_response(Err(JsonRpcError::new(-1, "no")));
+        assert_eq!(Value::Object(dismissed), json!({"action": "cancel"}));
     }
 }

@@ -56,10 +56,14 @@ pub enum Reply {
 /// The boxed future of an answer.
 pub type AnswerFuture = Pin<Box<dyn Future<Output = Result<Value, JsonRpcError>> + Send>>;
 
+/// Blocking work that answers a request, given the request's [`Peer`].
+#[doc(hidden)]
+pub type BlockingAnswer = Box<dyn FnOnce(Arc<dyn Peer>) -> Result<Value, JsonRpcError> + Send>;
+
 /// Work that answers a request, given the request's [`Peer`].
 pub enum Answering {
     /// Blocking: run it on a thread that may block.
-    Blocking(Box<dyn FnOnce(Arc<dyn Peer>) -> Result<Value, JsonRpcError> + Send>),
+    Blocking(BlockingAnswer),
     /// A future: poll it where futures run.
     Async(Box<dyn FnOnce(Arc<dyn Peer>) -> AnswerFuture + Send>),
 }
@@ -413,11 +417,12 @@ impl Server {
     }
 
     /// Where the server's spans and metrics go.
-        pub fn telemetry(&self) -> &Telemetry {
+    pub fn telemetry(&self) -> &Telemetry {
         &self.telemetry
     }
 
     /// The tools served.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn tools(&self) -> &Tools {
         &self.tools
     }
@@ -435,13 +440,13 @@ impl Server {
     }
 
     /// The 2025-11-25 dispatcher (for `tasks/result` as a future).
-        pub fn dispatcher(&self) -> &Dispatcher<Store> {
+    pub fn dispatcher(&self) -> &Dispatcher<Store> {
         &self.v1
     }
 
     /// Whether `task` was created through 2025-11-25 (its input travels as requests to the
     /// client).
-        pub fn is_v1_task(&self, task: &TaskId) -> bool {
+    pub fn is_v1_task(&self, task: &TaskId) -> bool {
         self.v1_tasks().contains(task)
     }
 
@@ -450,13 +455,13 @@ impl Server {
     }
 
     /// Forgets a finished task's generation.
-        pub fn forget_task(&self, task: &TaskId) {
+    pub fn forget_task(&self, task: &TaskId) {
         self.v1_tasks().remove(task);
     }
 
     /// Answers one request from `owner`; `elicitation` says whether a 2025-11-25 task may
     /// ask this connection's client for input.
-        pub fn request(
+    pub fn request(
         &self,
         owner: &Owner,
         id: &RequestId,
@@ -470,7 +475,7 @@ impl Server {
     /// [`request`](Self::request), in the 2025-11-25 session `session` of a transport that
     /// has sessions: a redeliverable task created by the request names it in its [`Job`],
     /// so that an instance holding the session sends it the re-run's changes.
-        pub fn request_in(
+    pub fn request_in(
         &self,
         owner: &Owner,
         id: &RequestId,
@@ -509,7 +514,7 @@ impl Server {
     ///
     /// # Errors
     /// The store's failure ([`Error::Store`]): retry later.
-        pub fn claim(&self) -> Result<Option<Claimed>, Error> {
+    pub fn claim(&self) -> Result<Option<Claimed>, Error> {
         let Some(claim) = self.store().claim()? else {
             return Ok(None);
         };
@@ -828,7 +833,7 @@ impl Server {
             let mut missing = mcp_tasks::InputRequests::new();
             for (key, request) in ask_first(&arguments).iter() {
                 match rounds.answers.get(key) {
-                    Some(answer) => match crate::answers::checked(key, request, answer) {
+                    Some(answer) => match crate::answers::checked_response(key, request, answer) {
                         Ok(answer) => {
                             first.insert(key.to_owned(), answer);
                         }

@@ -37,6 +37,7 @@ use crate::listen::{self, LineListens, Listens};
 use crate::outbound;
 use crate::peer::{Answer, LogLevel, Peer};
 use crate::server::{Elicitation, Reply, Server, Store};
+use crate::telemetry::Telemetry;
 use crate::work::{Work, oneshot, within};
 
 /// How long a task waits for the client to answer an elicitation.
@@ -163,7 +164,7 @@ impl Server {
         let writer = Arc::clone(&connection);
         let listens = LineListens::new(
             Listens::new(server.store().clone(), stdio.listen_limits)
-                .counted_by(server.telemetry().clone()),
+                .counted_by(Telemetry::clone(server.telemetry())),
             Arc::new(move |line: &str| writer.send_line(line)),
         );
         let subscription = subscribe(&server, &connection, &owner);

@@ -27,6 +27,11 @@ use crate::server::{Answering, Reply, Store};
 use crate::tool::Tools;
 use crate::work::Work;
 
+/// The crates the spans and metrics are recorded with (feature `otel`): `mcp_tasks_otel`'s
+/// `testing::Recorder` keeps them in memory for tests that assert them.
+#[cfg(feature = "otel")]
+pub use {mcp_tasks_otel, opentelemetry};
+
 #[cfg(feature = "otel")]
 mod otel;
 #[cfg(feature = "otel")]

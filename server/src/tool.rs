@@ -80,7 +80,10 @@ impl Tool {
     /// checks it when it is built ([`ServerBuilder::build`](crate::ServerBuilder::build)):
     /// 1 to 128 characters among ASCII letters, digits, `_`, `-` and `.`, unique within the
     /// server.
-    #[must_use]
+    #[allow(
+        clippy::new_ret_no_self,
+        reason = "a tool is declared on its builder and made by `run`: `Tool::new(name).run(handler)`"
+    )]
     pub fn new(name: impl Into<String>) -> ToolBuilder {
         ToolBuilder {
             name: name.into(),

@@ -392,3 +392,86 @@ fn methods_the_server_does_not_serve_reach_the_applications_handler_or_are_not_f
     assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
     assert!(listed["result"]["ttlMs"].is_number(), "{listed}");
 }
+
+#[test]
+fn a_capability_is_declared_by_an_object_only() {
+    async fn declares(ctx: Context, _: NoArguments) -> Result<String, Exit> {
+        Ok(ctx.client_declares("sampling").to_string())
+    }
+    let server = Server::builder()
+        .tool(Tool::new("declares").run(declares))
+        .build()
+        .expect("a server");
+    let mut client = LineClient::start(server);
+    for (capabilities, declared) in [
+        (json!({"sampling": {}}), "true"),
+        (json!({"sampling": true}), "false"),
+        (json!({"sampling": null}), "false"),
+        (json!({}), "false"),
+    ] {
+        let called = client.request(
+            "tools/call",
+            json!({"name": "declares", "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": capabilities
+            }}),
+        );
+        assert_eq!(
+            called["result"]["content"][0]["text"], declared,
+            "{capabilities}: {called}"
+        );
+    }
+}
+
+#[test]
+fn a_request_to_the_client_goes_out_on_2025_11_25_only() {
+    async fn sample(ctx: Context, _: NoArguments) -> Result<String, Exit> {
+        match ctx
+            .request("sampling/createMessage", json!({"maxTokens": 1}))
+            .await
+        {
+            Ok(answer) => Ok(format!("answered {}", answer["model"])),
+            Err(error) => Ok(format!("refused {}: {}", error.code, error.message)),
+        }
+    }
+    let server = || {
+        Server::builder()
+            .tool(Tool::new("sample").run(sample))
+            .build()
+            .expect("a server")
+    };
+    // 2026-07-28 has no requests from server to client: nothing is sent, whatever the
+    // transport could carry.
+    let mut client = LineClient::start(server());
+    let refused = client.request(
+        "tools/call",
+        json!({"name": "sample", "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}
+        }}),
+    );
+    let text = refused["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("refused -32603"), "{refused}");
+    assert!(client.next(Duration::from_millis(200)).is_none());
+    // 2025-11-25: the request goes to the client on the call's connection.
+    let mut client = LineClient::start(server());
+    initialize(&mut client);
+    client.send(
+        &json!({"jsonrpc": "2.0", "id": "call", "method": "tools/call",
+                        "params": {"name": "sample"}}),
+    );
+    let asked = loop {
+        let message = client
+            .next(Duration::from_secs(10))
+            .expect("a request to the client");
+        if message["method"] == "sampling/createMessage" {
+            break message;
+        }
+    };
+    client.send(&json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"role": "assistant", "model": "m", "content": {"type": "text", "text": "hi"}}}));
+    let answered = client.answer(&json!("call")).expect("the call's answer");
+    assert_eq!(answered["result"]["content"][0]["text"], "answered \"m\"");
+}
