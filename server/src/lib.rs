@@ -84,7 +84,8 @@
 //! - [`listen`], [`mrtr`], [`answers`]: `subscriptions/listen`, input rounds, answers
 //!   checked against their questions.
 //! - [`claims`], [`work`]: the claim loop of redelivered tasks, and where handlers run.
-//! - [`access`], [`framing`], [`headers`], [`outbound`], [`peer`]: what transports share.
+//! - [`access`], [`framing`], `headers` (feature `http`), [`outbound`], [`peer`]: what
+//!   transports share.
 //! - [`telemetry`]: spans and metrics through OpenTelemetry (feature `otel`).
 //! - [`testing`]: a server driven in process, for tests of your tools.
 
@@ -97,6 +98,7 @@ pub mod claims;
 pub mod context;
 pub mod framing;
 pub mod handler;
+#[cfg(feature = "http")]
 pub mod headers;
 #[cfg(feature = "http")]
 pub mod http;
