@@ -10,7 +10,6 @@ line per check, then "N passed, N failed"; exits 1 if any failed.
 import os
 import signal
 import sys
-import time
 import warnings
 
 import anyio
@@ -31,7 +30,11 @@ def verdict(name: str, ok: bool, why: str = "") -> None:
     print(f"{'PASS' if ok else 'FAIL'} {name}{'' if ok else ': ' + why}", flush=True)
 
 
+approved = anyio.Event()
+
+
 async def approve(context, params: types.ElicitRequestParams) -> types.ElicitResult:
+    approved.set()
     return types.ElicitResult(action="accept", content={"approve": True})
 
 
@@ -43,17 +46,12 @@ async def main() -> None:
                 await session.initialize()
                 created = await session.experimental.call_tool_as_task("deploy", {"service": "checkout"})
                 task_id = created.task.taskId
-                deadline = time.monotonic() + 30
-                asked = False
-                while time.monotonic() < deadline:
-                    task = await session.experimental.get_task(task_id)
-                    asked = asked or task.status == "input_required"
-                    if asked and task.status == "working":
-                        break
-                    await anyio.sleep(0.05)
-                verdict("deploy through A asked for approval and runs", asked and task.status == "working",
+                with anyio.fail_after(30):
+                    await approved.wait()
+                await anyio.sleep(0.5)  # into its steps (2 s in all): a checkpoint is saved
+                task = await session.experimental.get_task(task_id)
+                verdict("deploy through A asked for approval and runs", task.status == "working",
                         f"status {task.status}")
-    await anyio.sleep(0.5)  # into its steps: a checkpoint is saved
     # A stops while the task runs: it hands the task over (MCP_TASKS_SHUTDOWN_MS is short).
     os.kill(A_PID, signal.SIGTERM)
     for _ in range(200):
