@@ -199,7 +199,7 @@ def report(path):
                         fmt(d["task_p50_ms"]), fmt(d["task_p99_ms"]),
                         fmt(d["cpu_s_per_1k_tasks"], 3), fmt(d["server_cpu_s"], 2),
                         fmt(d["load_cpu_s"], 2), fmt(d["peak_rss_mib"]),
-                        fmt(d["rss_mib_per_1k_created"], 2), fmt(d["threads_end"]),
+                        fmt(d["rss_mib_per_1k_created"], 2), fmt(d["threads_end"], 0),
                         fmt(d["requests_per_task"], 2), fmt(errors), fmt(d["others_pct"]),
                         ratio(d["tasks_per_s"], b.get("tasks_per_s")) if mine else "",
                         ratio(d["get_p99_ms"], b.get("get_p99_ms")) if mine else "",

@@ -214,7 +214,7 @@ start_server() {
     SERVER_PID=$!
     URL=""
     for _ in $(seq 300); do
-        URL=$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$log.out" | head -1)
+        URL=$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$log.out" 2>/dev/null | head -1)
         [ -n "$URL" ] && break
         kill -0 "$SERVER_PID" 2>/dev/null || break
         sleep 0.1
