@@ -36,8 +36,8 @@ fn a_tool_call_span_continues_the_clients_trace_and_its_task_runs_in_it() {
         tool: Some(("sleep", true)),
     });
     let (handle, task) = span.in_scope(|| {
-        let request = TaskRequest::new(7, "tools/call")
-            .with_trace_context(span.trace_context(Some(&meta)));
+        let request =
+            TaskRequest::new(7, "tools/call").with_trace_context(span.trace_context(Some(&meta)));
         store.create(&owner, request).expect("a task")
     });
     let run = span.created(task.id(), &owner, Arc::clone(&store));
@@ -49,8 +49,14 @@ fn a_tool_call_span_continues_the_clients_trace_and_its_task_runs_in_it() {
     let call = recorder.span("tools/call sleep");
     assert_eq!(call.span_context.trace_id().to_string(), TRACE);
     assert_eq!(call.parent_span_id.to_string(), CLIENT_SPAN);
-    assert_eq!(attr(&call, "mcp.method.name").as_deref(), Some("tools/call"));
-    assert_eq!(attr(&call, "mcp.protocol.version").as_deref(), Some("2026-07-28"));
+    assert_eq!(
+        attr(&call, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(
+        attr(&call, "mcp.protocol.version").as_deref(),
+        Some("2026-07-28")
+    );
     assert_eq!(attr(&call, "gen_ai.tool.name").as_deref(), Some("sleep"));
     assert_eq!(attr(&call, "jsonrpc.request.id").as_deref(), Some("7"));
     assert_eq!(

@@ -131,8 +131,7 @@ pub struct Tokens(std::collections::HashMap<[u8; 32], (String, String)>);
 
 /// A token's digest: its key in [`Tokens`].
 fn digest(token: &str) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(token.as_bytes()).into()
+    hmac_sha256::Hash::hash(token.as_bytes())
 }
 
 impl Tokens {

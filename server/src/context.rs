@@ -281,7 +281,7 @@ enum Mode {
     Inline(Mutex<Inline>),
 }
 
-struct Inner {
+pub(crate) struct Inner {
     tool: Arc<str>,
     owner: Owner,
     generation: Generation,
@@ -952,6 +952,37 @@ impl Context {
             answered.insert(key.to_owned(), answer);
         }
         Ok(answered)
+    }
+
+    /// Hands the task over to another instance through the handle the context holds (the
+    /// handle is spent by the hand-over, so nothing this handler does later writes):
+    /// `None` when the context holds no handle any more.
+    pub(crate) fn hand_over(&self) -> Option<Result<bool, Error>> {
+        let running = self.running()?;
+        let mut slot = lock(&running.slot);
+        let (kept, handed) = match std::mem::replace(&mut *slot, Slot::Spent) {
+            Slot::Working(handle) => match handle.hand_over() {
+                Ok(_) => (Slot::Spent, Ok(true)),
+                Err((handle, error)) => (Slot::Working(handle), error.map_or(Ok(false), Err)),
+            },
+            Slot::Waiting(handle) => match handle.hand_over() {
+                Ok(_) => (Slot::Spent, Ok(true)),
+                Err((handle, error)) => (Slot::Waiting(handle), error.map_or(Ok(false), Err)),
+            },
+            Slot::Spent => return None,
+        };
+        *slot = kept;
+        Some(handed)
+    }
+
+    /// A weak reference, for the server's table of the tasks running here.
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// The context a weak reference names, if it still runs.
+    pub(crate) fn upgrade(weak: &std::sync::Weak<Inner>) -> Option<Self> {
+        weak.upgrade().map(|inner| Self { inner })
     }
 
     /// The slot of a task's context, for the runner that finishes it.

@@ -85,7 +85,8 @@
 //!   checked against their questions.
 //! - [`claims`], [`work`], [`running`]: the claim loop of redelivered tasks, where
 //!   handlers run, and the tasks running here, ended when a transport shuts down.
-//! - [`access`], [`framing`], [`headers`], [`outbound`], [`peer`]: what transports share.
+//! - [`access`], [`framing`], `headers` (feature `http`), [`outbound`], [`peer`]: what
+//!   transports share.
 //! - [`telemetry`]: spans and metrics through OpenTelemetry (feature `otel`).
 //! - [`testing`]: a server driven in process, for tests of your tools.
 
@@ -98,6 +99,7 @@ pub mod claims;
 pub mod context;
 pub mod framing;
 pub mod handler;
+#[cfg(feature = "http")]
 pub mod headers;
 #[cfg(feature = "http")]
 pub mod http;
@@ -137,3 +139,84 @@ pub use mcp_tasks_redis;
 /// The PostgreSQL store (feature `postgres`), for users who build it themselves.
 #[cfg(feature = "postgres")]
 pub use mcp_tasks_postgres;
+
+/// The README and the documentation pages of the repository (`docs/`), their code compiled
+/// and run as doctests; only inside the repository (`build.rs`). The pages that show
+/// Streamable HTTP need the feature `http`.
+#[cfg(all(doctest, repository_docs))]
+mod pages {
+    /// README.md: the first task server, the core in brief.
+    #[cfg(feature = "http")]
+    #[doc = include_str!("../../README.md")]
+    pub struct Readme;
+
+    /// docs/tools.md: writing tools.
+    #[cfg(feature = "http")]
+    #[doc = include_str!("../../docs/tools.md")]
+    pub struct Tools;
+
+    /// docs/serving.md: stdio, Streamable HTTP, settings.
+    #[cfg(feature = "http")]
+    #[doc = include_str!("../../docs/serving.md")]
+    pub struct Serving;
+
+    /// docs/clients.md: the official SDKs' clients.
+    #[doc = include_str!("../../docs/clients.md")]
+    pub struct Clients;
+
+    /// docs/input-rounds.md: input without a task.
+    #[doc = include_str!("../../docs/input-rounds.md")]
+    pub struct InputRounds;
+
+    /// docs/generations.md: the two generations of MCP tasks.
+    #[doc = include_str!("../../docs/generations.md")]
+    pub struct Generations;
+
+    /// docs/listen.md: listening instead of polling.
+    #[doc = include_str!("../../docs/listen.md")]
+    pub struct Listen;
+
+    /// docs/redelivery.md: redelivery and operations.
+    #[doc = include_str!("../../docs/redelivery.md")]
+    pub struct Redelivery;
+
+    /// docs/stores.md: choosing a store.
+    #[doc = include_str!("../../docs/stores.md")]
+    pub struct Stores;
+
+    /// docs/backend.md: writing a backend.
+    #[doc = include_str!("../../docs/backend.md")]
+    pub struct Backend;
+
+    /// docs/telemetry.md: spans and metrics.
+    #[doc = include_str!("../../docs/telemetry.md")]
+    pub struct Telemetry;
+
+    /// docs/security.md.
+    #[doc = include_str!("../../docs/security.md")]
+    pub struct Security;
+
+    /// docs/performance.md: the measured tables.
+    #[doc = include_str!("../../docs/performance.md")]
+    pub struct Performance;
+
+    /// docs/interop.md: the interop and conformance suites.
+    #[doc = include_str!("../../docs/interop.md")]
+    pub struct Interop;
+
+    /// docs/testing.md: tests and snapshots.
+    #[doc = include_str!("../../docs/testing.md")]
+    pub struct Testing;
+
+    /// docs/rmcp.md: rmcp servers.
+    #[doc = include_str!("../../docs/rmcp.md")]
+    pub struct Rmcp;
+
+    /// docs/spec.md: which spec.
+    #[doc = include_str!("../../docs/spec.md")]
+    pub struct Spec;
+
+    /// docs/layout.md: the repository's layout.
+    #[doc = include_str!("../../docs/layout.md")]
+    pub struct Layout;
+}

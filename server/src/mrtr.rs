@@ -15,13 +15,11 @@
 //! load balancer accept each other's states. It lives [`REQUEST_STATE_TTL_ENV`]
 //! milliseconds (default ten minutes).
 
-use hmac::{Hmac, KeyInit, Mac};
 use mcp_tasks::ext::{self, Ask, RequestStates, Round, StateMac, StateScope, TAG_LEN};
 use mcp_tasks::{Error, JsonObject, JsonRpcError, Owner};
 
 use crate::context::Rounds;
 use serde_json::Value;
-use sha2::Sha256;
 
 /// The environment variable with the key that tags the `requestState` of this server: at
 /// least [`MIN_KEY_LEN`] bytes of secret text (say `openssl rand -base64 32`), the same on
@@ -36,9 +34,9 @@ pub const REQUEST_STATE_TTL_ENV: &str = "MCP_TASKS_REQUEST_STATE_TTL_MS";
 /// The shortest key accepted, in bytes (HMAC-SHA256's own output length).
 pub const MIN_KEY_LEN: usize = 32;
 
-/// HMAC-SHA256 under the server's key: the [`StateMac`] of the example servers.
+/// HMAC-SHA256 under the server's key: the [`StateMac`] of a server's `requestState`.
 #[derive(Clone)]
-pub struct HmacSha256(Hmac<Sha256>);
+pub struct HmacSha256(Vec<u8>);
 
 impl std::fmt::Debug for HmacSha256 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -60,9 +58,7 @@ impl HmacSha256 {
             ));
         }
         // HMAC takes a key of any length.
-        Hmac::new_from_slice(key)
-            .map(Self)
-            .map_err(|err| format!("cannot key HMAC-SHA256: {err}"))
+        Ok(Self(key.to_vec()))
     }
 
     /// The MAC under a fresh random key of 64 bytes (SHA-256's block) from the operating
@@ -79,15 +75,13 @@ impl HmacSha256 {
                 chunk.copy_from_slice(&hasher.finish().to_le_bytes()[..chunk.len()]);
             }
         }
-        Self(Hmac::new(&key.into()))
+        Self(key.to_vec())
     }
 }
 
 impl StateMac for HmacSha256 {
     fn tag(&self, message: &[u8]) -> [u8; TAG_LEN] {
-        let mut mac = self.0.clone();
-        mac.update(message);
-        mac.finalize().into_bytes().into()
+        hmac_sha256::HMAC::mac(message, &self.0)
     }
 }
 

@@ -368,6 +368,8 @@ pub struct Server {
     states: Arc<States>,
     /// Where spans and metrics go.
     telemetry: Telemetry,
+    /// The tasks whose handlers run here, by id: what a hand-over goes through.
+    live: Arc<Mutex<std::collections::HashMap<TaskId, std::sync::Weak<crate::context::Inner>>>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -413,6 +415,49 @@ impl Server {
             logging: parts.logging,
             v1_tasks: Mutex::new(HashSet::new()),
             states: Arc::new(parts.states),
+            live: Arc::default(),
+        }
+    }
+
+    /// The work of `context`'s task, recorded as running here until it ends.
+    fn run_task(&self, prepared: Prepared, context: Context) -> Work {
+        let Some(id) = context.task_id().cloned() else {
+            return runner::task(prepared, context);
+        };
+        let weak = context.downgrade();
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone(), weak.clone());
+        let live = Arc::clone(&self.live);
+        runner::task(prepared, context).then(move || {
+            let mut live = live.lock().unwrap_or_else(PoisonError::into_inner);
+            // A task claimed back here meanwhile has a newer entry: keep it.
+            if live.get(&id).is_some_and(|entry| entry.ptr_eq(&weak)) {
+                live.remove(&id);
+            }
+        })
+    }
+
+    /// Hands `owner`'s task `task` over to another instance of the shared store (a graceful
+    /// shutdown's move for a redeliverable task): through the handle of its handler if it
+    /// runs here — the handle is spent by the hand-over, so nothing that handler does later
+    /// is written, and the next attempt runs elsewhere — else by id
+    /// ([`TaskStore::hand_over`]). Answers whether it was handed over (a task that runs
+    /// once, or has no attempts left, is not).
+    ///
+    /// # Errors
+    /// The store's failure.
+    pub fn hand_over(&self, owner: &Owner, task: &TaskId) -> Result<bool, Error> {
+        let running = self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(task)
+            .and_then(Context::upgrade);
+        match running.and_then(|context| context.hand_over()) {
+            Some(handed) => handed,
+            None => self.store().hand_over(owner, &task.to_string()),
         }
     }
 
@@ -569,7 +614,7 @@ impl Server {
                     JsonObject::new(),
                     message,
                 );
-                telemetry::traced(run, runner::task(prepared, context))
+                telemetry::traced(run, self.run_task(prepared, context))
             }
             Err(why) => Work::blocking(move || {
                 let id = handle.id().clone();
@@ -908,7 +953,7 @@ impl Server {
             first,
             None,
         );
-        runner::task(prepared, context)
+        self.run_task(prepared, context)
     }
 
     /// The reply of a call that runs at once: its handler, with the request's peer and (on

@@ -166,10 +166,9 @@ pub(crate) async fn shut_down(app: &Arc<App>, stop: &watch::Sender<bool>) {
     if !claims_ended.await.unwrap_or(false) {
         log::warn!("shutdown: the claim loop did not end in time");
     }
-    let store = app.server.store().clone();
-    let tasks = Arc::clone(&app.tasks);
+    let (server, tasks) = (Arc::clone(&app.server), Arc::clone(&app.tasks));
     let ending = tokio::task::spawn_blocking(move || {
-        tasks.end_all(&store, "the server shut down before the task finished")
+        tasks.end_all(&server, "the server shut down before the task finished")
     })
     .await
     .unwrap_or_default();

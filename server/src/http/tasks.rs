@@ -286,7 +286,8 @@ impl Tasks {
     /// cannot be handed over: no attempts left, no other instance's store) fails with
     /// `-32603` and `why`. A task that finished meanwhile keeps its outcome, and one that
     /// runs as a later attempt elsewhere now is left alone.
-    pub fn end_all(&self, store: &Store, why: &str) -> Ending {
+    pub fn end_all(&self, server: &Server, why: &str) -> Ending {
+        let store = server.store();
         let running: Vec<(TaskId, Owner, u32)> = self
             .running()
             .iter()
@@ -296,7 +297,7 @@ impl Tasks {
         let mut ending = Ending::default();
         for (task, owner, attempt) in running {
             let key = task.to_string();
-            match store.hand_over(&owner, &key) {
+            match server.hand_over(&owner, &task) {
                 Ok(true) => {
                     ending.handed_over.push(task);
                     continue;
