@@ -464,7 +464,7 @@ impl TaskManager {
     /// that also ends the others, see [`shut_down`](Self::shut_down).
     pub fn hand_over_running(&self) -> Vec<TaskId> {
         self.shared.stopping.store(true, Ordering::SeqCst);
-        self.shared.running.hand_over(self.shared.server.store())
+        self.shared.running.hand_over(&self.shared.server)
     }
 
     /// A graceful shutdown: stops claiming, lets the tasks running here finish for
@@ -483,9 +483,9 @@ impl TaskManager {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let (running, store) = (
+        let (running, server) = (
             Arc::clone(&self.shared.running),
-            self.shared.server.store().clone(),
+            Arc::clone(&self.shared.server),
         );
         tokio::task::spawn_blocking(move || {
             if let Some(claims) = claims
@@ -493,7 +493,7 @@ impl TaskManager {
             {
                 log::warn!("the claim loop did not end in time");
             }
-            running.end_all(&store, SHUT_DOWN)
+            running.end_all(&server, SHUT_DOWN)
         })
         .await
         .unwrap_or_default()

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use mcp_tasks::{JsonRpcError, Outcome, Owner, TaskId, TaskStatus, jsonrpc};
 use serde_json::Value;
 
-use crate::server::{Claimed, Store};
+use crate::server::{Claimed, Server};
 use crate::work::Work;
 
 /// What a running task carries here.
@@ -145,15 +145,15 @@ impl Running {
         self.tasks().is_empty()
     }
 
-    /// Hands every redeliverable task running here over to another instance
-    /// ([`TaskStore::hand_over`](mcp_tasks::TaskStore::hand_over)), which claims it at once
-    /// and runs its next attempt; the others are left to run. Answers the tasks handed
-    /// over. One store call per task; the handlers here are superseded once another
-    /// instance claims their tasks. The in-process registry hands nothing over.
-    pub fn hand_over(&self, store: &Store) -> Vec<TaskId> {
+    /// Hands every redeliverable task running here over to another instance of `server`'s
+    /// shared store ([`Server::hand_over`]: through its handler's handle, which the
+    /// hand-over spends, so nothing that handler does later is written), which claims it at
+    /// once and runs its next attempt; the others are left to run. Answers the tasks handed
+    /// over. One store call per task. The in-process registry hands nothing over.
+    pub fn hand_over(&self, server: &Server) -> Vec<TaskId> {
         let mut handed_over = Vec::new();
         for (task, owner, _) in self.snapshot() {
-            match store.hand_over(&owner, &task.to_string()) {
+            match server.hand_over(&owner, &task) {
                 Ok(true) => handed_over.push(task),
                 Ok(false) => {}
                 Err(err) => log::warn!("task {task}: cannot hand the task over: {err}"),
@@ -168,11 +168,12 @@ impl Running {
     /// `-32603` and `why`. A task that finished meanwhile keeps its outcome, and one that
     /// runs as a later attempt on another instance now is left alone. Two store calls per
     /// task at most.
-    pub fn end_all(&self, store: &Store, why: &str) -> Ending {
+    pub fn end_all(&self, server: &Server, why: &str) -> Ending {
+        let store = server.store();
         let mut ending = Ending::default();
         for (task, owner, attempt) in self.snapshot() {
             let key = task.to_string();
-            match store.hand_over(&owner, &key) {
+            match server.hand_over(&owner, &task) {
                 Ok(true) => {
                     ending.handed_over.push(task);
                     continue;
@@ -227,6 +228,7 @@ mod tests {
     use std::time::Duration;
 
     use mcp_tasks::{AnyTask, TaskRegistry, TaskRequest, TaskStore};
+
     use serde_json::json;
 
     use super::*;
@@ -268,7 +270,11 @@ mod tests {
 
     #[test]
     fn at_shutdown_a_task_that_runs_once_fails_and_a_finished_one_keeps_its_outcome() {
-        let store: Store = Arc::new(TaskRegistry::new());
+        let server = Server::builder()
+            .store(TaskRegistry::new())
+            .build()
+            .unwrap();
+        let store = server.store();
         let owner = Owner::new("alice");
         let running = Arc::new(Running::new());
         let mut works = Vec::new();
@@ -291,8 +297,8 @@ mod tests {
             works.push(running.track(&owner, &created, Work::blocking(|| {})));
         }
         // The registry hands nothing over.
-        assert!(running.hand_over(&store).is_empty());
-        let ending = running.end_all(&store, "the server shut down");
+        assert!(running.hand_over(&server).is_empty());
+        let ending = running.end_all(&server, "the server shut down");
         assert_eq!(ending.handed_over, Vec::<TaskId>::new());
         assert_eq!(ending.failed, vec![ids[0].clone()]);
         let failed = store.get(&owner, &ids[0].to_string()).unwrap();
