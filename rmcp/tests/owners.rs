@@ -42,8 +42,24 @@ async fn twice(ctx: Context, _: NoArguments) -> Result<String, Exit> {
     Ok(format!("{first} then {second}"))
 }
 
+/// A confirmation: a form of no field.
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+async fn approve(ctx: Context, _: NoArguments) -> Result<String, Exit> {
+    Ok(match ctx.elicit::<Nothing>("approve", "Go?").await? {
+        Elicited::Accept(Nothing {}) => "approved".into(),
+        Elicited::Decline | Elicited::Cancel => "not approved".into(),
+    })
+}
+
 fn manager() -> TaskManager {
     let server = Server::builder()
+        .tool(
+            Tool::new("approve")
+                .task_support(TaskSupport::Optional)
+                .run(approve),
+        )
         .tool(
             Tool::new("sleep")
                 .task_support(TaskSupport::Optional)
@@ -183,6 +199,29 @@ async fn an_answer_that_does_not_match_its_form_is_refused_and_the_task_keeps_wa
         .cancel_task(CancelTaskParams::new(id))
         .await
         .expect("alice may cancel");
+}
+
+#[tokio::test]
+async fn a_form_of_no_field_reaches_rmcps_client_and_is_answered() {
+    let alice = connect(manager()).await;
+    let id = start_task(&alice, "approve", json!({})).await.task.task_id;
+    let key = poll_until(&alice, &id, |payload| match payload {
+        TaskPayload::InputRequired { input_requests } => input_requests.keys().next().cloned(),
+        _ => None,
+    })
+    .await;
+    let mut responses = InputResponses::new();
+    responses.insert(key, json!({"action": "accept", "content": {}}));
+    alice
+        .update_task(UpdateTaskParams::new(id.clone(), responses))
+        .await
+        .expect("tasks/update acknowledges");
+    match terminal(&alice, &id).await {
+        TaskPayload::Completed { result } => {
+            assert_eq!(text_of(&result), ("approved".to_owned(), false));
+        }
+        other => panic!("expected completed, got {other:?}"),
+    }
 }
 
 #[tokio::test]
