@@ -88,15 +88,29 @@ impl Access {
     /// # Errors
     /// Why the request is refused: no header, or not a known bearer token.
     pub fn authenticate(&self, authorization: Option<&str>) -> Result<&str, Unauthorized> {
+        self.principal(authorization).map(|principal| &**principal)
+    }
+
+    /// [`authenticate`](Self::authenticate), the principal's name shared (no copy per
+    /// request).
+    ///
+    /// # Errors
+    /// As for [`authenticate`](Self::authenticate).
+    pub fn principal(
+        &self,
+        authorization: Option<&str>,
+    ) -> Result<&std::sync::Arc<str>, Unauthorized> {
+        static ANONYMOUS: std::sync::LazyLock<std::sync::Arc<str>> =
+            std::sync::LazyLock::new(|| std::sync::Arc::from(ANONYMOUS_OWNER));
         let tokens = match self {
             Access::Tokens(tokens) => tokens,
-            Access::Anonymous => return Ok(ANONYMOUS_OWNER),
+            Access::Anonymous => return Ok(&ANONYMOUS),
         };
         let value = authorization.ok_or(Unauthorized::Missing)?;
         value
             .split_once(' ')
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .and_then(|(_, token)| tokens.principal(token.trim()))
+            .and_then(|(_, token)| tokens.shared_principal(token.trim()))
             .ok_or(Unauthorized::InvalidToken)
     }
 
@@ -127,7 +141,10 @@ pub fn loopback_only(addr: &str) -> Result<(), String> {
 /// The bearer tokens and the principal each one stands for, found by the SHA-256 digest of
 /// the token (one map lookup whatever the number of principals), then compared in time
 /// independent of where the bytes differ.
-pub struct Tokens(std::collections::HashMap<[u8; 32], (String, String)>);
+pub struct Tokens {
+    by_digest: std::collections::HashMap<[u8; 32], (std::sync::Arc<str>, String)>,
+    principals: usize,
+}
 
 /// A token's digest: its key in [`Tokens`].
 fn digest(token: &str) -> [u8; 32] {
@@ -202,7 +219,15 @@ impl Tokens {
     /// A token given twice, or no pair at all.
     pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Result<Self, String> {
         let mut tokens = std::collections::HashMap::new();
+        // One shared name per principal, however many tokens it holds.
+        let mut names: std::collections::HashMap<String, std::sync::Arc<str>> =
+            std::collections::HashMap::new();
         for (principal, token) in pairs {
+            let principal = std::sync::Arc::clone(
+                names
+                    .entry(principal.clone())
+                    .or_insert_with(|| std::sync::Arc::from(principal.as_str())),
+            );
             let key = digest(&token);
             if tokens.contains_key(&key) {
                 return Err(format!(
@@ -214,21 +239,29 @@ impl Tokens {
         if tokens.is_empty() {
             return Err("the token configuration holds no `principal=token` entry".into());
         }
-        Ok(Tokens(tokens))
+        Ok(Tokens {
+            by_digest: tokens,
+            principals: names.len(),
+        })
     }
 
     /// How many principals hold a token.
     #[must_use]
     pub fn count(&self) -> usize {
-        self.0.len()
+        self.principals
     }
 
     /// The principal of `token`: one lookup by the token's digest, then the token itself
     /// compared in time independent of where it differs.
     #[must_use]
     pub fn principal(&self, token: &str) -> Option<&str> {
-        let (principal, known) = self.0.get(&digest(token))?;
-        constant_time_eq(known.as_bytes(), token.as_bytes()).then_some(principal.as_str())
+        self.shared_principal(token).map(|principal| &**principal)
+    }
+
+    /// The same, as the shared name every request of that principal uses.
+    fn shared_principal(&self, token: &str) -> Option<&std::sync::Arc<str>> {
+        let (principal, known) = self.by_digest.get(&digest(token))?;
+        constant_time_eq(known.as_bytes(), token.as_bytes()).then_some(principal)
     }
 }
 
@@ -251,6 +284,22 @@ pub fn origin_allowed(origin: &str, extra: &[String]) -> bool {
     else {
         return false;
     };
+    loopback_authority(rest)
+}
+
+/// Whether a `Host` may use a server bound to loopback: a loopback name (any port), or the
+/// host of an allowed origin (DNS-rebinding protection).
+pub fn host_allowed(host: &str, extra: &[String]) -> bool {
+    loopback_authority(host)
+        || extra.iter().any(|origin| {
+            origin
+                .split_once("://")
+                .is_some_and(|(_, authority)| authority == host)
+        })
+}
+
+/// Whether `rest` (an origin's or a `Host`'s `host[:port]`) names a loopback host.
+fn loopback_authority(rest: &str) -> bool {
     let host = if rest.starts_with('[') {
         match rest.find(']') {
             Some(end) => &rest[..=end],

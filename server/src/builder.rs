@@ -340,6 +340,7 @@ impl ServerBuilder {
             page_size: self.page_size,
             states,
             telemetry: self.telemetry.unwrap_or_else(telemetry::global),
+            timer: Arc::new(crate::work::RuntimeFreeTimer),
         }))
     }
 }

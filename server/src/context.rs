@@ -29,7 +29,7 @@ use serde_json::Value;
 use crate::answers;
 use crate::peer::{LogLevel, Peer};
 use crate::server::{Generation, Store};
-use crate::work::within;
+use crate::work::{Timer, within_on};
 
 /// How often a handler waiting for input looks whether another instance runs its task now
 /// (it must then stop before it takes the answers meant for the new attempt).
@@ -256,6 +256,45 @@ pub(crate) struct Running {
     /// Answers gathered in input rounds before the task was created
     /// ([`ToolBuilder::ask_first`](crate::ToolBuilder::ask_first)), by key, until read.
     first: Mutex<JsonObject>,
+    /// Fired by the runner when the task's one cancel wait resolves: what
+    /// [`Context::cancelled`] waits for, so that a handler's waits add no store wait of
+    /// their own.
+    cancel: Signal,
+}
+
+/// A one-way signal: fired once, awaited by any number of futures on any thread.
+#[derive(Default)]
+pub(crate) struct Signal {
+    state: Mutex<(bool, Vec<std::task::Waker>)>,
+}
+
+impl Signal {
+    /// Fires it: every waiter wakes, and every wait from now on is ready.
+    pub(crate) fn fire(&self) {
+        let wakers = {
+            let mut state = lock(&self.state);
+            state.0 = true;
+            std::mem::take(&mut state.1)
+        };
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+
+    /// Resolves once fired.
+    pub(crate) async fn fired(&self) {
+        std::future::poll_fn(|cx| {
+            let mut state = lock(&self.state);
+            if state.0 {
+                return Poll::Ready(());
+            }
+            if !state.1.iter().any(|waker| waker.will_wake(cx.waker())) {
+                state.1.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await;
+    }
 }
 
 /// A call running at once (not a task): what it may send its client, and its input rounds.
@@ -282,6 +321,7 @@ enum Mode {
 }
 
 pub(crate) struct Inner {
+    timer: Arc<dyn Timer>,
     tool: Arc<str>,
     owner: Owner,
     generation: Generation,
@@ -318,6 +358,7 @@ impl fmt::Debug for Context {
 
 /// What a context is built from, whatever its mode.
 pub(crate) struct Call {
+    pub(crate) timer: Arc<dyn Timer>,
     pub(crate) tool: Arc<str>,
     pub(crate) owner: Owner,
     pub(crate) generation: Generation,
@@ -349,6 +390,7 @@ impl Context {
                 slot: Mutex::new(Slot::Working(handle)),
                 message: Mutex::new(message),
                 first: Mutex::new(first),
+                cancel: Signal::default(),
             }),
         )
     }
@@ -361,6 +403,7 @@ impl Context {
     fn new(call: Call, attempt: u32, checkpoint: Option<Value>, mode: Mode) -> Self {
         Self {
             inner: Arc::new(Inner {
+                timer: call.timer,
                 tool: call.tool,
                 owner: call.owner,
                 generation: call.generation,
@@ -590,13 +633,22 @@ impl Context {
         let Mode::Task(running) = &self.inner.mode else {
             return std::future::pending().await;
         };
+        running.cancel.fired().await;
+    }
+
+    /// The task's one wait on the store for a cancel (the runner's): resolves once the
+    /// requestor asks to cancel, or the task is finished, gone or no longer this handler's.
+    async fn store_cancel_wait(&self) {
+        let Mode::Task(running) = &self.inner.mode else {
+            return std::future::pending().await;
+        };
         loop {
             match running
                 .store
                 .wait_for_cancel_async(&self.inner.owner, &running.key)
                 .await
             {
-                Err(Error::Store { .. }) => futures_timer::Delay::new(OUTAGE_PAUSE).await,
+                Err(Error::Store { .. }) => self.inner.timer.sleep(OUTAGE_PAUSE).await,
                 Ok(()) | Err(_) => return,
             }
         }
@@ -632,8 +684,7 @@ impl Context {
     /// # Errors
     /// As for [`until_cancelled`](Self::until_cancelled).
     pub async fn sleep(&self, duration: Duration) -> Result<(), Exit> {
-        self.until_cancelled(futures_timer::Delay::new(duration))
-            .await
+        self.until_cancelled(self.inner.timer.sleep(duration)).await
     }
 
     /// Why the cancel wait resolved: a cancel, or a task that is no longer this handler's.
@@ -834,7 +885,8 @@ impl Context {
         let deadline = Instant::now() + self.inner.answer_timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let waited = within(
+            let waited = within_on(
+                &*self.inner.timer,
                 left.min(SUPERSEDED_CHECK),
                 running
                     .store
@@ -854,7 +906,7 @@ impl Context {
                 }
                 None if left > SUPERSEDED_CHECK => {}
                 Some(Err(Error::Store { .. })) if !left.is_zero() => {
-                    futures_timer::Delay::new(OUTAGE_PAUSE).await;
+                    self.inner.timer.sleep(OUTAGE_PAUSE).await;
                 }
                 None | Some(Err(Error::Store { .. })) => {
                     return Err(Exit::internal("the requestor did not answer in time"));
@@ -1026,10 +1078,22 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) type CancelWait = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 impl Context {
-    /// The cancel wait, owned (for the runner).
+    /// The timer of this call's waits.
+    pub(crate) fn timer(&self) -> &dyn Timer {
+        &*self.inner.timer
+    }
+
+    /// The task's cancel wait on the store, owned (for the runner, which races the handler
+    /// with it): when it resolves, every [`cancelled`](Self::cancelled) of the handler's
+    /// context resolves too.
     pub(crate) fn cancel_wait(&self) -> CancelWait {
         let context = self.clone();
-        Box::pin(async move { context.cancelled().await })
+        Box::pin(async move {
+            context.store_cancel_wait().await;
+            if let Some(running) = context.running() {
+                running.cancel.fire();
+            }
+        })
     }
 }
 

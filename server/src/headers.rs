@@ -109,6 +109,22 @@ pub fn check_params<'h>(
     arguments: Option<&Value>,
     header: impl Fn(&str) -> Option<&'h str>,
 ) -> Result<(), String> {
+    match input_schema.as_object() {
+        Some(schema) => check_schema_params(schema, arguments, header),
+        None => Ok(()),
+    }
+}
+
+/// [`check_params`] for an input schema held as a JSON object (a tool's own: nothing is
+/// copied).
+///
+/// # Errors
+/// As for [`check_params`].
+pub fn check_schema_params<'h>(
+    input_schema: &serde_json::Map<String, Value>,
+    arguments: Option<&Value>,
+    header: impl Fn(&str) -> Option<&'h str>,
+) -> Result<(), String> {
     let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
         return Ok(());
     };

@@ -17,7 +17,7 @@ use crate::context::{CANCELLED_MESSAGE, Context, Exit, ExitKind, Slot, is_gone};
 use crate::handler::{self, CatchUnwind, Prepared};
 use crate::result::Produced;
 use crate::server::Store;
-use crate::work::{Work, on_thread, within};
+use crate::work::{Work, on_thread, within_on};
 
 /// How long a handler whose task was cancelled may run on to stop by itself.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
@@ -61,7 +61,10 @@ pub(crate) fn task(prepared: Prepared, context: Context) -> Work {
                 // The requestor cancelled (or the task ended elsewhere): settle it now, then
                 // give the handler its grace to stop by itself.
                 settle_cancelled(&context);
-                if within(CANCEL_GRACE, handler).await.is_none() {
+                if within_on(context.timer(), CANCEL_GRACE, handler)
+                    .await
+                    .is_none()
+                {
                     log::debug!(
                         "task {}: the handler of `{tool}` did not stop within {CANCEL_GRACE:?} \
                          of its cancel; dropped",

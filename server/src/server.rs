@@ -38,7 +38,7 @@ use crate::peer::{self, LogLevel, Peer};
 use crate::runner;
 use crate::telemetry::{self, Telemetry};
 use crate::tool::{Tool, Tools};
-use crate::work::Work;
+use crate::work::{Timer, Work};
 
 /// A request's answer: now, from work the transport runs (with the request's peer, through
 /// which it may notify and ask the client meanwhile), or now and then a task's work.
@@ -368,6 +368,8 @@ pub struct Server {
     states: Arc<States>,
     /// Where spans and metrics go.
     telemetry: Telemetry,
+    /// Where handlers' waits come from.
+    timer: Arc<dyn Timer>,
     /// The tasks whose handlers run here, by id: what a hand-over goes through.
     live: Arc<Mutex<std::collections::HashMap<TaskId, std::sync::Weak<crate::context::Inner>>>>,
 }
@@ -397,6 +399,7 @@ pub(crate) struct Parts {
     pub(crate) page_size: usize,
     pub(crate) states: States,
     pub(crate) telemetry: Telemetry,
+    pub(crate) timer: Arc<dyn Timer>,
 }
 
 impl Server {
@@ -416,12 +419,22 @@ impl Server {
             v1_tasks: Mutex::new(HashSet::new()),
             states: Arc::new(parts.states),
             live: Arc::default(),
+            timer: parts.timer,
         }
+    }
+
+    /// The same server, its handlers waiting on `timer` (a transport on an async runtime
+    /// gives the runtime's).
+    #[must_use]
+    pub fn with_timer(mut self, timer: Arc<dyn Timer>) -> Self {
+        self.timer = timer;
+        self
     }
 
     /// The work of `context`'s task, recorded as running here until it ends.
     fn run_task(&self, prepared: Prepared, context: Context) -> Work {
-        let Some(id) = context.task_id().cloned() else {
+        // Only a shared store's tasks are handed over.
+        let Some(id) = context.task_id().cloned().filter(|_| self.shared) else {
             return runner::task(prepared, context);
         };
         let weak = context.downgrade();
@@ -601,6 +614,7 @@ impl Server {
             Ok((tool, prepared, generation)) => {
                 let context = Context::task(
                     Call {
+                        timer: Arc::clone(&self.timer),
                         tool: Arc::from(tool.name()),
                         owner: owner.clone(),
                         generation,
@@ -940,6 +954,7 @@ impl Server {
     ) -> Work {
         let context = Context::task(
             Call {
+                timer: Arc::clone(&self.timer),
                 tool: Arc::from(tool.name()),
                 owner: owner.clone(),
                 generation,
@@ -971,6 +986,7 @@ impl Server {
         rounds: Option<(Round, Rounds)>,
     ) -> Reply {
         let call = Call {
+            timer: Arc::clone(&self.timer),
             tool: Arc::from(tool.name()),
             owner: owner.clone(),
             generation,
@@ -1049,6 +1065,7 @@ impl Server {
         };
         let method: Arc<str> = Arc::from(method);
         let call = Call {
+            timer: Arc::clone(&self.timer),
             tool: Arc::clone(&method),
             owner: owner.clone(),
             generation,

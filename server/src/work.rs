@@ -97,16 +97,51 @@ impl Work {
     }
 }
 
+/// A timer's wait, boxed ([`Timer::sleep`]).
+pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Where the waits of handlers and their contexts come from ([`Context::sleep`], answer
+/// deadlines, a cancel's grace). A transport on an async runtime supplies the runtime's
+/// timer (the HTTP transport does: tokio's); the default needs no runtime
+/// ([`RuntimeFreeTimer`]).
+///
+/// [`Context::sleep`]: crate::Context::sleep
+pub trait Timer: Send + Sync + 'static {
+    /// A future that completes after `duration`. It may be polled from any thread.
+    fn sleep(&self, duration: Duration) -> Sleep;
+}
+
+/// The timer that needs no runtime: `futures-timer`'s, one thread of its own for every wait
+/// of the process.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RuntimeFreeTimer;
+
+impl Timer for RuntimeFreeTimer {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        Box::pin(futures_timer::Delay::new(duration))
+    }
+}
+
 /// `future`'s output if it is ready within `limit` (on a runtime-free timer), else `None`
 /// (`future` is dropped).
 pub async fn within<F: Future>(limit: Duration, future: F) -> Option<F::Output> {
-    let mut timer = futures_timer::Delay::new(limit);
+    within_on(&RuntimeFreeTimer, limit, future).await
+}
+
+/// `future`'s output if it is ready within `limit` (on `timer`), else `None` (`future` is
+/// dropped).
+pub async fn within_on<F: Future>(
+    timer: &dyn Timer,
+    limit: Duration,
+    future: F,
+) -> Option<F::Output> {
+    let mut timer = timer.sleep(limit);
     let mut future = std::pin::pin!(future);
     std::future::poll_fn(|cx| {
         if let Poll::Ready(output) = future.as_mut().poll(cx) {
             return Poll::Ready(Some(output));
         }
-        if Pin::new(&mut timer).poll(cx).is_ready() {
+        if timer.as_mut().poll(cx).is_ready() {
             return Poll::Ready(None);
         }
         Poll::Pending

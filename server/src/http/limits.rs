@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// The slots in use per principal.
 pub struct Slots {
     limit: usize,
-    in_use: Arc<Mutex<HashMap<String, usize>>>,
+    in_use: Arc<Mutex<HashMap<Arc<str>, usize>>>,
 }
 
 /// One principal's slot, given back when dropped.
 pub struct Slot {
-    principal: String,
-    in_use: Arc<Mutex<HashMap<String, usize>>>,
+    principal: Arc<str>,
+    in_use: Arc<Mutex<HashMap<Arc<str>, usize>>>,
 }
 
 impl Slots {
@@ -26,15 +26,15 @@ impl Slots {
     }
 
     /// A slot for `principal`, or `None` when all of its slots are taken.
-    pub fn take(&self, principal: &str) -> Option<Slot> {
+    pub fn take(&self, principal: &Arc<str>) -> Option<Slot> {
         let mut in_use = self.in_use.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = in_use.entry(principal.to_owned()).or_default();
+        let count = in_use.entry(Arc::clone(principal)).or_default();
         if *count >= self.limit {
             return None;
         }
         *count += 1;
         Some(Slot {
-            principal: principal.to_owned(),
+            principal: Arc::clone(principal),
             in_use: Arc::clone(&self.in_use),
         })
     }

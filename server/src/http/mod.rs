@@ -137,6 +137,17 @@ impl App {
     }
 }
 
+/// Tokio's timer, for waits created and polled on any thread (created inside the runtime's
+/// context, which a `Sleep` keeps).
+struct TokioTimer(tokio::runtime::Handle);
+
+impl crate::work::Timer for TokioTimer {
+    fn sleep(&self, duration: std::time::Duration) -> crate::work::Sleep {
+        let _inside = self.0.enter();
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
 /// A server over Streamable HTTP ([`Server::into_http`]): serve it on an address, or
 /// mount its [`service`](Self::service) in an application.
 pub struct HttpServer {
@@ -161,7 +172,10 @@ impl Server {
     /// Outside a tokio runtime.
     #[must_use]
     pub fn into_http(self, http: Http) -> HttpServer {
-        let server = Arc::new(self);
+        // The handlers' waits on the runtime's timer: one thread for every wait of the
+        // process (the runtime-free timer) wakes and preempts a worker for each.
+        let timer = TokioTimer(tokio::runtime::Handle::current());
+        let server = Arc::new(self.with_timer(Arc::new(timer)));
         let (stop, shutdown) = watch::channel(false);
         let trace = Arc::new(http.trace);
         let tasks = Arc::new(Tasks::default());

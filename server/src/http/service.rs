@@ -17,7 +17,7 @@ use mcp_tasks::protocol::methods as v1_methods;
 use mcp_tasks::{AnyTask, JsonRpcError, Owner, TaskId, TaskStore, jsonrpc};
 use serde_json::Value;
 
-use crate::access::origin_allowed;
+use crate::access::{host_allowed, origin_allowed};
 use crate::framing::{self, Id, Incoming as Message};
 use crate::server::{Elicitation, Reply, Server};
 use crate::work::Work;
@@ -48,7 +48,7 @@ const TERMINAL_NOTICE: std::time::Duration = std::time::Duration::from_secs(1);
 #[derive(Default)]
 struct Noted {
     method: Option<String>,
-    principal: Option<String>,
+    principal: Option<Arc<str>>,
 }
 
 /// The MCP endpoint as a `tower` service ([`HttpServer::service`](super::HttpServer::service)):
@@ -138,11 +138,7 @@ where
     // an allowed origin's host): a DNS-rebound name is refused even without `Origin`.
     if app.loopback()
         && let Some(host) = header_str(headers, header::HOST.as_str())
-        && !origin_allowed(&format!("http://{host}"), &app.extra_origins)
-        && !app
-            .extra_origins
-            .iter()
-            .any(|origin| origin.ends_with(&format!("://{host}")))
+        && !host_allowed(host, &app.extra_origins)
     {
         return closing(refusal(
             StatusCode::FORBIDDEN,
@@ -162,9 +158,9 @@ where
     // The body of a refused request is never read: the connection closes instead.
     let principal = match app
         .access
-        .authenticate(header_str(headers, header::AUTHORIZATION.as_str()))
+        .principal(header_str(headers, header::AUTHORIZATION.as_str()))
     {
-        Ok(principal) => principal.to_owned(),
+        Ok(principal) => Arc::clone(principal),
         Err(why) => {
             let mut response = closing(refusal(
                 StatusCode::UNAUTHORIZED,
@@ -178,7 +174,7 @@ where
             return response;
         }
     };
-    noted.principal = Some(principal.clone());
+    noted.principal = Some(Arc::clone(&principal));
     if scrape {
         return metrics(&request);
     }
@@ -204,14 +200,15 @@ where
 async fn post<B>(
     app: &Arc<App>,
     request: Request<B>,
-    principal: String,
+    principal: Arc<str>,
     noted: &mut Noted,
 ) -> Response<Body>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let headers = request.headers().clone();
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     // The declared length is checked before a byte of the body is read.
     if let Some(length) = headers.get(header::CONTENT_LENGTH) {
         match length
@@ -263,7 +260,7 @@ where
     let read = tokio::time::timeout(
         app.limits.body_timeout,
         Limited::new(
-            request.into_body(),
+            body,
             usize::try_from(app.limits.max_body).unwrap_or(usize::MAX),
         )
         .collect(),
@@ -341,14 +338,18 @@ where
 async fn stateless_message(
     app: &Arc<App>,
     message: Message,
-    principal: &str,
+    principal: &Arc<str>,
     headers: &HeaderMap,
     sse_ok: bool,
     text: &str,
     slot: Slot,
 ) -> Response<Body> {
     let version = header_str(headers, "mcp-protocol-version");
-    let trace_name = Trace::stateless_name(principal);
+    let trace_name = if app.trace.is_on() {
+        Trace::stateless_name(principal)
+    } else {
+        String::new()
+    };
     app.trace.write(&trace_name, "in", text);
     let Message::Request { id, method, params } = message else {
         // Notifications and responses need no answer.
@@ -361,7 +362,7 @@ async fn stateless_message(
         app.trace.write(&trace_name, "out", &answer);
         return json(StatusCode::BAD_REQUEST, answer);
     }
-    let owner = Owner::new(principal);
+    let owner = Owner::shared(Arc::clone(principal));
     if method == mcp_tasks::ext::methods::SUBSCRIPTIONS_LISTEN {
         // A long-lived stream: the request slot is given back once it is open.
         return match listen::open(app, &owner, &id, params.as_ref(), sse_ok, &trace_name) {
@@ -407,7 +408,7 @@ async fn stateless_message(
 async fn session_message(
     app: &Arc<App>,
     message: Message,
-    principal: &str,
+    principal: &Arc<str>,
     headers: &HeaderMap,
     sse_ok: bool,
     text: &str,
@@ -456,7 +457,7 @@ async fn session_message(
         }
         Message::Notification { .. } | Message::Invalid(_) => return accepted(),
     };
-    let owner = Owner::new(principal);
+    let owner = Owner::shared(Arc::clone(principal));
     if method == v1_methods::TASKS_RESULT {
         return tasks_result(app, &session, &owner, id, params, sse_ok, slot).await;
     }
@@ -572,8 +573,8 @@ fn routing_headers(
             .and_then(Value::as_str)
             .and_then(|name| server.tool(name))
     {
-        headers::check_params(
-            &Value::Object(tool.input_schema().clone()),
+        headers::check_schema_params(
+            tool.input_schema(),
             params.and_then(|p| p.get("arguments")),
             |name| header_str(headers, name),
         )
@@ -664,7 +665,7 @@ async fn tasks_result(
 }
 
 /// `GET`: the session's standalone SSE stream (resumed from `Last-Event-ID` if given).
-fn get<B>(app: &Arc<App>, request: &Request<B>, principal: &str) -> Response<Body> {
+fn get<B>(app: &Arc<App>, request: &Request<B>, principal: &Arc<str>) -> Response<Body> {
     let headers = request.headers();
     if !accepts(
         header_str(headers, header::ACCEPT.as_str()),

@@ -15,6 +15,11 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// Whether messages are traced.
+    pub fn is_on(&self) -> bool {
+        self.dir.is_some()
+    }
+
     /// No trace.
     pub fn off() -> Self {
         Self {
