@@ -96,12 +96,19 @@ fn connection_owner() -> Owner {
 }
 
 impl TaskManager {
-    /// Serves `server` through rmcp. Call it on the tokio runtime rmcp serves on: over a
-    /// store shared with other instances ([`Server::is_shared`]) it starts the claim loop,
-    /// which runs the redeliverable tasks of instances that stopped again here, on that
-    /// runtime (outside a runtime it cannot, and logs an error saying so).
+    /// Serves `server` through rmcp. Call it on the tokio runtime rmcp serves on: the
+    /// handlers wait on its timer, and over a store shared with other instances
+    /// ([`Server::is_shared`]) the claim loop starts, which runs the redeliverable tasks of
+    /// instances that stopped again here, on that runtime (outside a runtime the handlers
+    /// wait on the library's runtime-free timer, and no claim loop can start: an error
+    /// says so in the log).
     #[must_use]
     pub fn new(server: Server) -> Self {
+        // The handlers' waits on the runtime's timer, as over the library's HTTP.
+        let server = match Handle::try_current() {
+            Ok(runtime) => server.with_timer(Arc::new(work::TokioTimer(runtime))),
+            Err(_) => server,
+        };
         let server = Arc::new(server);
         let shared = Arc::new(Shared {
             info: info(&server),

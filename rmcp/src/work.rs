@@ -5,13 +5,16 @@
 //! Over a store shared with other instances a poll may make a round trip to the store
 //! (and wait through an outage), so on a multi-threaded runtime each poll, and each
 //! request the library routes, runs inside `block_in_place`: the runtime moves its other
-//! work to another thread meanwhile, as the library's own HTTP transport does.
+//! work to another thread meanwhile, as the library's own HTTP transport does. The
+//! handlers wait on the runtime's timer ([`TokioTimer`]), as over the library's HTTP.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use mcp_tasks_server::work::Work;
+use std::time::Duration;
+
+use mcp_tasks_server::work::{Sleep, Timer, Work};
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// Whether calls to a shared store block in place on `runtime` (a multi-threaded one).
@@ -41,6 +44,17 @@ pub(crate) fn spawn(runtime: &Handle, work: Work, shared: bool) {
         Work::Blocking(work) => {
             runtime.spawn_blocking(work);
         }
+    }
+}
+
+/// Tokio's timer, for the waits of handlers created and polled on any thread (created
+/// inside the runtime's context, which a tokio `Sleep` keeps).
+pub(crate) struct TokioTimer(pub(crate) Handle);
+
+impl Timer for TokioTimer {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        let _inside = self.0.enter();
+        Box::pin(tokio::time::sleep(duration))
     }
 }
 
