@@ -138,17 +138,22 @@ pub fn loopback_only(addr: &str) -> Result<(), String> {
     }
 }
 
-/// The bearer tokens and the principal each one stands for, found by the SHA-256 digest of
-/// the token (one map lookup whatever the number of principals), then compared in time
+/// The bearer tokens and the principal each one stands for, found by a keyed fingerprint of
+/// the token (SipHash under a key random per process: one map lookup whatever the number
+/// of principals, its bucket telling an attacker nothing), then compared in time
 /// independent of where the bytes differ.
 pub struct Tokens {
-    by_digest: std::collections::HashMap<[u8; 32], (std::sync::Arc<str>, String)>,
+    by_fingerprint: std::collections::HashMap<u64, Vec<(std::sync::Arc<str>, String)>>,
+    key: std::collections::hash_map::RandomState,
     principals: usize,
 }
 
-/// A token's digest: its key in [`Tokens`].
-fn digest(token: &str) -> [u8; 32] {
-    hmac_sha256::Hash::hash(token.as_bytes())
+impl Tokens {
+    /// A token's fingerprint under this set's key: its key in the map.
+    fn fingerprint(key: &std::collections::hash_map::RandomState, token: &str) -> u64 {
+        use std::hash::BuildHasher;
+        key.hash_one(token.as_bytes())
+    }
 }
 
 impl Tokens {
@@ -218,7 +223,10 @@ impl Tokens {
     /// # Errors
     /// A token given twice, or no pair at all.
     pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Result<Self, String> {
-        let mut tokens = std::collections::HashMap::new();
+        let key = std::collections::hash_map::RandomState::new();
+        let mut tokens: std::collections::HashMap<u64, Vec<(std::sync::Arc<str>, String)>> =
+            std::collections::HashMap::new();
+        let mut count = 0;
         // One shared name per principal, however many tokens it holds.
         let mut names: std::collections::HashMap<String, std::sync::Arc<str>> =
             std::collections::HashMap::new();
@@ -228,19 +236,21 @@ impl Tokens {
                     .entry(principal.clone())
                     .or_insert_with(|| std::sync::Arc::from(principal.as_str())),
             );
-            let key = digest(&token);
-            if tokens.contains_key(&key) {
+            let bucket = tokens.entry(Self::fingerprint(&key, &token)).or_default();
+            if bucket.iter().any(|(_, known)| *known == token) {
                 return Err(format!(
                     "the token of `{principal}` is also given to another entry"
                 ));
             }
-            tokens.insert(key, (principal, token));
+            bucket.push((principal, token));
+            count += 1;
         }
-        if tokens.is_empty() {
+        if count == 0 {
             return Err("the token configuration holds no `principal=token` entry".into());
         }
         Ok(Tokens {
-            by_digest: tokens,
+            by_fingerprint: tokens,
+            key,
             principals: names.len(),
         })
     }
@@ -251,8 +261,8 @@ impl Tokens {
         self.principals
     }
 
-    /// The principal of `token`: one lookup by the token's digest, then the token itself
-    /// compared in time independent of where it differs.
+    /// The principal of `token`: one lookup by the token's fingerprint, then the token
+    /// itself compared in time independent of where it differs.
     #[must_use]
     pub fn principal(&self, token: &str) -> Option<&str> {
         self.shared_principal(token).map(|principal| &**principal)
@@ -260,8 +270,17 @@ impl Tokens {
 
     /// The same, as the shared name every request of that principal uses.
     fn shared_principal(&self, token: &str) -> Option<&std::sync::Arc<str>> {
-        let (principal, known) = self.by_digest.get(&digest(token))?;
-        constant_time_eq(known.as_bytes(), token.as_bytes()).then_some(principal)
+        // Every token of the bucket is compared (one, but for a fingerprint collision).
+        let mut found = None;
+        for (principal, known) in self
+            .by_fingerprint
+            .get(&Self::fingerprint(&self.key, token))?
+        {
+            if constant_time_eq(known.as_bytes(), token.as_bytes()) {
+                found = Some(principal);
+            }
+        }
+        found
     }
 }
 
@@ -314,4 +333,62 @@ fn loopback_authority(rest: &str) -> bool {
             .strip_prefix(':')
             .is_some_and(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
     port_ok && matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn a_token_finds_its_principal_and_nothing_else_does() {
+        let tokens = Tokens::parse("alice=token-a\nbob=token-b, alice=token-a2").expect("tokens");
+        assert_eq!(tokens.count(), 2, "two principals, three tokens");
+        assert_eq!(tokens.principal("token-a"), Some("alice"));
+        assert_eq!(tokens.principal("token-a2"), Some("alice"));
+        assert_eq!(tokens.principal("token-b"), Some("bob"));
+        for wrong in ["token-", "token-c", "", "TOKEN-A", "token-a "] {
+            assert_eq!(tokens.principal(wrong), None, "{wrong:?}");
+        }
+        let access = Access::Tokens(tokens);
+        let alice = access.principal(Some("Bearer token-a")).expect("alice");
+        let again = access
+            .principal(Some("bearer token-a2"))
+            .expect("alice again");
+        assert!(Arc::ptr_eq(alice, again), "one shared name per principal");
+        assert_eq!(access.principal(None).err(), Some(Unauthorized::Missing));
+        assert_eq!(
+            access.principal(Some("Basic token-a")).err(),
+            Some(Unauthorized::InvalidToken)
+        );
+        assert_eq!(Access::Anonymous.authenticate(None), Ok(ANONYMOUS_OWNER));
+    }
+
+    #[test]
+    fn a_token_given_twice_or_none_at_all_is_refused() {
+        assert!(Tokens::parse("alice=same,bob=same").is_err());
+        assert!(Tokens::parse("# only a comment").is_err());
+        assert!(Tokens::parse("alice").is_err());
+        assert!(Tokens::parse("alice=with space").is_err());
+    }
+
+    #[test]
+    fn hosts_and_origins_are_loopback_or_allowed() {
+        let extra = vec!["https://app.example.com".to_owned()];
+        for host in ["localhost", "127.0.0.1:8808", "[::1]:80", "app.example.com"] {
+            assert!(host_allowed(host, &extra), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "localhost.evil",
+            "127.0.0.2",
+            "app.example.com:1",
+        ] {
+            assert!(!host_allowed(host, &extra), "{host}");
+        }
+        assert!(origin_allowed("http://localhost:3000", &extra));
+        assert!(origin_allowed("https://app.example.com", &extra));
+        assert!(!origin_allowed("http://evil.example", &extra));
+    }
 }

@@ -172,6 +172,56 @@ impl Refusal {
 
 /// Reads one message (the bytes of one stdio line or one HTTP body).
 pub fn parse(bytes: &[u8]) -> Incoming {
+    // The common case in one pass over the envelope: a request or notification whose
+    // members are read as written, only `params` as a JSON value. Anything else (an
+    // answer, a message that is wrong in any way) takes the long way, which says exactly
+    // what is wrong.
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && let Some(fast) = parse_request(text)
+    {
+        return fast;
+    }
+    parse_slowly(bytes)
+}
+
+/// A request or notification that is right in every way, read from its envelope's raw
+/// members; `None` for anything else.
+fn parse_request(text: &str) -> Option<Incoming> {
+    use std::borrow::Cow;
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let members: HashMap<Cow<'_, str>, &RawValue> = serde_json::from_str(text).ok()?;
+    if members.get("jsonrpc")?.get() != "\"2.0\"" {
+        return None;
+    }
+    let method = members.get("method")?.get();
+    if !method.starts_with('"') {
+        return None;
+    }
+    let method: String = serde_json::from_str(method).ok()?;
+    let params = match members.get("params") {
+        None => None,
+        Some(raw) => {
+            let raw = raw.get().trim_start();
+            if !(raw.starts_with('{') || raw.starts_with('[')) {
+                return None;
+            }
+            Some(serde_json::from_str::<Value>(raw).ok()?)
+        }
+    };
+    match members.get("id") {
+        None => Some(Incoming::Notification { method, params }),
+        Some(raw) => Some(Incoming::Request {
+            id: Id::parse(raw.get())?,
+            method,
+            params,
+        }),
+    }
+}
+
+/// [`parse`], the long way: every member looked at, every fault named.
+fn parse_slowly(bytes: &[u8]) -> Incoming {
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => text,
         Err(err) => {
@@ -289,6 +339,42 @@ pub fn response(id: Option<&Id>, answer: &Result<Value, JsonRpcError>) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_one_pass_reading_agrees_with_the_long_way() {
+        let messages = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,2]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"a\u0037","method":"ping"}"#,
+            r#"{"method":"ping","jsonrpc":"2.0","id":-99999999999999999999}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"a","method":"b"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"m\u0065thod":"escaped"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"x","params":[1]}"#,
+            r#" {"jsonrpc":"2.0","id":2,"method":"x","params":{} } "#,
+        ];
+        for text in messages {
+            let fast = parse_request(text).unwrap_or_else(|| panic!("one pass: {text}"));
+            assert_eq!(
+                format!("{fast:?}"),
+                format!("{:?}", parse_slowly(text.as_bytes())),
+                "{text}"
+            );
+        }
+        // Everything else takes the long way.
+        for text in [
+            r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"x"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x""#,
+        ] {
+            assert!(parse_request(text).is_none(), "{text}");
+        }
+    }
 
     #[test]
     fn integer_literals_are_ids_and_fractions_are_not() {
