@@ -7,15 +7,18 @@ use mcp_tasks::{InputRequest, JsonObject, JsonRpcError, jsonrpc};
 use schemars::JsonSchema;
 use serde_json::{Value, json};
 
-/// A form-mode `elicitation/create` asking `message`, its requested schema `T`'s.
+/// A form-mode `elicitation/create` asking `message`, its requested schema `T`'s. The
+/// schema always names its `properties`, as MCP's `ElicitRequest` requires: a form of no
+/// field (a confirmation) says `properties: {}`.
 pub fn form<T: JsonSchema>(message: &str) -> InputRequest {
+    let mut schema = crate::handler::input_schema::<T>();
+    schema
+        .entry("properties")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
     let mut params = JsonObject::new();
     params.insert("mode".into(), json!("form"));
     params.insert("message".into(), json!(message));
-    params.insert(
-        "requestedSchema".into(),
-        Value::Object(crate::handler::input_schema::<T>()),
-    );
+    params.insert("requestedSchema".into(), Value::Object(schema));
     InputRequest::elicitation(params)
 }
 
@@ -149,5 +152,37 @@ fn check_roots(answer: &Value) -> Result<(), String> {
         Ok(())
     } else {
         Err("each of `roots` needs a string `uri`".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Nothing {}
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Answer {
+        #[allow(dead_code)]
+        answer: String,
+    }
+
+    #[test]
+    fn a_form_names_its_properties_even_when_it_has_none() {
+        let empty = form::<Nothing>("go?");
+        assert_eq!(
+            empty.params["requestedSchema"],
+            json!({"type": "object", "properties": {}})
+        );
+        let one = form::<Answer>("yours?");
+        assert_eq!(
+            one.params["requestedSchema"]["properties"],
+            json!({"answer": {"type": "string"}})
+        );
+        assert_eq!(one.params["mode"], "form");
+        assert!(check(&empty, &json!({"action": "accept", "content": {}})).is_ok());
     }
 }

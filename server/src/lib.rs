@@ -83,7 +83,8 @@
 //! - [`store_url`], [`settings`]: stores named by URL, settings from the environment.
 //! - [`listen`], [`mrtr`], [`answers`]: `subscriptions/listen`, input rounds, answers
 //!   checked against their questions.
-//! - [`claims`], [`work`]: the claim loop of redelivered tasks, and where handlers run.
+//! - [`claims`], [`work`], [`running`]: the claim loop of redelivered tasks, where
+//!   handlers run, and the tasks running here, ended when a transport shuts down.
 //! - [`access`], [`framing`], `headers` (feature `http`), [`outbound`], [`peer`]: what
 //!   transports share.
 //! - [`telemetry`]: spans and metrics through OpenTelemetry (feature `otel`).
@@ -108,6 +109,7 @@ pub mod outbound;
 pub mod peer;
 pub mod result;
 mod runner;
+pub mod running;
 pub mod server;
 pub mod settings;
 pub mod stdio;
