@@ -169,36 +169,7 @@ impl Running {
     /// runs as a later attempt on another instance now is left alone. Two store calls per
     /// task at most.
     pub fn end_all(&self, server: &Server, why: &str) -> Ending {
-        let store = server.store();
-        let mut ending = Ending::default();
-        for (task, owner, attempt) in self.snapshot() {
-            let key = task.to_string();
-            match server.hand_over(&owner, &task) {
-                Ok(true) => {
-                    ending.handed_over.push(task);
-                    continue;
-                }
-                Ok(false) => {}
-                Err(err) => log::warn!("task {task}: cannot hand the task over: {err}"),
-            }
-            // Not handed over: fail it, unless another instance runs it now (its lease
-            // lapsed here and it was claimed: failing it by id would end that attempt).
-            let elsewhere = store.get(&owner, &key).is_ok_and(|stored| {
-                stored
-                    .attempts()
-                    .is_some_and(|attempts| attempts.attempt() != attempt)
-            });
-            if elsewhere {
-                log::debug!("task {task}: not failed at shutdown: another instance runs it");
-                continue;
-            }
-            let error = JsonRpcError::new(jsonrpc::INTERNAL_ERROR, why);
-            match store.store_result(&owner, &key, TaskStatus::Failed, Outcome::Error(error)) {
-                Ok(_) => ending.failed.push(task),
-                Err(err) => log::debug!("task {task}: not failed at shutdown: {err}"),
-            }
-        }
-        ending
+        end(server, self.snapshot(), why)
     }
 
     /// The tasks running here, copied out of the lock.
@@ -208,6 +179,46 @@ impl Running {
             .map(|(task, entry)| (task.clone(), entry.owner.clone(), entry.attempt))
             .collect()
     }
+}
+
+/// Ends `tasks` (each `(task, owner, attempt run here)`) as a shutdown does: hands each
+/// redeliverable one over, fails the others with `-32603` saying `why` — unless another
+/// instance runs it now.
+pub(crate) fn end(
+    server: &Server,
+    tasks: impl IntoIterator<Item = (TaskId, Owner, u32)>,
+    why: &str,
+) -> Ending {
+    let store = server.store();
+    let mut ending = Ending::default();
+    for (task, owner, attempt) in tasks {
+        let key = task.to_string();
+        match server.hand_over(&owner, &task) {
+            Ok(true) => {
+                ending.handed_over.push(task);
+                continue;
+            }
+            Ok(false) => {}
+            Err(err) => log::warn!("task {task}: cannot hand the task over: {err}"),
+        }
+        // Not handed over: fail it, unless another instance runs it now (its lease
+        // lapsed here and it was claimed: failing it by id would end that attempt).
+        let elsewhere = store.get(&owner, &key).is_ok_and(|stored| {
+            stored
+                .attempts()
+                .is_some_and(|attempts| attempts.attempt() != attempt)
+        });
+        if elsewhere {
+            log::debug!("task {task}: not failed at shutdown: another instance runs it");
+            continue;
+        }
+        let error = JsonRpcError::new(jsonrpc::INTERNAL_ERROR, why);
+        match store.store_result(&owner, &key, TaskStatus::Failed, Outcome::Error(error)) {
+            Ok(_) => ending.failed.push(task),
+            Err(err) => log::debug!("task {task}: not failed at shutdown: {err}"),
+        }
+    }
+    ending
 }
 
 /// The id of the task a `CreateTaskResult` announces: `task.taskId` (2025-11-25) or

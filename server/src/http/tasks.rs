@@ -15,14 +15,15 @@ use crate::outbound;
 use crate::server::{Generation, Job, Server, Store};
 use mcp_tasks::protocol::{TaskStatusNotification, tag_related_task};
 use mcp_tasks::{
-    AnyTask, InputRequired, JsonObject, JsonRpcError, Outcome, Owner, Task, TaskId, TaskStatus,
-    TaskStore, jsonrpc,
+    AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, Task, TaskId, TaskStatus, TaskStore,
+    jsonrpc,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
 use super::session::Session;
 use super::trace::Trace;
+use crate::running::Ending;
 
 /// How long a task waits for the client to answer one of its input requests.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
@@ -45,15 +46,6 @@ struct Running {
     attempt: u32,
     /// When its last handler here returned, while its terminal change is still to come.
     returned: Option<Instant>,
-}
-
-/// How the tasks still running at shutdown ended here ([`Tasks::end_all`]).
-#[derive(Debug, Default)]
-pub struct Ending {
-    /// Redeliverable tasks handed over to another instance, which runs them again.
-    pub handed_over: Vec<TaskId>,
-    /// Tasks failed with `-32603`.
-    pub failed: Vec<TaskId>,
 }
 
 /// The tasks this instance created, until they finish.
@@ -287,42 +279,13 @@ impl Tasks {
     /// `-32603` and `why`. A task that finished meanwhile keeps its outcome, and one that
     /// runs as a later attempt elsewhere now is left alone.
     pub fn end_all(&self, server: &Server, why: &str) -> Ending {
-        let store = server.store();
         let running: Vec<(TaskId, Owner, u32)> = self
             .running()
             .iter()
             .filter(|(_, r)| r.handlers > 0)
             .map(|(id, r)| (id.clone(), r.owner.clone(), r.attempt))
             .collect();
-        let mut ending = Ending::default();
-        for (task, owner, attempt) in running {
-            let key = task.to_string();
-            match server.hand_over(&owner, &task) {
-                Ok(true) => {
-                    ending.handed_over.push(task);
-                    continue;
-                }
-                Ok(false) => {}
-                Err(err) => log::warn!("task {task}: cannot hand the task over: {err}"),
-            }
-            // Not handed over: fail it, unless another instance runs it now (its lease
-            // lapsed here and it was claimed: failing it by id would end that attempt).
-            let elsewhere = store.get(&owner, &key).is_ok_and(|stored| {
-                stored
-                    .attempts()
-                    .is_some_and(|attempts| attempts.attempt() != attempt)
-            });
-            if elsewhere {
-                log::debug!("task {task}: not failed at shutdown: another instance runs it");
-                continue;
-            }
-            let error = JsonRpcError::new(jsonrpc::INTERNAL_ERROR, why);
-            match store.store_result(&owner, &key, TaskStatus::Failed, Outcome::Error(error)) {
-                Ok(_) => ending.failed.push(task),
-                Err(err) => log::debug!("task {task}: not failed at shutdown: {err}"),
-            }
-        }
-        ending
+        crate::running::end(server, running, why)
     }
 }
 
