@@ -33,19 +33,10 @@ use std::process::ExitCode;
 
 use mcp_tasks_server::http::{self, ADDR_ENV, DEFAULT_ADDR, Http};
 use mcp_tasks_server::telemetry::{self, Transport};
-use mcp_tasks_servers::example::Options;
+use mcp_tasks_servers::example::{self, Options};
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-        .target(env_logger::Target::Stderr)
-        .init();
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("mcp_http: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    example::main("mcp_http", run)
 }
 
 fn run() -> Result<(), String> {

@@ -1001,23 +1001,7 @@ impl Server {
         };
         let blocking = prepared.is_blocking();
         let start = move |peer: Arc<dyn Peer>| {
-            let (round, rounds) = match rounds {
-                Some((round, rounds)) => (Some(round), Some(rounds)),
-                None => (None, None),
-            };
-            let context = Context::inline(
-                call,
-                Inline {
-                    progress_token: peer::progress_token(params.as_ref()),
-                    log_level: peer::log_level(
-                        Some(&*peer),
-                        params.as_ref(),
-                        generation == Generation::Extension,
-                    ),
-                    peer: Some(peer),
-                    rounds,
-                },
-            );
+            let (context, round) = inline_context(call, peer, params.as_ref(), rounds);
             (context, round, params)
         };
         if blocking {
@@ -1079,23 +1063,7 @@ impl Server {
             generation,
         };
         Reply::Later(Answering::Async(Box::new(move |peer| {
-            let (round, rounds) = match rounds {
-                Some((round, rounds)) => (Some(round), Some(rounds)),
-                None => (None, None),
-            };
-            let context = Context::inline(
-                call,
-                Inline {
-                    progress_token: peer::progress_token(params.as_ref()),
-                    log_level: peer::log_level(
-                        Some(&*peer),
-                        params.as_ref(),
-                        generation == Generation::Extension,
-                    ),
-                    peer: Some(peer),
-                    rounds,
-                },
-            );
+            let (context, round) = inline_context(call, peer, params.as_ref(), rounds);
             let future = handler(context, params.clone());
             Box::pin(async move {
                 let produced = crate::handler::CatchUnwind(Box::pin(future))
@@ -1162,6 +1130,28 @@ impl Server {
         }
         Ok(())
     }
+}
+
+/// The context of a call running at once with the request's `peer`, and (on 2026-07-28) the
+/// round its retry carried.
+fn inline_context(
+    call: Call,
+    peer: Arc<dyn Peer>,
+    params: Option<&Value>,
+    rounds: Option<(Round, Rounds)>,
+) -> (Context, Option<Round>) {
+    let (round, rounds) = match rounds {
+        Some((round, rounds)) => (Some(round), Some(rounds)),
+        None => (None, None),
+    };
+    let extension = call.generation == Generation::Extension;
+    let inline = Inline {
+        progress_token: peer::progress_token(params),
+        log_level: peer::log_level(Some(&*peer), params, extension),
+        peer: Some(peer),
+        rounds,
+    };
+    (Context::inline(call, inline), round)
 }
 
 /// How a call running at once is answered: its result, or for an exit its error, or on

@@ -73,3 +73,18 @@ impl Options {
         builder.build()
     }
 }
+
+/// Runs an example program's `run`: its log on stderr first (`RUST_LOG`, default `info`),
+/// then `run`; an error is one line on stderr, `<program>: <why>`, and exit status 1.
+pub fn main(program: &str, run: impl FnOnce() -> Result<(), String>) -> std::process::ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        .target(env_logger::Target::Stderr)
+        .init();
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{program}: {message}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

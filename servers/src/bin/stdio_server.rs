@@ -26,19 +26,10 @@ use std::process::ExitCode;
 
 use mcp_tasks_server::Stdio;
 use mcp_tasks_server::telemetry::{self, Transport};
-use mcp_tasks_servers::example::Options;
+use mcp_tasks_servers::example::{self, Options};
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-        .target(env_logger::Target::Stderr)
-        .init();
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("stdio_server: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    example::main("stdio_server", run)
 }
 
 fn run() -> Result<(), String> {
