@@ -217,35 +217,26 @@
 
 mod builder;
 mod connection;
-mod cursors;
+mod driver;
 mod keys;
-mod lease;
 mod scripts;
-mod store;
-mod waiters;
-mod waits;
-mod writes;
+mod subscriber;
 
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use mcp_tasks::backend::{Copies, Feed, Notifier};
-use mcp_tasks::{Error, Timestamp, TtlPolicy};
-use redis::{Client, Connection, Script};
+use mcp_tasks::backend::{AsSharedStore, SharedStore};
+use mcp_tasks::{Error, Timestamp};
 
 pub use builder::{DEFAULT_IO_TIMEOUT, DEFAULT_OUTAGE_TIMEOUT, DEFAULT_PREFIX, RedisStoreBuilder};
-use cursors::Cursors;
-use lease::Leases;
+pub use driver::RedisDriver;
 /// The policy of a task's lease (re-exported from the core: every shared store has one).
 pub use mcp_tasks::LeasePolicy;
 
 /// The name of each instance's subscriber connection (`CLIENT LIST` shows it).
 pub const SUBSCRIBER_NAME: &str = "mcp-tasks-subscriber";
 
-/// A task store in Redis, shared by every instance built on the same server and prefix.
+/// A task store in Redis, shared by every instance built on the same server and prefix:
+/// the core's [`SharedStore`] over a [`RedisDriver`].
 ///
-/// `Clone` shares the instance (its connections and its subscriber thread). See the
+/// `Clone` shares the instance (its connections and its threads). See the
 /// [crate docs](crate) for the guarantees and how to run Redis for it.
 ///
 /// ```no_run
@@ -261,43 +252,18 @@ pub const SUBSCRIBER_NAME: &str = "mcp-tasks-subscriber";
 /// # drop(handle);
 /// # Ok::<(), mcp_tasks::Error>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RedisTaskStore {
-    inner: Arc<Inner>,
+    store: SharedStore<RedisDriver>,
 }
 
-struct Inner {
-    client: Client,
-    pool: Mutex<Vec<Connection>>,
-    /// Counts the failed connections of the pool (with the subscription's epoch: the
-    /// disconnections this instance saw).
-    broken: AtomicU64,
-    outage_timeout: Duration,
-    io_timeout: Duration,
-    prefix: String,
-    channel: String,
-    ttl: TtlPolicy,
-    per_owner: Option<usize>,
-    poll_interval: Option<u64>,
-    cursors: Cursors,
-    /// The waits of this instance by task key, and whether its subscription (the change
-    /// feed) is up.
-    feed: Feed<String>,
-    notifier: Notifier,
-    /// Unfinished tasks at the latest version this instance knows, by task key: as it
-    /// wrote them, or as the event of another instance's write told it (at most
-    /// [`DEFAULT_COPIES`](mcp_tasks::backend::DEFAULT_COPIES)). A change to one is decided
-    /// on that copy and written in one round trip if the version still holds; otherwise
-    /// the script answers the task as it is, and the change is decided again.
-    copies: Copies<String>,
-    /// The leases of running tasks, unless the [`LeasePolicy`] is to leave them.
-    leases: Option<Leases>,
-    create: Script,
-    commit: Script,
-    remove: Script,
-    list: Script,
-    renew: Script,
-    lapsed: Script,
+/// The store is a [`TaskStore`] through the shared store.
+impl AsSharedStore for RedisTaskStore {
+    type Driver = RedisDriver;
+
+    fn shared_store(&self) -> &SharedStore<RedisDriver> {
+        &self.store
+    }
 }
 
 impl RedisTaskStore {
@@ -305,14 +271,14 @@ impl RedisTaskStore {
     /// prefix serve the same tasks).
     #[must_use]
     pub fn prefix(&self) -> &str {
-        &self.inner.prefix
+        self.store.driver().prefix()
     }
 
     /// The number of waits pending on this instance now, blocking or async: each `wait`,
     /// `wait_for_input` in progress and each future of theirs not yet resolved or dropped.
     #[must_use]
     pub fn pending_waits(&self) -> usize {
-        self.inner.feed.pending()
+        self.store.pending_waits()
     }
 
     /// The current time on the Redis server's clock (the one every timestamp comes from).
@@ -320,9 +286,6 @@ impl RedisTaskStore {
     /// # Errors
     /// [`Error::Store`] if Redis cannot be reached.
     pub fn now(&self) -> Result<Timestamp, Error> {
-        let (seconds, micros): (i64, i64) = self
-            .inner
-            .with(|connection| redis::cmd("TIME").query(connection))?;
-        Ok(Timestamp::from_unix_millis(seconds * 1000 + micros / 1000))
+        self.store.now()
     }
 }

@@ -6,10 +6,14 @@
 //! digits). A task hash holds `v` (version), `s` (status), `b` (the record: everything
 //! else, opaque to Lua), `c` and `u` (created and updated, written only here), `q`
 //! (creation sequence), `r` and `m` (the originating request id and method), `w` (the write
-//! id of the last write), and while a handler of some instance runs the task, `l` (the
-//! deadline of its lease, see the `lease` module). The owner's
-//! index (a sorted set of ids by sequence) and sequence counter expire with the owner's
-//! last expiring task, and persist while one of its tasks has no expiry.
+//! id of the last write), `j` (the job of a redeliverable task), and while a handler of
+//! some instance runs the task, `l` (the deadline of its lease, `0` once handed over) and
+//! `la` (the attempt it runs). The owner's index (a sorted set of ids by sequence) and
+//! sequence counter expire with the owner's last expiring task, and persist while one of
+//! its tasks has no expiry. Outside a Redis Cluster, the store-wide index
+//! `{prefix}:all` (task keys by a store-wide sequence, `{prefix}:all-n`) is what an
+//! operator's listing across owners walks; its entries of tasks that expired are pruned by
+//! the listing and by every instance's sweep ([`SWEEP`]).
 //!
 //! Replays are exact. The store sends a write again, on a fresh connection, when its
 //! connection broke before the reply came back (a restart, a cut connection): the first
@@ -22,10 +26,10 @@
 //! Events. `CREATE` and `COMMIT` publish the task as written, with its version, on the
 //! store's channel: `tag\nid\nnotify\nversion\nstatus\ncreated\nupdated\nrecord`
 //! (`notify` is `'1'` when the wire-visible task changed, always `'0'` for a creation);
-//! `REMOVE` publishes `tag\nid\n0`. So every instance holds the latest version of the
-//! unfinished tasks (up to [`DEFAULT_COPIES`](mcp_tasks::backend::DEFAULT_COPIES), kept in
-//! the core's [`Copies`](mcp_tasks::backend::Copies)) and decides a change on it, written
-//! in one round trip when the version still holds.
+//! `REMOVE` publishes `tag\nid\n0`; a hand-over (`RENEW`) `tag\nid\nclaimable`: the text
+//! [`ChangeEvent::parse`](mcp_tasks::backend::ChangeEvent::parse) reads. So every instance
+//! holds the latest version of the unfinished tasks and decides a change on it, written in
+//! one round trip when the version still holds.
 
 /// Shared Lua helpers, prepended to the scripts that need them.
 const HELPERS: &str = r"
@@ -59,10 +63,11 @@ pub(crate) const REPLAY_WINDOW_MS: u64 = 30_000;
 
 /// Creates a task.
 ///
-/// KEYS: task, index, counter, and for a leased task the store's lease index. ARGV: id,
-/// record, ttl (`''` = unlimited), per-owner limit (`''` = none), request id (JSON),
-/// method, write id, lease length in ms (`''` = no lease), channel, owner tag, and the job
-/// of a redeliverable task (`''` = none; kept in `j`).
+/// KEYS: task, index, counter, then for a leased task the store's lease index, then where
+/// the store-wide index is kept, it and its counter. ARGV: id, record, ttl (`''` =
+/// unlimited), per-owner limit (`''` = none), request id (JSON), method, write id, lease
+/// length in ms (`''` = no lease), channel, owner tag, the job of a redeliverable task
+/// (`''` = none; kept in `j`), and `'1'` where the store-wide index is kept.
 /// Returns (as strings) `{'ok', created}`, `{'limit', count}` or `{'exists'}`; a replay of
 /// a create that was applied answers `{'ok', created}` again (without publishing).
 pub(crate) const CREATE: &str = r"
@@ -103,19 +108,29 @@ local seq = math.max(last + 1, now)
 local at, position = num(now), num(seq)
 redis.call('SET', KEYS[3], position, 'KEEPTTL')
 local lease = tonumber(ARGV[8])
+local extra = 4
 if lease then
   local deadline = num(now + lease)
   redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
     'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7], 'l', deadline)
   redis.call('ZADD', KEYS[4], deadline, KEYS[1])
+  extra = 5
   if ARGV[11] ~= '' then
-    redis.call('HSET', KEYS[1], 'j', ARGV[11], 'la', '1')
+    redis.call('HSET', KEYS[1], 'la', '1')
   end
 else
   redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
     'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7])
 end
 redis.call('ZADD', KEYS[2], position, ARGV[1])
+if ARGV[11] ~= '' then
+  redis.call('HSET', KEYS[1], 'j', ARGV[11])
+end
+if ARGV[12] == '1' then
+  local all = math.max(tonumber(redis.call('GET', KEYS[extra + 1]) or '0') + 1, now)
+  redis.call('SET', KEYS[extra + 1], num(all))
+  redis.call('ZADD', KEYS[extra], num(all), KEYS[1])
+end
 local ttl = tonumber(ARGV[3])
 if ttl then
   local expiry = num(now + ttl)
@@ -213,7 +228,8 @@ return {'ok', updated}
 /// Removes a task and publishes it, leaving a tombstone (its fields and the write id) for
 /// [`REPLAY_WINDOW_MS`].
 ///
-/// KEYS: task, index, tombstone. ARGV: id, channel, owner tag, write id, replay window.
+/// KEYS: task, index, tombstone, and where it is kept the store-wide index. ARGV: id,
+/// channel, owner tag, write id, replay window.
 /// Returns `{status, record, created, updated}` or `{}` if there is no such task; a replay
 /// of a remove that was applied answers the same fields again.
 pub(crate) const REMOVE: &str = r"
@@ -230,6 +246,9 @@ redis.call('HSET', KEYS[3], 'w', ARGV[4], 's', fields[1], 'b', fields[2], 'c', f
   'u', fields[4])
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
 redis.call('ZREM', KEYS[2], ARGV[1])
+if KEYS[4] then
+  redis.call('ZREM', KEYS[4], KEYS[1])
+end
 redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. ARGV[1] .. '\n0')
 return fields
 ";
@@ -337,6 +356,73 @@ while found < want do
   end
 end
 return out
+";
+
+/// One page of every owner's tasks after a store-wide sequence number, forgetting index
+/// entries of tasks that are gone; it looks at no more than `budget` entries.
+///
+/// KEYS: the store-wide index. ARGV: after (`''` = from the start), count, budget, and the
+/// statuses kept, as `,status,status,` (`''` = any).
+/// Returns a flat array: where the next page starts (`''` once the end is reached), then
+/// per task: task key, sequence, status, record, created, updated, lease deadline (`''`
+/// for none).
+pub(crate) const PAGE_ALL: &str = r"
+local want, budget = tonumber(ARGV[2]), tonumber(ARGV[3])
+local start = '-inf'
+if ARGV[1] ~= '' then
+  start = '(' .. ARGV[1]
+end
+local out = {''}
+local found, looked, last = 0, 0, ''
+while found < want and looked < budget do
+  local batch = redis.call('ZRANGEBYSCORE', KEYS[1], start, '+inf', 'WITHSCORES',
+    'LIMIT', 0, math.min(want - found, budget - looked))
+  if #batch == 0 then
+    return out
+  end
+  for i = 1, #batch, 2 do
+    local key, seq = batch[i], batch[i + 1]
+    looked = looked + 1
+    local fields = redis.call('HMGET', key, 's', 'b', 'c', 'u', 'l')
+    if not fields[1] then
+      redis.call('ZREM', KEYS[1], key)
+    elseif ARGV[4] == '' or string.find(ARGV[4], ',' .. fields[1] .. ',', 1, true) then
+      for _, value in ipairs({key, seq, fields[1], fields[2], fields[3], fields[4],
+          fields[5] or ''}) do
+        table.insert(out, value)
+      end
+      found = found + 1
+    end
+    last = seq
+    start = '(' .. seq
+  end
+end
+out[1] = last
+return out
+";
+
+/// Forgets up to `count` entries of the store-wide index after a sequence number whose
+/// task is gone (expired); answers where the next sweep starts (`''`: from the start).
+///
+/// KEYS: the store-wide index. ARGV: after (`''` = from the start), count.
+pub(crate) const SWEEP: &str = r"
+local start = '-inf'
+if ARGV[1] ~= '' then
+  start = '(' .. ARGV[1]
+end
+local batch = redis.call('ZRANGEBYSCORE', KEYS[1], start, '+inf', 'WITHSCORES', 'LIMIT', 0,
+  tonumber(ARGV[2]))
+local last = ''
+for i = 1, #batch, 2 do
+  if redis.call('EXISTS', batch[i]) == 0 then
+    redis.call('ZREM', KEYS[1], batch[i])
+  end
+  last = batch[i + 1]
+end
+if #batch < 2 * tonumber(ARGV[2]) then
+  return ''
+end
+return last
 ";
 
 /// The source of a script with the helpers it uses.
