@@ -27,13 +27,13 @@
 use tokio_postgres::Client;
 
 /// The schema version this build writes and reads.
-pub(crate) const VERSION: i32 = 1;
+pub(crate) const VERSION: i32 = 2;
 
 /// The advisory lock key migrations hold (any 64-bit number unlikely to be another's).
 const MIGRATION_LOCK: i64 = 0x6d63_705f_7461_736b;
 
 /// The migrations, in order: version and SQL (`{s}` stands for the quoted schema name).
-const MIGRATIONS: &[(i32, &str)] = &[(1, V1)];
+const MIGRATIONS: &[(i32, &str)] = &[(1, V1), (2, V2)];
 
 const V1: &str = r#"
 CREATE TABLE {s}.tasks (
@@ -292,6 +292,12 @@ BEGIN
   RETURN verdicts;
 END
 $$;
+"#;
+
+/// Version 2: the store-wide position of a task (its sequence, then its id), indexed for
+/// an operator's pages of every owner's tasks.
+const V2: &str = r#"
+CREATE INDEX tasks_position ON {s}.tasks (seq, id);
 "#;
 
 /// The schema name quoted as an SQL identifier.

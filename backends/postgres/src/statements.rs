@@ -11,6 +11,7 @@ pub(crate) struct Statements {
     pub(crate) commit: Arc<str>,
     pub(crate) remove: Arc<str>,
     pub(crate) list: Arc<str>,
+    pub(crate) page_all: Arc<str>,
     pub(crate) origin: Arc<str>,
     pub(crate) job: Arc<str>,
     pub(crate) renew: Arc<str>,
@@ -45,6 +46,11 @@ impl Statements {
             list: sql(
                 "SELECT id, seq, status, body, created, updated FROM {s}.tasks \
                  WHERE owner = $1 AND seq > $2 AND {live} ORDER BY seq LIMIT $3",
+            ),
+            page_all: sql(
+                "SELECT id, owner, seq, status, body, created, updated, lease FROM {s}.tasks \
+                 WHERE (seq, id) > ($1, $2) AND {live} \
+                 AND ($3::text[] IS NULL OR status = ANY($3)) ORDER BY seq, id LIMIT $4",
             ),
             origin: sql(
                 "SELECT request_id, method FROM {s}.tasks WHERE id = $1 AND owner = $2 AND {live}",
