@@ -6,6 +6,14 @@
 //! with what PostgreSQL adds: a change the store acknowledged is committed, and a committed
 //! row survives a crash of the server (see [Durability](crate#durability)).
 //!
+//! The store is the core's [`SharedStore`] over a
+//! [`PostgresDriver`]: the decisions, waits, subscribers, cursors, leases, claims and the
+//! handling of outages are written once in the core for every engine
+//! ([`mcp_tasks::backend`]); this crate is the driver (the schema and its functions, the
+//! statements, the pool and its runtime, the listening connection), held to the driver
+//! contract by the store test kit's `driver_suite!` and to the registry's behaviour by its
+//! `store_suite!`.
+//!
 //! # How it keeps the guarantees
 //! - **One state machine, one round trip per operation.** A read is one `SELECT`. A
 //!   change is decided by the core ([`Update::apply`]) on the task as known with its
@@ -103,6 +111,11 @@
 //! A [hand-over](mcp_tasks::TaskStore::hand_over) lapses the lease at once and tells
 //! every instance, which claims without waiting. A task whose instance stopped fails (or
 //! becomes claimable) within the lease plus one renewal interval.
+//!
+//! # Listing across owners
+//! The driver's [`page_all`](mcp_tasks::backend::Driver::page_all), for an operator's view
+//! of every owner's tasks, is one keyset query on the index of (`seq`, `id`) (schema
+//! version 2), with the status filter in its `WHERE`.
 //!
 //! # Schema and migrations
 //! The tables and functions live in one schema ([`DEFAULT_SCHEMA`], or
