@@ -54,9 +54,10 @@ pub trait Driver: Send + Sync + std::fmt::Debug + 'static {
     /// Writes `write.task` only if the stored task is at `write.version` (and its lease
     /// meets `write.condition`, and it is not finished in another status than the one
     /// written: [`Wrote::Illegal`]), as version `write.version + 1`, with the engine's time as
-    /// its last update (never before the one stored), its expiry moved to its creation plus
-    /// its ttl when `write.ttl_changed`; and sends the change on the feed, notified when
-    /// `write.notify`. One atomic step.
+    /// its last update (never before the one stored; the one stored when
+    /// `write.keep_updated`), its expiry moved to its creation plus its ttl when
+    /// `write.ttl_changed`, leased to `write.holder` by a claim; and sends the change on the
+    /// feed, notified when `write.notify`. One atomic step.
     ///
     /// A replay of a write whose reply was lost, which finds its own write (and no later
     /// one), answers [`Wrote::Written`] again without writing.
@@ -316,6 +317,9 @@ pub struct NewTask<'a> {
     pub job: Option<&'a str>,
     /// The lease this instance takes on it, if any.
     pub lease: Option<Duration>,
+    /// The name of the instance inserting it: the lease's holder, kept while it holds it
+    /// ([`StoredRow::lease_holder`]).
+    pub holder: &'a str,
     /// The limits on stored tasks: the driver refuses the insert when the owner has
     /// `per_owner` tasks stored, and it may refuse it when the store holds `total` (say
     /// in its docs which it counts).
@@ -346,8 +350,13 @@ pub struct Write<'a> {
     pub ttl_changed: bool,
     /// Whether the wire-visible task changed: subscribers are told.
     pub notify: bool,
+    /// Whether the task's last update stays as stored (a write nobody sees on the wire may
+    /// keep it); otherwise it moves to the engine's time.
+    pub keep_updated: bool,
     /// What the task's lease must be for the write to land.
     pub condition: Condition,
+    /// The name of the instance writing: a claim leases the task to it.
+    pub holder: &'a str,
 }
 
 /// The lease condition of a write ([`Write::condition`]).
@@ -375,10 +384,11 @@ pub enum Condition {
 /// What a version-checked write came to ([`Driver::write`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Wrote {
-    /// Written, at this time of the engine's clock (the task's new last update); for a
-    /// claim, with the task's job (JSON text, empty for none).
+    /// Written: the task's last update as stored now (the engine's time of the write,
+    /// unless it kept the one stored); for a claim, with the task's job (JSON text, empty
+    /// for none).
     Written {
-        /// The engine's time of the write.
+        /// The task's last update as stored.
         at: Timestamp,
         /// The job, for a claim.
         job: Option<String>,
@@ -460,9 +470,11 @@ pub struct StoredRow {
     pub position: Position,
     /// The task.
     pub task: AnyTask,
-    /// The deadline of its lease, while an instance holds one (the epoch for a task
+    /// The deadline of its lease, while an unfinished task has one (the epoch for a task
     /// handed over).
     pub leased_until: Option<Timestamp>,
+    /// The instance that took that lease ([`StoreSettings::instance_name`](super::StoreSettings::instance_name)), while it has one.
+    pub lease_holder: Option<String>,
 }
 
 /// A page of every owner's tasks ([`Driver::page_all`]).

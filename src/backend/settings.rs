@@ -33,12 +33,14 @@ pub struct StoreSettings {
     fallback_poll: Duration,
     leases: LeasePolicy,
     claim_backoff: ClaimBackoff,
+    instance: String,
 }
 
 impl Default for StoreSettings {
     /// The default [`TtlPolicy`], [`Limits`], [`LeasePolicy`] and [`ClaimBackoff`]; no
     /// suggested poll interval; a cursor secret shared through the storage; the default
-    /// outage timeout, I/O timeout and fallback poll.
+    /// outage timeout, I/O timeout and fallback poll; an instance name made of the process
+    /// id and a random number.
     fn default() -> Self {
         StoreSettings {
             ttl: TtlPolicy::default(),
@@ -50,6 +52,11 @@ impl Default for StoreSettings {
             fallback_poll: DEFAULT_FALLBACK_POLL,
             leases: LeasePolicy::default(),
             claim_backoff: ClaimBackoff::default(),
+            instance: format!(
+                "pid{}-{:08x}",
+                std::process::id(),
+                uuid::Uuid::new_v4().as_u128() as u32
+            ),
         }
     }
 }
@@ -69,6 +76,7 @@ impl std::fmt::Debug for StoreSettings {
             .field("fallback_poll", &self.fallback_poll)
             .field("leases", &self.leases)
             .field("claim_backoff", &self.claim_backoff)
+            .field("instance", &self.instance)
             .finish()
     }
 }
@@ -129,6 +137,13 @@ impl StoreSettings {
         self
     }
 
+    /// The same settings, naming this instance `name` (kept with the leases it holds, for
+    /// an operator to see which instance runs a task).
+    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
+        self.instance = name.into();
+        self
+    }
+
     /// The retention policy.
     #[must_use]
     pub fn ttl(&self) -> TtlPolicy {
@@ -184,12 +199,19 @@ impl StoreSettings {
         self.claim_backoff
     }
 
+    /// The name of this instance, kept with the leases it holds.
+    #[must_use]
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
     /// Checks what can be checked before connecting.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] for a TTL or lease policy that cannot work, a zero I/O
-    /// timeout, outage timeout or fallback poll, or a cursor secret shorter than 16
-    /// characters.
+    /// timeout, outage timeout or fallback poll, a cursor secret shorter than 16
+    /// characters, or an instance name that is empty, longer than 128 bytes or holds a
+    /// control character.
     pub fn validate(&self) -> Result<(), Error> {
         self.ttl.validate()?;
         self.leases.validate()?;
@@ -225,6 +247,15 @@ impl StoreSettings {
                 "the cursor secret is shorter than 16 characters: use a long random one".to_owned(),
             ));
         }
+        if self.instance.is_empty()
+            || self.instance.len() > 128
+            || self.instance.chars().any(char::is_control)
+        {
+            return Err(Error::InvalidConfig(format!(
+                "the instance name {:?} must be 1 to 128 bytes without control characters",
+                self.instance
+            )));
+        }
         Ok(())
     }
 }
@@ -232,7 +263,8 @@ impl StoreSettings {
 /// The [`StoreSettings`] setters as methods of a backend's builder, written once: expands,
 /// inside an `impl` block of a builder whose field `$field` holds its
 /// [`StoreSettings`], to `ttl_policy`, `limits`, `poll_interval`, `cursor_secret`,
-/// `outage_timeout`, `io_timeout`, `fallback_poll`, `lease_policy` and `claim_backoff`,
+/// `outage_timeout`, `io_timeout`, `fallback_poll`, `lease_policy`, `instance_name` and
+/// `claim_backoff`,
 /// each taking and returning the builder.
 ///
 /// ```
@@ -319,6 +351,14 @@ macro_rules! store_settings_methods {
             self
         }
 
+        /// Names this instance (default: its process id and a random number): kept with
+        /// the leases it holds, so that an operator sees which instance runs a task. 1 to
+        /// 128 bytes, no control characters.
+        pub fn instance_name(mut self, name: impl Into<String>) -> Self {
+            self.$field = self.$field.instance_name(name);
+            self
+        }
+
         /// How long a redeliverable task whose instance stopped waits before another
         /// instance may claim it (default [`ClaimBackoff::default`](mcp_tasks::ClaimBackoff):
         /// 1 s after the first attempt, doubling, at most 60 s; a task handed over waits
@@ -346,6 +386,8 @@ mod tests {
                 "fallback poll",
             ),
             (StoreSettings::default().cursor_secret("short"), "16"),
+            (StoreSettings::default().instance_name(""), "instance"),
+            (StoreSettings::default().instance_name("a\nb"), "instance"),
             (
                 StoreSettings::default().ttl_policy(TtlPolicy::new(None)),
                 "unlimited",

@@ -260,6 +260,7 @@ impl<D: Driver> Inner<D> {
             method: request.method(),
             job: job.as_deref(),
             lease: leases.map(|leases| leases.lease),
+            holder: self.settings.instance(),
             limits,
         };
         match self.driver.insert(&new)? {
@@ -421,7 +422,9 @@ impl<D: Driver> Inner<D> {
             body: &body,
             ttl_changed: task.ttl() != on.ttl,
             notify,
+            keep_updated: false,
             condition,
+            holder: self.settings.instance(),
         };
         match self.driver.write(&write)? {
             Wrote::Written { at, job } => {

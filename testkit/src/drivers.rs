@@ -232,6 +232,9 @@ fn record(key: &TaskKey, ttl: Option<u64>, attempts: Option<u32>) -> String {
     encode(&task.into_any())
 }
 
+/// The instance name the suite's inserts and writes give.
+const HOLDER: &str = "kit-instance";
+
 /// The job the suite's redeliverable tasks carry.
 const JOB: &str = r#"{"tool":"sleep","arguments":{"ms":10}}"#;
 
@@ -252,6 +255,7 @@ fn insert<D: Driver>(
         method: "tools/call",
         job,
         lease,
+        holder: HOLDER,
         limits: Limits::none(),
     };
     match driver.insert(&new).expect("an insert") {
@@ -300,7 +304,9 @@ fn write<D: Driver>(
             body: &body,
             ttl_changed: task.ttl() != before.ttl(),
             notify: true,
+            keep_updated: false,
             condition,
+            holder: HOLDER,
         })
         .expect("a write")
 }
@@ -651,10 +657,16 @@ pub fn pages_of_every_owner_hold_each_task_once<B: DriverBackend>(backend: &B) {
         for row in &rows {
             assert_eq!(row.position.id, row.key.id());
             assert_eq!(row.task, read(&driver, &row.key).task, "the task as stored");
+            let leased = row.key == keys[4];
             assert_eq!(
                 row.leased_until.is_some(),
-                row.key == keys[4],
+                leased,
                 "a lease shows while held"
+            );
+            assert_eq!(
+                row.lease_holder.as_deref(),
+                leased.then_some(HOLDER),
+                "with the instance holding it"
             );
         }
         // Tasks of one owner stand in creation order.
@@ -696,6 +708,7 @@ pub fn the_per_owner_limit_is_checked_with_the_insert<B: DriverBackend>(backend:
                 method: "tools/call",
                 job: None,
                 lease: None,
+                holder: HOLDER,
                 limits,
             })
             .unwrap()
@@ -833,14 +846,26 @@ pub fn a_claim_lands_only_after_the_back_off_and_takes_a_new_lease<B: DriverBack
     insert(&driver, &key, Some(ms(300)), Some(JOB));
     thread::sleep(ms(400));
     let claim = |backoff| {
-        let (version, before, claimed) = decide(&driver, &key, Update::claim());
+        let (version, _, claimed) = decide(&driver, &key, Update::claim());
         assert_eq!(claimed.attempts().map(|a| a.attempt()), Some(2));
-        let condition = Condition::Claim {
-            backoff,
-            lease: ms(60_000),
-            attempt: 2,
-        };
-        write(&driver, &key, version, &before, &claimed, condition)
+        let body = encode(&claimed);
+        driver
+            .write(&Write {
+                key: &key,
+                version,
+                task: &claimed,
+                body: &body,
+                ttl_changed: false,
+                notify: true,
+                keep_updated: false,
+                condition: Condition::Claim {
+                    backoff,
+                    lease: ms(60_000),
+                    attempt: 2,
+                },
+                holder: "kit-claimer",
+            })
+            .unwrap()
     };
     assert_eq!(claim(ms(60_000)), Wrote::Held, "within the back-off");
     match claim(Duration::ZERO) {
@@ -867,6 +892,59 @@ pub fn a_claim_lands_only_after_the_back_off_and_takes_a_new_lease<B: DriverBack
     };
     assert_eq!(renew(1), [Renewal::Gone], "the old attempt's lease is gone");
     assert_eq!(renew(2), [Renewal::Renewed]);
+    let row = walk(&driver, &TaskFilter::any(), 10)
+        .into_iter()
+        .find(|row| row.key == key)
+        .expect("listed");
+    assert_eq!(
+        row.lease_holder.as_deref(),
+        Some("kit-claimer"),
+        "the claiming instance holds the lease"
+    );
+}
+
+/// Checks: a write may keep the task's last update as stored (a change nobody sees on
+/// the wire); otherwise it moves to the engine's time.
+pub fn a_quiet_write_may_keep_the_last_update<B: DriverBackend>(backend: &B) {
+    let driver = backend.driver();
+    let key = key_of(&alice());
+    let created = insert(&driver, &key, None, None);
+    thread::sleep(ms(20));
+    let keep = |update: Update, keep_updated: bool| {
+        let (version, _, task) = decide(&driver, &key, update);
+        let body = encode(&task);
+        driver
+            .write(&Write {
+                key: &key,
+                version,
+                task: &task,
+                body: &body,
+                ttl_changed: false,
+                notify: false,
+                keep_updated,
+                condition: Condition::Free,
+                holder: HOLDER,
+            })
+            .unwrap()
+    };
+    let saved = Update::checkpoint(json!({"step": 1})).unwrap();
+    assert_eq!(
+        keep(saved, true),
+        Wrote::Written {
+            at: created,
+            job: None
+        },
+        "the last update stays"
+    );
+    let stored = read(&driver, &key);
+    assert_eq!(stored.version, 2);
+    assert_eq!(stored.task.last_updated_at(), created);
+    assert_eq!(stored.task.checkpoint(), Some(&json!({"step": 1})));
+    let Wrote::Written { at, .. } = keep(Update::request_cancel(), false) else {
+        panic!("written");
+    };
+    assert!(at > created, "the engine's time: {at:?} after {created:?}");
+    assert_eq!(read(&driver, &key).task.last_updated_at(), at);
 }
 
 /// Checks: every insert, write, removal and hand-over of one instance reaches another's
@@ -899,7 +977,9 @@ pub fn changes_reach_every_instances_feed_in_order<B: DriverBackend>(backend: &B
             body: &body,
             ttl_changed: false,
             notify: false,
+            keep_updated: false,
             condition: Condition::Free,
+            holder: HOLDER,
         })
         .unwrap();
     let handed = LeaseCall {

@@ -169,6 +169,7 @@ macro_rules! driver_suite {
             the_per_owner_limit_is_checked_with_the_insert,
             leases_renew_release_lapse_and_hand_over,
             a_claim_lands_only_after_the_back_off_and_takes_a_new_lease,
+            a_quiet_write_may_keep_the_last_update,
             changes_reach_every_instances_feed_in_order,
             the_cursor_secret_is_shared_once,
             the_engines_clock_moves_forward,

@@ -101,6 +101,7 @@ impl Driver for PostgresDriver {
                 Box::new(lease),
                 Box::new(new.job.map(str::to_owned)),
                 Box::new(self.channel.clone()),
+                Box::new(new.holder.to_owned()),
             ],
         )?;
         let row = rows.first().ok_or_else(|| unexpected("no row"))?;
@@ -145,6 +146,8 @@ impl Driver for PostgresDriver {
                 Box::new(lease),
                 Box::new(attempt),
                 Box::new(self.channel.clone()),
+                Box::new(write.keep_updated),
+                Box::new(write.holder.to_owned()),
             ],
         )?;
         let row = rows.first().ok_or_else(|| unexpected("no row"))?;
@@ -238,6 +241,7 @@ impl Driver for PostgresDriver {
                 let id: uuid::Uuid = column(row, 0)?;
                 let tag: String = column(row, 1)?;
                 let lease: Option<i64> = column(row, 7)?;
+                let holder: Option<String> = column(row, 8)?;
                 Ok(StoredRow {
                     key: TaskKey::from_tag(&tag, &id.to_string())
                         .ok_or_else(|| unexpected("a row of an unknown owner"))?,
@@ -247,6 +251,7 @@ impl Driver for PostgresDriver {
                     },
                     task: task_at(row, &id, 3)?,
                     leased_until: lease.map(Timestamp::from_unix_millis),
+                    lease_holder: holder,
                 })
             })
             .collect::<Result<Vec<_>, Error>>()?;

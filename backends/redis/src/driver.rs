@@ -222,6 +222,7 @@ impl Driver for RedisDriver {
                 .arg(&keys.tag)
                 .arg(new.job.unwrap_or_default())
                 .arg(if self.all.is_some() { "1" } else { "" })
+                .arg(new.holder)
                 .invoke(connection)
         })?;
         match reply.first().map(String::as_str) {
@@ -265,13 +266,17 @@ impl Driver for RedisDriver {
                 .arg(condition)
                 .arg(if write.ttl_changed { "1" } else { "" })
                 .arg((version + 1).to_string());
-            if let Some((backoff, lease, attempt)) = claim {
-                invocation
+            match claim {
+                Some((backoff, lease, attempt)) => invocation
                     .arg(number(backoff.as_millis()))
                     .arg(millis(lease))
-                    .arg(attempt);
-            }
-            invocation.invoke(connection)
+                    .arg(attempt),
+                None => invocation.arg("").arg("").arg(""),
+            };
+            invocation
+                .arg(if write.keep_updated { "1" } else { "" })
+                .arg(write.holder)
+                .invoke(connection)
         })?;
         match reply.first().map(String::as_str) {
             Some("ok") => Ok(Wrote::Written {
@@ -384,9 +389,9 @@ impl Driver for RedisDriver {
             return Err(unexpected(&flat));
         };
         let rows = flat
-            .chunks(7)
+            .chunks(8)
             .map(|row| {
-                let [key, seq, status, body, created, updated, lease] = row else {
+                let [key, seq, status, body, created, updated, lease, holder] = row else {
                     return Err(unexpected(row));
                 };
                 let key = self.parse_task_key(key).ok_or_else(|| unexpected(row))?;
@@ -395,6 +400,7 @@ impl Driver for RedisDriver {
                     position: Position { seq, id: key.id() },
                     task: decode(&key.id().to_string(), status, created, updated, body)?,
                     leased_until: lease.parse().ok().map(Timestamp::from_unix_millis),
+                    lease_holder: Some(holder.clone()).filter(|holder| !holder.is_empty()),
                     key,
                 })
             })

@@ -7,8 +7,8 @@
 //! else, opaque to Lua), `c` and `u` (created and updated, written only here), `q`
 //! (creation sequence), `r` and `m` (the originating request id and method), `w` (the write
 //! id of the last write), `j` (the job of a redeliverable task), and while a handler of
-//! some instance runs the task, `l` (the deadline of its lease, `0` once handed over) and
-//! `la` (the attempt it runs). The owner's index (a sorted set of ids by sequence) and
+//! some instance runs the task, `l` (the deadline of its lease, `0` once handed over),
+//! `la` (the attempt it runs) and `lh` (the name of the instance that took it). The owner's index (a sorted set of ids by sequence) and
 //! sequence counter expire with the owner's last expiring task, and persist while one of
 //! its tasks has no expiry. Outside a Redis Cluster, the store-wide index
 //! `{prefix}:all` (task keys by a store-wide sequence, `{prefix}:all-n`) is what an
@@ -67,7 +67,8 @@ pub(crate) const REPLAY_WINDOW_MS: u64 = 30_000;
 /// the store-wide index is kept, it and its counter. ARGV: id, record, ttl (`''` =
 /// unlimited), per-owner limit (`''` = none), request id (JSON), method, write id, lease
 /// length in ms (`''` = no lease), channel, owner tag, the job of a redeliverable task
-/// (`''` = none; kept in `j`), and `'1'` where the store-wide index is kept.
+/// (`''` = none; kept in `j`), `'1'` where the store-wide index is kept, and the name of
+/// the creating instance (kept in `lh` with a lease).
 /// Returns (as strings) `{'ok', created}`, `{'limit', count}` or `{'exists'}`; a replay of
 /// a create that was applied answers `{'ok', created}` again (without publishing).
 pub(crate) const CREATE: &str = r"
@@ -112,7 +113,7 @@ local extra = 4
 if lease then
   local deadline = num(now + lease)
   redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
-    'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7], 'l', deadline)
+    'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7], 'l', deadline, 'lh', ARGV[13])
   redis.call('ZADD', KEYS[4], deadline, KEYS[1])
   extra = 5
   if ARGV[11] ~= '' then
@@ -155,8 +156,10 @@ return {'ok', at}
 /// lapsed or `'claim'` to write only if it lapsed at least a back-off ago and then hold a
 /// new lease (`''` otherwise), `'1'` when the change sets another ttl than the task's at
 /// that version (`''` otherwise: its expiry, and its owner's index and counter's, stay as
-/// they are), the next version, and for a claim the back-off, the new lease's length in ms
-/// and the attempt it runs (kept in `la`; a claim answers the task's job after `updated`).
+/// they are), the next version, for a claim the back-off, the new lease's length in ms and
+/// the attempt it runs (kept in `la`; `''` each otherwise; a claim answers the task's job
+/// after `updated`), `'1'` to keep the task's last update as stored (`''` otherwise), and
+/// the writing instance's name (kept in `lh` by a claim).
 ///
 /// The common change is four commands: read, clock, write, publish.
 /// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'illegal', status}`, or
@@ -188,7 +191,7 @@ elseif ARGV[10] == 'claim' then
     return {'renewed'}
   end
   local deadline = num(now + tonumber(ARGV[14]))
-  redis.call('HSET', KEYS[1], 'l', deadline, 'la', ARGV[15])
+  redis.call('HSET', KEYS[1], 'l', deadline, 'la', ARGV[15], 'lh', ARGV[17])
   redis.call('ZADD', KEYS[4], deadline, KEYS[1])
 end
 -- The spec's table: an unfinished status moves to any other; a finished one to none.
@@ -198,7 +201,7 @@ if from ~= to and finished(from) then
 end
 -- Each number is formatted once (formatting costs as much as a command).
 local created, updated = current[3], current[4]
-if now > tonumber(updated) then
+if ARGV[16] ~= '1' and now > tonumber(updated) then
   updated = num(now)
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[12], 's', to, 'b', ARGV[3], 'u', updated, 'w', ARGV[9])
@@ -278,7 +281,7 @@ for i = 3, #ARGV, 3 do
   elseif attempt ~= '' and fields[3] ~= attempt then
     verdict = 'gone'
   elseif op == 'r' then
-    redis.call('HDEL', key, 'l')
+    redis.call('HDEL', key, 'l', 'lh')
     redis.call('ZREM', KEYS[1], key)
     verdict = 'released'
   elseif tonumber(fields[2]) < now then
@@ -364,8 +367,8 @@ return out
 /// KEYS: the store-wide index. ARGV: after (`''` = from the start), count, budget, and the
 /// statuses kept, as `,status,status,` (`''` = any).
 /// Returns a flat array: where the next page starts (`''` once the end is reached), then
-/// per task: task key, sequence, status, record, created, updated, lease deadline (`''`
-/// for none).
+/// per task: task key, sequence, status, record, created, updated, lease deadline and
+/// holder (`''` each for none, and for a finished task).
 pub(crate) const PAGE_ALL: &str = r"
 local want, budget = tonumber(ARGV[2]), tonumber(ARGV[3])
 local start = '-inf'
@@ -383,12 +386,16 @@ while found < want and looked < budget do
   for i = 1, #batch, 2 do
     local key, seq = batch[i], batch[i + 1]
     looked = looked + 1
-    local fields = redis.call('HMGET', key, 's', 'b', 'c', 'u', 'l')
+    local fields = redis.call('HMGET', key, 's', 'b', 'c', 'u', 'l', 'lh')
     if not fields[1] then
       redis.call('ZREM', KEYS[1], key)
     elseif ARGV[4] == '' or string.find(ARGV[4], ',' .. fields[1] .. ',', 1, true) then
-      for _, value in ipairs({key, seq, fields[1], fields[2], fields[3], fields[4],
-          fields[5] or ''}) do
+      local lease, holder = fields[5] or '', fields[6] or ''
+      if finished(fields[1]) then
+        lease, holder = '', ''
+      end
+      for _, value in ipairs({key, seq, fields[1], fields[2], fields[3], fields[4], lease,
+          holder}) do
         table.insert(out, value)
       end
       found = found + 1
