@@ -68,9 +68,16 @@
 //!   is the in-repo engines'); a feed that may have missed changes says so
 //!   ([`FeedSink::down`]). A driver without a feed answers [`Listening::Polling`] and the
 //!   store's waits poll ([`StoreSettings::fallback_poll`]).
-//! - **Leases.** A lease is a deadline on the engine's clock and the attempt it runs.
-//!   [`Driver::renew`] renews, releases or hands over many in one step;
+//! - **Leases.** A lease is a deadline on the engine's clock, the attempt it runs and the
+//!   name of the instance that took it ([`NewTask::holder`], [`Write::holder`] for a
+//!   claim). [`Driver::renew`] renews, releases or hands over many in one step;
 //!   [`Driver::lapsed`] lists the unfinished tasks whose deadline passed (any instance's).
+//! - **Time.** A write stamps the task's last update with the engine's time, never
+//!   before the one stored, or keeps the one stored when asked ([`Write::keep_updated`]).
+//! - **Every owner's tasks.** [`Driver::page_all`] walks the whole store by [`Position`]
+//!   (an operator's view), each stored task in one page, with its lease's deadline and
+//!   holder; it pushes down what it can of the [`TaskFilter`] and bounds the work of a
+//!   call.
 //! - **Faults are errors.** A driver that cannot answer says [`Error::Store`] (with
 //!   [`Error::store_caused`], keeping the client's error as the source), never a state:
 //!   not "no task", not "stale". The store retries what may be retried (a wait's read, a
