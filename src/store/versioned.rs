@@ -460,6 +460,22 @@ mod tests {
                 ..
             })
         ));
+        // No time for a second try: the first try's error, as it was.
+        let mut tries = 0;
+        let first = retry_finishing(
+            &finishing,
+            Duration::from_millis(5),
+            || {
+                tries += 1;
+                Err(Error::store("unreachable"))
+            },
+            || panic!("not read"),
+        );
+        match first {
+            Err(Error::Store { message, .. }) => assert_eq!(message, "unreachable"),
+            other => panic!("the first try's error: {other:?}"),
+        }
+        assert_eq!(tries, 1);
         // Any other update is tried once.
         let mut tries = 0;
         let once = retry_finishing(
@@ -473,6 +489,44 @@ mod tests {
         );
         assert!(matches!(once, Err(Error::Store { .. })));
         assert_eq!(tries, 1);
+    }
+
+    #[test]
+    fn a_finishing_write_backs_off_doubling_and_gives_up_within_the_outage_timeout() {
+        let finishing = Update::end(crate::any::Transition::Complete(JsonObject::new()), None);
+        let outage = Duration::from_millis(300);
+        let mut tries = Vec::new();
+        let started = Instant::now();
+        let given_up = retry_finishing(
+            &finishing,
+            outage,
+            || {
+                tries.push(started.elapsed());
+                Err(Error::store("unreachable"))
+            },
+            || panic!("not read"),
+        );
+        let elapsed = started.elapsed();
+        match given_up {
+            Err(Error::Store { message, .. }) => {
+                assert!(message.contains("given up"), "{message}");
+                assert!(
+                    message.contains(&format!("tried {} times", tries.len())),
+                    "{message}"
+                );
+            }
+            other => panic!("given up: {other:?}"),
+        }
+        // 10, 20, 40 and 80 ms apart; the next wait (160 ms) would pass the timeout (a slow
+        // machine may get there a try sooner).
+        assert!((3..=5).contains(&tries.len()), "{tries:?}");
+        for (wait, pair) in [10, 20, 40, 80].into_iter().zip(tries.windows(2)) {
+            assert!(
+                pair[1] - pair[0] >= Duration::from_millis(wait),
+                "waited {wait} ms or more: {tries:?}"
+            );
+        }
+        assert!(elapsed < outage, "given up within the timeout: {elapsed:?}");
     }
 
     #[test]
