@@ -92,10 +92,9 @@ impl<D: Driver> Inner<D> {
         Ok(())
     }
 
-    /// One reaper round: settles the tasks whose lease lapsed (any instance's); answers
-    /// how many it failed.
-    fn reap_lapsed(&self, leases: &Leases) -> Result<usize, Error> {
-        let mut failed = 0;
+    /// One reaper round: settles the tasks whose lease lapsed (any instance's), a batch
+    /// after another while batches come back full of tasks it did not file yet.
+    fn reap_lapsed(&self, leases: &Leases) -> Result<(), Error> {
         for _ in 0..REAP_ROUNDS {
             let lapsed = self.driver.lapsed(REAP_BATCH)?;
             let mut settled = 0;
@@ -105,43 +104,40 @@ impl<D: Driver> Inner<D> {
                     continue;
                 }
                 settled += 1;
-                if self.settle_lapsed(leases, key, *handed_over)? {
-                    failed += 1;
-                }
+                self.settle_lapsed(leases, key, *handed_over)?;
             }
             if lapsed.len() < REAP_BATCH || settled == 0 {
                 break;
             }
         }
-        Ok(failed)
+        Ok(())
     }
 
     /// Settles the task under `key`, whose lease lapsed (`handed_over`: at once, by its
     /// instance): a redeliverable task with attempts left is filed as claimable (due after
     /// the back-off, at once if handed over); any other task fails, if its lease is still
-    /// lapsed when the write lands ([`lapse`]). Answers whether it failed the task. One
-    /// attempt: a task changed or renewed meanwhile is looked at again next round.
+    /// lapsed when the write lands ([`lapse`]). One attempt: a task changed or renewed
+    /// meanwhile is looked at again next round.
     fn settle_lapsed(
         &self,
         leases: &Leases,
         key: &TaskKey,
         handed_over: bool,
-    ) -> Result<bool, Error> {
+    ) -> Result<(), Error> {
         let Some(read) = self.driver.read(key)? else {
-            return Ok(false);
+            return Ok(());
         };
         let on = DecidedOn::new(read.version, &read.task);
         match lapse(read.task, &self.settings.backoff(), handed_over) {
             Lapse::Claimable(wait) => {
                 leases.claimables.file(key.clone(), Instant::now() + wait);
-                Ok(false)
             }
-            Lapse::Fail(task) => Ok(matches!(
-                self.write(key, on, &task, true, Condition::Lapsed)?,
-                Landed::Stored(..)
-            )),
-            Lapse::Nothing => Ok(false),
+            Lapse::Fail(task) => {
+                self.write(key, on, &task, true, Condition::Lapsed)?;
+            }
+            Lapse::Nothing => {}
         }
+        Ok(())
     }
 
     /// Claims a due candidate, if any.

@@ -1,6 +1,5 @@
 //! [`SharedStore`]: the one [`TaskStore`] of every engine, over its [`Driver`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -79,10 +78,9 @@ pub(crate) struct Inner<D> {
     pub(crate) driver: D,
     pub(crate) settings: StoreSettings,
     pub(crate) cursors: Cursors,
-    /// The waits of this instance by task, and whether its change feed is up.
+    /// The waits of this instance by task, and whether its change feed is up (never, for a
+    /// driver without one: its waits poll).
     pub(crate) feed: Feed<TaskKey>,
-    /// Whether the driver has no feed (waits poll).
-    pub(crate) polling: AtomicBool,
     pub(crate) notifier: Notifier,
     /// Unfinished tasks at the latest version this instance knows: as it wrote them, or
     /// as its feed told it. A change to one is decided on that copy and written in one
@@ -128,16 +126,12 @@ impl<D: Driver> SharedStore<D> {
             settings,
             cursors,
             feed: Feed::default(),
-            polling: AtomicBool::new(false),
             notifier: Notifier::default(),
             copies: Copies::default(),
             leases,
         });
         let target: Weak<dyn FeedTarget> = Arc::downgrade(&inner) as Weak<dyn FeedTarget>;
         let listening = inner.driver.listen(FeedSink::new(target))?;
-        inner
-            .polling
-            .store(listening == Listening::Polling, Ordering::Relaxed);
         let interval = inner
             .settings
             .leases()

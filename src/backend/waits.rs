@@ -5,7 +5,6 @@
 //! [`Error::Store`], never as a state. The core's wait primitive runs the probes blocking
 //! or as futures.
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::driver::{Driver, TaskKey, Versioned};
@@ -49,7 +48,7 @@ impl<D: Driver> Inner<D> {
         check: &mut impl FnMut(&TaskKey, Versioned) -> Result<Check<R>, Error>,
     ) -> Probe<R> {
         // Taken before the read: a feed that goes down after it has woken the wait.
-        let live = self.feed.live() && !self.polling.load(Ordering::Relaxed);
+        let live = self.feed.live();
         let started = Instant::now();
         let read = match self.driver.read(key) {
             Ok(Some(read)) => {
@@ -62,9 +61,7 @@ impl<D: Driver> Inner<D> {
                 let outage = since + self.settings.outage();
                 let until = deadline.map_or(outage, |deadline| deadline.min(outage));
                 return match until.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => {
-                        Probe::Wait(Some(left.min(self.settings.poll())))
-                    }
+                    Some(left) => Probe::Wait(Some(left.min(self.settings.poll()))),
                     _ => Probe::Done(Err(Error::Store {
                         message: format!(
                             "cannot watch task `{}`: the task store has been unreachable for \
