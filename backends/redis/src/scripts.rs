@@ -302,24 +302,36 @@ end
 return out
 ";
 
-/// Up to `count` lapsed leases, as task key and deadline pairs (flat), forgetting index
-/// entries of tasks that are gone, finished or no longer leased, and re-filing those
-/// renewed since.
+/// Up to `count` lapsed leases, as task key and deadline pairs (flat), soonest first,
+/// forgetting index entries of tasks that are gone, finished or no longer leased, and
+/// re-filing those renewed since (entries that leave the range: the lapsed ones kept are
+/// the first of what is left of it, so the next batch starts after them). It looks at no
+/// more than ten times `count` entries.
 ///
 /// KEYS: the lease index. ARGV: count.
 pub(crate) const LAPSED: &str = r"
 local now = now_ms()
+local want = tonumber(ARGV[1])
 local out = {}
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', num(now), 'LIMIT', 0, tonumber(ARGV[1]))
-for _, key in ipairs(due) do
-  local fields = redis.call('HMGET', key, 's', 'l')
-  if not fields[1] or not fields[2] or finished(fields[1]) then
-    redis.call('ZREM', KEYS[1], key)
-  elseif tonumber(fields[2]) > now then
-    redis.call('ZADD', KEYS[1], fields[2], key)
-  else
-    table.insert(out, key)
-    table.insert(out, fields[2])
+local kept, looked = 0, 0
+while kept < want and looked < 10 * want do
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', num(now), 'LIMIT', kept,
+    want - kept)
+  if #due == 0 then
+    break
+  end
+  for _, key in ipairs(due) do
+    looked = looked + 1
+    local fields = redis.call('HMGET', key, 's', 'l')
+    if not fields[1] or not fields[2] or finished(fields[1]) then
+      redis.call('ZREM', KEYS[1], key)
+    elseif tonumber(fields[2]) > now then
+      redis.call('ZADD', KEYS[1], fields[2], key)
+    else
+      table.insert(out, key)
+      table.insert(out, fields[2])
+      kept = kept + 1
+    end
   end
 end
 return out
