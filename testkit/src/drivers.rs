@@ -6,7 +6,7 @@
 //! bounded, so a bug fails a test instead of hanging the suite.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -50,6 +50,28 @@ pub struct Flaky<D> {
     failing_renewals: AtomicBool,
     /// Whether the store hears no changes (its copies fall behind).
     deaf: bool,
+    /// The cursor secret the storage keeps now, if the test says so (it lost the one the
+    /// engine keeps, and another instance shared this one).
+    secret: Mutex<Option<u128>>,
+    /// Disconnections the test adds to the engine's.
+    disconnections: AtomicU64,
+    /// What the store asked of the driver, counted.
+    counts: Counts,
+}
+
+/// What a store asked of a [`Flaky`] driver.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Reads.
+    pub reads: AtomicUsize,
+    /// Writes (inserts and removals aside), whatever came of them.
+    pub writes: AtomicUsize,
+    /// Claims answered [`Wrote::Held`] (the back-off had not passed).
+    pub held_claims: AtomicUsize,
+    /// Renewal rounds (and hand-overs).
+    pub renewals: AtomicUsize,
+    /// Asks for the cursor secret.
+    pub secret_asks: AtomicUsize,
 }
 
 impl<D: Driver> Flaky<D> {
@@ -62,6 +84,29 @@ impl<D: Driver> Flaky<D> {
             failing_reads: AtomicBool::new(false),
             failing_renewals: AtomicBool::new(false),
             deaf: false,
+            secret: Mutex::new(None),
+            disconnections: AtomicU64::new(0),
+            counts: Counts::default(),
+        }
+    }
+
+    /// The driver wrapped.
+    pub fn inner(&self) -> &D {
+        &self.inner
+    }
+
+    /// What the store asked of the driver so far.
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    /// The storage keeps `secret` as the cursor secret from now on (as if it lost its own
+    /// and another instance shared this one); with `disconnected`, the driver also says it
+    /// lost its connections meanwhile.
+    pub fn keep_secret(&self, secret: u128, disconnected: bool) {
+        *self.secret.lock().unwrap() = Some(secret);
+        if disconnected {
+            self.disconnections.fetch_add(1, Ordering::SeqCst);
         }
     }
 
@@ -114,6 +159,7 @@ impl<D: Driver> Flaky<D> {
 
 impl<D: Driver> Driver for Flaky<D> {
     fn read(&self, key: &TaskKey) -> Result<Option<Versioned>, Error> {
+        self.counts.reads.fetch_add(1, Ordering::SeqCst);
         if self.failing_reads.load(Ordering::SeqCst) {
             return Err(Self::outage());
         }
@@ -126,8 +172,12 @@ impl<D: Driver> Driver for Flaky<D> {
     }
 
     fn write(&self, write: &Write<'_>) -> Result<Wrote, Error> {
+        self.counts.writes.fetch_add(1, Ordering::SeqCst);
         self.refuse_write()?;
         let wrote = self.inner.write(write)?;
+        if matches!(write.condition, Condition::Claim { .. }) && wrote == Wrote::Held {
+            self.counts.held_claims.fetch_add(1, Ordering::SeqCst);
+        }
         if Self::take(&self.lost_replies) {
             return Err(Error::store(
                 "the connection broke before the reply came back (a fault injected by the \
@@ -164,6 +214,7 @@ impl<D: Driver> Driver for Flaky<D> {
     }
 
     fn renew(&self, calls: &[LeaseCall], lease: Duration) -> Result<Vec<Renewal>, Error> {
+        self.counts.renewals.fetch_add(1, Ordering::SeqCst);
         if self.failing_renewals.load(Ordering::SeqCst) {
             return Err(Self::outage());
         }
@@ -182,7 +233,11 @@ impl<D: Driver> Driver for Flaky<D> {
     }
 
     fn share_secret(&self, mine: u128) -> Result<u128, Error> {
-        self.inner.share_secret(mine)
+        self.counts.secret_asks.fetch_add(1, Ordering::SeqCst);
+        match *self.secret.lock().unwrap() {
+            Some(secret) => Ok(secret),
+            None => self.inner.share_secret(mine),
+        }
     }
 
     fn now(&self) -> Result<Timestamp, Error> {
@@ -194,7 +249,7 @@ impl<D: Driver> Driver for Flaky<D> {
     }
 
     fn disconnections(&self) -> u64 {
-        self.inner.disconnections()
+        self.inner.disconnections() + self.disconnections.load(Ordering::SeqCst)
     }
 }
 
@@ -1076,11 +1131,20 @@ pub fn a_no_op_decided_on_a_stale_copy_is_decided_again<B: DriverBackend>(backen
     assert!(input_keys(&answered).is_empty(), "the answer was taken in");
     let answers = waiting.wait_for_input(Some(BOUND)).unwrap();
     assert_eq!(answers.len(), 1, "the handler gets the answer");
+    // A wait on the instance that hears nothing reads its task every fallback poll.
+    let waiter = {
+        let (deaf, id) = (deaf.clone(), id.clone());
+        timed(move || deaf.wait(&alice(), &id, Some(BOUND)))
+    };
+    thread::sleep(ms(200));
     let _done = waiting
         .resume()
         .unwrap()
         .complete(tool_result("done"))
         .unwrap();
+    let (finished, waited) = join_within(waiter, BOUND, "a wait that polls");
+    assert_eq!(finished.unwrap().status(), TaskStatus::Completed);
+    assert!(waited < ms(200) + WAKE, "found by a poll: {waited:?}");
 }
 
 /// Checks: a handle's change refused on an instance's copy, which is behind, is decided
@@ -1182,7 +1246,11 @@ pub fn a_store_that_cannot_read_answers_errors_never_states<B: DriverBackend>(ba
         flaky.wait(&alice(), &id, Some(ms(200))),
         "a wait with a timeout",
     );
-    assert!(started.elapsed() < WAKE);
+    let waited = started.elapsed();
+    assert!(
+        waited >= ms(150) && waited < WAKE,
+        "a failing read is tried again until the wait's timeout: {waited:?}"
+    );
     let waiter = {
         let (flaky, id) = (flaky.clone(), id.clone());
         timed(move || flaky.wait(&alice(), &id, None))
@@ -1266,6 +1334,11 @@ pub fn a_lapsed_task_waits_its_claim_backoff_doubling_per_attempt<B: DriverBacke
     let message = failed.status_message().unwrap_or_default();
     assert!(message.contains("3 of 3 attempts"), "{message}");
     assert!(stopped.claim().unwrap().is_none(), "nothing left to claim");
+    let held = stopped.driver().counts().held_claims.load(Ordering::SeqCst);
+    assert!(
+        held <= 2,
+        "{held} claims were tried before their back-off passed (a candidate waits for it)"
+    );
     drop((first, second, handle));
 }
 
@@ -1293,6 +1366,203 @@ pub fn a_lapsed_task_that_runs_once_fails<B: DriverBackend>(backend: &B) {
         Err(Error::IllegalTransition { from, .. }) => assert_eq!(from, TaskStatus::Failed),
         other => panic!("the verdict stands: {other:?}"),
     }
+}
+
+/// Checks: an instance that wrote a task last writes its next change at once, on its copy
+/// (one write), without hearing of its own write.
+pub fn a_change_after_the_instances_own_write_is_one_write<B: DriverBackend>(backend: &B) {
+    let deaf = store(Flaky::deaf(backend.driver()), settings());
+    let task = deaf.insert(&alice(), req(1)).unwrap();
+    let id = task.id().to_string();
+    let writes = || deaf.driver().counts().writes.load(Ordering::SeqCst);
+    let reads = || deaf.driver().counts().reads.load(Ordering::SeqCst);
+    let (written, read) = (writes(), reads());
+    for n in 0..3 {
+        deaf.update_status(&alice(), &id, TaskStatus::Working, Some(format!("{n}")))
+            .unwrap();
+    }
+    assert_eq!(
+        (writes() - written, reads() - read),
+        (3, 0),
+        "each change one write on the copy, no read"
+    );
+    assert_eq!(deaf.get(&alice(), &id).unwrap().status_message(), Some("2"));
+}
+
+/// Checks: a store says how many waits it has pending and whether it hears changes; its
+/// leases carry its instance name; its claim loop sleeps while nothing is claimable.
+pub fn a_store_reports_its_waits_feed_and_name<B: DriverBackend>(backend: &B) {
+    let driver = backend.driver();
+    let listens = {
+        let probe = Arc::new(Recorder::default());
+        let target: Weak<dyn FeedTarget> = Arc::downgrade(&probe) as Weak<dyn FeedTarget>;
+        backend
+            .another(&driver)
+            .listen(FeedSink::new(target))
+            .unwrap()
+            == Listening::Feed
+    };
+    let settings = settings()
+        .instance_name("kit-named")
+        .lease_policy(LeasePolicy::fail_after(ms(60_000)));
+    let named = store(driver, settings);
+    assert_eq!(
+        named.listening(),
+        listens,
+        "hears changes when its driver feeds them"
+    );
+    assert_eq!(named.settings().instance(), "kit-named");
+    assert!(format!("{named:?}").contains("SharedStore"));
+    let (handle, task) = named.create(&alice(), req(1)).unwrap();
+    let id = task.id().to_string();
+    let row = walk(named.driver(), &TaskFilter::any(), 10)
+        .into_iter()
+        .find(|row| row.key.id().to_string() == id)
+        .expect("listed");
+    assert_eq!(row.lease_holder.as_deref(), Some("kit-named"));
+    assert_eq!(named.pending_waits(), 0);
+    let waiter = {
+        let (named, id) = (named.clone(), id.clone());
+        thread::spawn(move || named.wait(&alice(), &id, Some(BOUND)))
+    };
+    eventually("the wait is pending", || named.pending_waits() == 1);
+    let _done = handle.complete(tool_result("done")).unwrap();
+    join_within(waiter, BOUND, "the waiter").unwrap();
+    assert_eq!(named.pending_waits(), 0, "a finished wait leaves nothing");
+    let started = Instant::now();
+    named.wait_for_claimable(Some(ms(200))).unwrap();
+    assert!(
+        started.elapsed() >= ms(150),
+        "nothing is claimable: the claim loop's wait sleeps"
+    );
+}
+
+/// Checks: leases given up (a detached handle's, a handed-over one) are no longer
+/// renewed: once every handle let go, a round asks nothing of the driver.
+pub fn leases_given_up_are_no_longer_renewed<B: DriverBackend>(backend: &B) {
+    let settings =
+        settings().lease_policy(LeasePolicy::fail_after(ms(2_000)).renewed_every(ms(100)));
+    let flaky = store(Flaky::new(backend.driver()), settings);
+    let renewals = || flaky.driver().counts().renewals.load(Ordering::SeqCst);
+    let (detached, _) = flaky.create(&alice(), req(1)).unwrap();
+    let (handed, task) = flaky.create(&alice(), redeliverable(2)).unwrap();
+    eventually("the leases are renewed", || renewals() >= 2);
+    let _id = detached.detach();
+    // The release goes out with the next round.
+    thread::sleep(ms(350));
+    assert!(flaky.hand_over(&alice(), &task.id().to_string()).unwrap());
+    let before = renewals();
+    thread::sleep(ms(500));
+    assert_eq!(
+        renewals(),
+        before,
+        "no lease is held any more: nothing to renew"
+    );
+    drop(handed);
+}
+
+/// Checks: one lease round fails every task whose lease lapsed, however many (more than
+/// one batch of the driver's): a task whose instance died fails within the lease plus one
+/// renewal interval.
+pub fn a_lease_round_fails_every_lapsed_task<B: DriverBackend>(backend: &B) {
+    let driver = backend.driver();
+    let keys: Vec<TaskKey> = (0..150)
+        .map(|_| {
+            let key = key_of(&alice());
+            insert(&driver, &key, Some(ms(100)), None);
+            key
+        })
+        .collect();
+    thread::sleep(ms(150));
+    assert_eq!(driver.lapsed(1_000).unwrap().len(), keys.len());
+    let interval = ms(3_000);
+    let started = Instant::now();
+    let _reaper = store(
+        backend.another(&driver),
+        settings().lease_policy(LeasePolicy::fail_after(ms(10_000)).renewed_every(interval)),
+    );
+    let limit = interval + ms(2_500);
+    while !driver.lapsed(1_000).unwrap().is_empty() {
+        assert!(
+            started.elapsed() < limit,
+            "not every lapsed task failed in the first round ({} left after {:?})",
+            driver.lapsed(1_000).unwrap().len(),
+            started.elapsed()
+        );
+        thread::sleep(ms(50));
+    }
+    for key in keys.iter().step_by(37) {
+        assert_eq!(read(&driver, key).task.status(), TaskStatus::Failed);
+    }
+}
+
+/// Checks: cursors follow the secret the storage keeps: asked for again after a
+/// disconnection (the storage may have lost it), and on a cursor this instance cannot
+/// check (at most once a second), never otherwise; the one held before stays accepted.
+pub fn cursors_follow_the_secret_the_storage_keeps<B: DriverBackend>(backend: &B) {
+    let one = store(Flaky::new(backend.driver()), settings());
+    for n in 0..4 {
+        let _task = one.insert(&alice(), req(n)).unwrap();
+    }
+    let asked = || one.driver().counts().secret_asks.load(Ordering::SeqCst);
+    let next = |store: &SharedStore<Flaky<B::Driver>>, cursor: Option<&str>| {
+        store
+            .list(&alice(), cursor, 1)
+            .map(|page| page.next_cursor.expect("more tasks follow"))
+    };
+    let first = next(&one, None).unwrap();
+    let before = asked();
+    thread::sleep(ms(1_100));
+    let second = next(&one, Some(&first)).unwrap();
+    assert_eq!(
+        asked(),
+        before,
+        "no disconnection, no doubt: not asked again"
+    );
+
+    // The storage lost the secret and another instance shared its own; this instance lost
+    // its connections meanwhile: it asks again before it issues a cursor.
+    let shared = Uuid::new_v4().as_u128();
+    one.driver().keep_secret(shared, true);
+    let third = next(&one, None).unwrap();
+    assert_eq!(asked(), before + 1, "asked again after a disconnection");
+    let other_driver = Flaky::new(backend.another(one.driver().inner()));
+    other_driver.keep_secret(shared, false);
+    let other = store(other_driver, settings());
+    assert!(
+        next(&other, Some(&third)).is_ok(),
+        "signed with the shared secret"
+    );
+    assert!(
+        next(&other, Some(&first)).is_err(),
+        "the lost secret is not the other's"
+    );
+    assert!(
+        next(&one, Some(&first)).is_ok(),
+        "the one held before is still accepted"
+    );
+    assert!(next(&one, Some(&second)).is_ok());
+
+    // A cursor this instance cannot check makes it ask again, at most once a second.
+    let newer = Uuid::new_v4().as_u128();
+    let newer_driver = Flaky::new(backend.another(one.driver().inner()));
+    newer_driver.keep_secret(newer, false);
+    let doubtful = next(&store(newer_driver, settings()), None).unwrap();
+    one.driver().keep_secret(shared, true);
+    next(&one, None).unwrap();
+    let asks = asked();
+    one.driver().keep_secret(newer, false);
+    assert!(
+        next(&one, Some(&doubtful)).is_err(),
+        "unchecked within a second"
+    );
+    assert_eq!(asked(), asks, "not asked within a second of the last ask");
+    thread::sleep(ms(1_100));
+    assert!(
+        next(&one, Some(&doubtful)).is_ok(),
+        "asked again, and adopted"
+    );
+    assert_eq!(asked(), asks + 1);
 }
 
 /// Checks: a handed-over task is claimed by another instance at once (no back-off), told

@@ -181,6 +181,11 @@ macro_rules! driver_suite {
             a_lapsed_task_waits_its_claim_backoff_doubling_per_attempt,
             a_lapsed_task_that_runs_once_fails,
             a_handed_over_task_is_claimed_at_once,
+            a_change_after_the_instances_own_write_is_one_write,
+            a_store_reports_its_waits_feed_and_name,
+            leases_given_up_are_no_longer_renewed,
+            a_lease_round_fails_every_lapsed_task,
+            cursors_follow_the_secret_the_storage_keeps,
             );
         }
     };
