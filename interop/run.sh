@@ -32,7 +32,7 @@ run py-client env MCP_TASKS_TRACE="$TRACES/py.trace.jsonl" \
   timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" "$INTEROP/py_client.py" "$SERVER"
 run schema-validation \
   "$VENV/bin/python" "$INTEROP/validate_trace.py" "$TRACES/ts.trace.jsonl" "$TRACES/py.trace.jsonl"
-# The README's two client snippets, as written there.
+# The client snippets of docs/clients.md, as written there.
 run readme-clients bash "$INTEROP/readme/check.sh" "$SERVER" "$VENV/bin/python"
 # The 2026-07-28 tasks extension suite (interop/ext/run.sh), counted in the same total.
 run ext env INTEROP_SERVER="$SERVER" INTEROP_EXT_TRACES="$TRACES/ext" bash "$INTEROP/ext/run.sh"

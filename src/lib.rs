@@ -150,8 +150,3 @@ pub use store::{
 pub use store::{Received, Recv, Watch, WatchCloser, WatchError, WatchLimits, Watches};
 pub use task::{Change, Finished, Task};
 pub use trace::{MAX_BAGGAGE, MAX_TRACESTATE, TraceContext};
-
-/// The README's code samples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;

@@ -37,7 +37,7 @@ fn listens_are_bounded_and_a_closed_one_leaves_nothing_behind() {
     let server = Launch::new()
         .env("MCP_TASKS_LISTEN_MAX_TASK_IDS", "3")
         .env("MCP_TASKS_LISTEN_MAX_PER_PRINCIPAL", "2")
-        .env("RUST_LOG", "info,mcp_http=debug")
+        .env("RUST_LOG", "info,mcp_tasks_server=debug")
         .start();
     let addr = server.addr;
     let mut alice = Client::open(addr, ALICE).expect("alice connects");

@@ -22,6 +22,9 @@ use support::{ALICE, Conn, Launch, Session};
 
 const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 const CLIENT_SPAN: &str = "b7ad6b7169203331";
+/// The trace of a client's HTTP instrumentation (the `traceparent` header).
+const HEADER_TRACE: &str = "5c0ffee0d15ea5e5ba5eba11f00dcafe";
+const HEADER_SPAN: &str = "1234567890abcdef";
 
 /// What the receiver was sent: (path, body) per request.
 type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
@@ -148,6 +151,34 @@ fn mcp_http_exports_the_spans_and_metrics_of_a_task_over_otlp() {
         .request("tasks/result", json!({"taskId": task}))
         .expect("its result");
     assert_eq!(result["isError"], false, "{result}");
+    // A client with ordinary HTTP instrumentation: the W3C `traceparent` header, no `_meta`
+    // trace; then both, where `_meta` wins.
+    let header_traceparent = format!("00-{HEADER_TRACE}-{HEADER_SPAN}-01");
+    let mut conn = Conn::open(server.addr, Duration::from_secs(10)).expect("connects");
+    for (id, text, meta) in [
+        (90, "from the header", json!({})),
+        (91, "from _meta", json!({"traceparent": traceparent})),
+    ] {
+        let body = support::rpc(
+            id,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": text}, "_meta": meta}),
+        );
+        let head = support::post_head(
+            server.addr,
+            Some(ALICE),
+            Some(&session.id),
+            Some(body.len() as u64),
+        )
+        .replace(
+            "\r\n\r\n",
+            &format!("\r\ntraceparent: {header_traceparent}\r\n\r\n"),
+        );
+        conn.write_raw(format!("{head}{body}").as_bytes())
+            .expect("posted");
+        let answer = conn.read_response().expect("answered");
+        assert_eq!(answer.status, 200, "{}", answer.text());
+    }
     // Graceful: the exporters flush as the process ends.
     server.signal(libc::SIGTERM);
     assert!(
@@ -187,9 +218,14 @@ fn mcp_http_exports_the_spans_and_metrics_of_a_task_over_otlp() {
             }
         }
         let names: Vec<&str> = spans.iter().map(|span| span.name.as_str()).collect();
-        let complete = ["tools/call sleep", "execute_tool sleep", "tasks/result"]
-            .iter()
-            .all(|name| names.contains(name))
+        let complete = [
+            "tools/call sleep",
+            "execute_tool sleep",
+            "tasks/result",
+            "tools/call echo",
+        ]
+        .iter()
+        .all(|name| names.contains(name))
             && metrics.iter().any(|name| name == "mcp.task.finished");
         if complete || Instant::now() > deadline {
             break;
@@ -226,6 +262,23 @@ fn mcp_http_exports_the_spans_and_metrics_of_a_task_over_otlp() {
             "{key}"
         );
     }
+    let echoes: Vec<_> = spans
+        .iter()
+        .filter(|span| span.name == "tools/call echo")
+        .collect();
+    assert_eq!(echoes.len(), 2, "both echoes are spans");
+    let traces: Vec<(String, String)> = echoes
+        .iter()
+        .map(|span| (hex(&span.trace_id), hex(&span.parent_span_id)))
+        .collect();
+    assert!(
+        traces.contains(&(HEADER_TRACE.to_owned(), HEADER_SPAN.to_owned())),
+        "the header's trace is joined without `_meta`: {traces:?}"
+    );
+    assert!(
+        traces.contains(&(TRACE.to_owned(), CLIENT_SPAN.to_owned())),
+        "`_meta` wins over the header: {traces:?}"
+    );
     let work = span("execute_tool sleep");
     assert_eq!(
         hex(&work.trace_id),

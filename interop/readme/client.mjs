@@ -1,5 +1,5 @@
-// The README's TypeScript client (@modelcontextprotocol/sdk 1.32): `sleep` as a task, and
-// `confirm`, whose input the server asks for with elicitation/create.
+// The TypeScript client of docs/clients.md (@modelcontextprotocol/sdk 1.32): `sleep` as a
+// task, and `confirm`, whose input the server asks for with elicitation/create.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';

@@ -1,5 +1,5 @@
-# The README's Python client (mcp 1.30): `sleep` as a task, and `confirm`, whose input the
-# server asks for with elicitation/create.
+# The Python client of docs/clients.md (mcp 1.30): `sleep` as a task, and `confirm`,
+# whose input the server asks for with elicitation/create.
 import os
 
 import anyio

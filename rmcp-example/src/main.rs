@@ -1,44 +1,41 @@
-//! The example MCP server built on [`rmcp`] 2.2.0, with its task methods delegating to
-//! `mcp-tasks`: the registry stores the tasks, the `Dispatcher` answers `tasks/*`, and the
-//! tools are the very handlers of the crate's own examples (`servers/src/tools.rs`).
+//! The example MCP server built on [`rmcp`] 2.2.0 (the last release with the 2025-11-25
+//! task methods on `ServerHandler`), with every method delegating to a server of the
+//! server library (`mcp_tasks_server::Server`) through its transport API: the tools are
+//! the very tool values of the crate's own examples (`mcp_tasks_servers::tools`), built by
+//! `mcp_tasks_servers::example::Options`.
 //!
 //! ```text
 //! cargo run -p mcp-tasks-rmcp-example   # MCP over stdio [-- --conformance]
 //! ```
 //!
 //! What goes where:
-//! - `tools/call`: rmcp hands a call with `task` to [`ServerHandler::enqueue_task`] and one
-//!   without to [`ServerHandler::call_tool`]. Both ask `mcp_tasks::protocol::augmentation`,
-//!   so the spec's `taskSupport` errors are exact (`-32601` for `confirm` without a task and
-//!   for `echo` with one). `get_tool` is left unimplemented on purpose: rmcp's own check
-//!   would answer `-32602` for a forbidden task.
-//! - `enqueue_task` creates the task with `Dispatcher::accept`, starts the handler on a
-//!   thread with a typed `TaskHandle<Working>` and returns the `CreateTaskResult`.
-//! - `get_task_info`, `list_tasks`, `cancel_task`: `Dispatcher::dispatch`.
-//! - `get_task_result`: awaits `Dispatcher::result_async` (the store's future: no thread
-//!   is held while the task runs), bounded by `MCP_TASKS_RESULT_DEADLINE_MS` (default
-//!   120 000; past it `-32603`, poll and ask again) and given up when the client cancels
-//!   the request. The answer carries
-//!   `_meta["io.modelcontextprotocol/related-task"]`.
-//! - Input: a handler that needs input records its requests in the registry and waits
-//!   there (`TaskHandle::wait_for_input`). A subscriber sees the task enter
-//!   `input_required` and sends each request to the client through the rmcp peer
-//!   (`elicitation/create`, tagged with the related-task `_meta`), then hands the answer
-//!   back with `TaskRegistry::respond`. If the task stops waiting (cancelled or expired)
-//!   the request is withdrawn with `notifications/cancelled`.
-//! - Every task change is sent as `notifications/tasks/status` through the peer.
+//! - Every request becomes the library's JSON (rmcp's typed params, with the request's
+//!   `_meta`) and goes to `Server::request`; the `Reply` is carried out here: answered
+//!   now, run with a peer over rmcp's (`Later`), or answered and its task's handler started
+//!   on the runtime (`ThenRun`). rmcp hands a call with `task` to `enqueue_task` and one
+//!   without to `call_tool`: both are `tools/call` for the library, which answers the
+//!   spec's `taskSupport` errors (`-32601` for `confirm` without a task and for `echo` with
+//!   one). `get_tool` is left unimplemented on purpose: rmcp's own check would answer
+//!   `-32602` for a forbidden task.
+//! - `tasks/result` waits for the task as a future, bounded by
+//!   `MCP_TASKS_RESULT_DEADLINE_MS` (default 120 000; past it `-32603`, poll and ask again)
+//!   and given up when the client cancels the request.
+//! - Input: a task's handler that asks records its requests in the store and waits there.
+//!   A store subscriber sees the task enter `input_required` and sends each request to the
+//!   client through the rmcp peer (`elicitation/create`, tagged with the related-task
+//!   `_meta`), then hands the answer back with `TaskStore::respond`. If the task stops
+//!   waiting (cancelled or expired) the request is withdrawn with `notifications/cancelled`.
+//! - Every change of a task is sent as `notifications/tasks/status` through the peer.
 //!
 //! rmcp sends a response when the handler's future returns, so a handler cannot wait for
 //! its `CreateTaskResult` to be written: a tool that finishes at once may have its status
 //! notification overtake that result. The `CreateTaskResult` itself is the snapshot taken
 //! at acceptance, always `working`.
 //!
-//! Environment: `MCP_TASKS_PAGE_SIZE` (tasks per `tasks/list` page, default 50),
-//! `MCP_TASKS_RESULT_DEADLINE_MS`, `MCP_TASKS_TRACE=<file>` (appends every message read
-//! and written, `{"dir": "in" | "out", "msg": ...}`, as the stdio example does).
-
-use mcp_tasks_servers::tools::{self, Catalog};
-use mcp_tasks_servers::work::Work;
+//! Environment: what `mcp_tasks_server::Settings` reads (`MCP_TASKS_PAGE_SIZE`, tasks per
+//! `tasks/list` page, default 50), `MCP_TASKS_RESULT_DEADLINE_MS`, `MCP_TASKS_TRACE=<file>`
+//! (appends every message read and written, `{"dir": "in" | "out", "msg": ...}`, as the
+//! stdio example does).
 
 mod trace;
 
@@ -46,15 +43,17 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_tasks::TaskStore;
-use mcp_tasks::protocol::{
-    self, Augmentation, Dispatcher, PROTOCOL_VERSION, ServerTasksCapability, augmentation,
-    insert_related_task, tag_related_task,
+use mcp_tasks_server::mcp_tasks::protocol::{insert_related_task, tag_related_task};
+use mcp_tasks_server::mcp_tasks::{
+    AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, RequestId, Task, TaskId, TaskStatus,
+    TaskStore, jsonrpc,
 };
-use mcp_tasks::{
-    AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, Task, TaskId, TaskRegistry,
-    TaskStatus, TtlPolicy, jsonrpc,
-};
+use mcp_tasks_server::outbound;
+use mcp_tasks_server::peer::{self, LogLevel};
+use mcp_tasks_server::server::{Answering, Elicitation, Reply};
+use mcp_tasks_server::work::Work;
+use mcp_tasks_server::{Server, Store};
+use mcp_tasks_servers::example::Options;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CancelTaskParams, CancelTaskResult,
     CancelledNotificationParam, ClientResult, CreateTaskResult, ElicitRequest, ErrorCode,
@@ -68,8 +67,6 @@ use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-
-use tools::Call;
 
 /// How long a task waits for the client to answer an elicitation.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
@@ -86,99 +83,131 @@ fn rpc_error(error: JsonRpcError) -> ErrorData {
     ErrorData::new(ErrorCode(code), error.message, error.data)
 }
 
-fn internal(message: impl Into<String>) -> ErrorData {
-    rpc_error(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, message))
+fn internal(message: impl Into<String>) -> JsonRpcError {
+    JsonRpcError::new(jsonrpc::INTERNAL_ERROR, message)
 }
 
 /// Converts between our wire JSON and rmcp's types, which are the same JSON.
 fn convert<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
     serde_json::from_value(value)
-        .map_err(|err| internal(format!("cannot convert a message: {err}")))
+        .map_err(|err| rpc_error(internal(format!("cannot convert a message: {err}"))))
 }
 
-fn to_json(value: &impl serde::Serialize) -> Result<Value, ErrorData> {
-    serde_json::to_value(value)
-        .map_err(|err| internal(format!("cannot serialize a message: {err}")))
-}
-
-/// The server: our dispatcher behind rmcp's handler trait.
+/// The server: the library's routing behind rmcp's handler trait.
 struct TasksServer {
-    dispatcher: Dispatcher,
-    capabilities: ServerTasksCapability,
+    server: Arc<Server>,
     /// Over stdio there is one requestor: the process that started this server.
     owner: Owner,
+    /// Whether the client declared form elicitation at `initialize`.
+    elicitation: Mutex<Elicitation>,
+    /// The level the client set with `logging/setLevel`.
+    log_level: Arc<Mutex<Option<LogLevel>>>,
     result_deadline: Duration,
-    /// The tools served: the examples, and with `--conformance` (or
-    /// `MCP_TASKS_CONFORMANCE=1`) the conformance suite's fixtures too.
-    catalog: Catalog,
 }
 
 impl TasksServer {
-    fn from_env(registry: TaskRegistry, catalog: Catalog) -> Self {
-        let page_size = env_number("MCP_TASKS_PAGE_SIZE")
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(protocol::DEFAULT_PAGE_SIZE);
-        let result_deadline = env_number("MCP_TASKS_RESULT_DEADLINE_MS")
-            .map_or(DEFAULT_RESULT_DEADLINE, Duration::from_millis);
-        Self {
-            // The dispatcher's own timeout ends the blocking wait, so the blocking thread
-            // is released at the deadline too.
-            dispatcher: Dispatcher::new(registry)
-                .with_page_size(page_size)
-                .with_result_timeout(Some(result_deadline)),
-            capabilities: ServerTasksCapability::all(),
-            owner: Owner::new("rmcp-stdio"),
-            result_deadline,
-            catalog,
+    fn elicitation(&self) -> Elicitation {
+        *self
+            .elicitation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Answers `method` with `params` (rmcp's typed params, with the request's `_meta`).
+    async fn route(
+        &self,
+        method: &str,
+        params: &impl serde::Serialize,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, ErrorData> {
+        let mut params =
+            serde_json::to_value(params).map_err(|err| rpc_error(internal(err.to_string())))?;
+        if !params.is_object() {
+            params = json!({});
         }
-    }
-
-    fn dispatch<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, ErrorData> {
-        let answer = self
-            .dispatcher
-            .dispatch(&self.owner, method, Some(&params))
-            .map_err(rpc_error)?;
-        convert(answer)
-    }
-
-    /// Reads a `tools/call` and decides how to run it (the spec's `taskSupport` rules).
-    fn plan(&self, request: &CallToolRequestParams) -> Result<(Call, Augmentation), ErrorData> {
-        let Some(support) = self.catalog.task_support(&request.name) else {
-            return Err(rpc_error(JsonRpcError::new(
-                jsonrpc::INVALID_PARAMS,
-                format!("invalid params: unknown tool `{}`", request.name),
-            )));
+        if !context.meta.0.is_empty() && params.get("_meta").is_none() {
+            params["_meta"] = Value::Object(context.meta.0.clone());
+        }
+        let id = match serde_json::to_value(&context.id).map(serde_json::from_value::<RequestId>) {
+            Ok(Ok(id)) => id,
+            _ => RequestId::from(0),
         };
-        let arguments = request.arguments.clone().unwrap_or_default();
-        let call = self
-            .catalog
-            .parse(&request.name, &arguments)
-            .map_err(rpc_error)?;
-        let Value::Object(params) = to_json(request)? else {
-            return Err(internal("tools/call params are not an object"));
+        let reply = self
+            .server
+            .request(&self.owner, &id, method, Some(params), self.elicitation());
+        let answer = match reply {
+            Reply::Now(answer) => answer,
+            Reply::ThenRun(created, work) => {
+                start(work);
+                Ok(created)
+            }
+            Reply::Later(answering) => {
+                let peer = Arc::new(RmcpPeer {
+                    peer: context.peer.clone(),
+                    runtime: tokio::runtime::Handle::current(),
+                    log_level: Arc::clone(&self.log_level),
+                });
+                let work = async move {
+                    match answering {
+                        Answering::Blocking(work) => {
+                            tokio::task::spawn_blocking(move || work(peer))
+                                .await
+                                .unwrap_or_else(|err| {
+                                    Err(internal(format!("the work panicked: {err}")))
+                                })
+                        }
+                        Answering::Async(work) => work(peer).await,
+                    }
+                };
+                // A `tasks/result` waits for its task at most until the deadline.
+                let deadline = if method == "tasks/result" {
+                    self.result_deadline
+                } else {
+                    Duration::MAX
+                };
+                tokio::select! {
+                    answer = tokio::time::timeout(deadline, work) => answer.unwrap_or_else(|_| {
+                        Err(internal("the task did not finish before the deadline; poll tasks/get and ask again"))
+                    }),
+                    () = context.ct.cancelled() => Err(internal("the request was cancelled")),
+                }
+            }
         };
-        Ok((
-            call,
-            augmentation(support, self.capabilities.tools_call(), &params),
-        ))
+        answer.map_err(rpc_error)
     }
 }
 
-fn env_number(name: &str) -> Option<u64> {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
+/// Starts a task's handler: a future on the runtime, blocking work on a thread of its own.
+fn start(work: Work) {
+    match work {
+        Work::Async(work) => {
+            tokio::spawn(work);
+        }
+        Work::Blocking(work) => {
+            if let Err(err) = std::thread::Builder::new()
+                .name("mcp-task".into())
+                .spawn(work)
+            {
+                // The dropped handle fails the task.
+                eprintln!("rmcp-example: cannot start a task thread: {err}");
+            }
+        }
+    }
 }
 
 impl ServerHandler for TasksServer {
     fn get_info(&self) -> ServerInfo {
-        let info = json!({
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {"tools": {}, "tasks": self.capabilities},
-            "serverInfo": {"name": "mcp-tasks-rmcp-example", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": self.catalog.instructions()
-        });
-        serde_json::from_value(info).unwrap_or_default()
+        let reply = self.server.request(
+            &self.owner,
+            &RequestId::from(0),
+            "initialize",
+            Some(json!({})),
+            Elicitation::Undeclared,
+        );
+        match reply {
+            Reply::Now(Ok(info)) => serde_json::from_value(info).unwrap_or_default(),
+            _ => ServerInfo::default(),
+        }
     }
 
     /// Answers in 2025-11-25 whatever the client asks for: the task methods here are that
@@ -188,38 +217,31 @@ impl ServerHandler for TasksServer {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        let declared = serde_json::to_value(&request).ok();
+        *self
+            .elicitation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Elicitation::declared_in(declared.as_ref());
         if context.peer.peer_info().is_none() {
-            context.peer.set_peer_info(request);
+            context.peer.set_peer_info(request.clone());
         }
-        Ok(self.get_info())
+        convert(self.route("initialize", &request, &context).await?)
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        convert(json!({"tools": self.catalog.list()}))
+        convert(self.route("tools/list", &request, &context).await?)
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        match self.plan(&request)? {
-            (_, Augmentation::Refuse(error)) => Err(rpc_error(error.to_jsonrpc())),
-            (call, Augmentation::Normal) => {
-                let result = tokio::task::spawn_blocking(move || call.run())
-                    .await
-                    .map_err(|err| internal(format!("the tool panicked: {err}")))?
-                    .map_err(rpc_error)?;
-                convert(Value::Object(result))
-            }
-            (_, Augmentation::Task { .. }) => {
-                Err(internal("a call without `task` cannot be a task"))
-            }
-        }
+        convert(self.route("tools/call", &request, &context).await?)
     }
 
     async fn enqueue_task(
@@ -227,66 +249,31 @@ impl ServerHandler for TasksServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CreateTaskResult, ErrorData> {
-        let (call, ttl) = match self.plan(&request)? {
-            (_, Augmentation::Refuse(error)) => return Err(rpc_error(error.to_jsonrpc())),
-            (call, Augmentation::Task { ttl }) => (call, ttl),
-            (_, Augmentation::Normal) => {
-                return Err(internal("this call cannot run as a task"));
-            }
-        };
-        let request_id = convert(to_json(&context.id)?)?;
-        let (handle, created) = self
-            .dispatcher
-            .accept(&self.owner, request_id, "tools/call", ttl)
-            .map_err(|error| rpc_error(error.to_jsonrpc()))?;
-        // A handler that waits as a future (sleep, confirm) runs on the runtime; one that
-        // blocks gets a thread of its own, not one of the runtime's. If that cannot start,
-        // the dropped handle fails the task.
-        match call.task_work(handle, None) {
-            Work::Async(work) => {
-                tokio::spawn(work);
-            }
-            Work::Blocking(work) => {
-                let spawned = std::thread::Builder::new()
-                    .name("mcp-task".into())
-                    .spawn(work);
-                if let Err(err) = spawned {
-                    eprintln!("rmcp-example: cannot start a task thread: {err}");
-                }
-            }
-        }
-        convert(to_json(&created)?)
+        convert(self.route("tools/call", &request, &context).await?)
     }
 
     async fn get_task_info(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.dispatch(
-            protocol::methods::TASKS_GET,
-            json!({"taskId": request.task_id}),
-        )
+        convert(self.route("tasks/get", &request, &context).await?)
     }
 
     async fn list_tasks(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListTasksResult, ErrorData> {
-        let cursor = request.and_then(|params| params.cursor);
-        self.dispatch(protocol::methods::TASKS_LIST, json!({"cursor": cursor}))
+        convert(self.route("tasks/list", &request, &context).await?)
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CancelTaskResult, ErrorData> {
-        self.dispatch(
-            protocol::methods::TASKS_CANCEL,
-            json!({"taskId": request.task_id}),
-        )
+        convert(self.route("tasks/cancel", &request, &context).await?)
     }
 
     async fn get_task_result(
@@ -294,28 +281,17 @@ impl ServerHandler for TasksServer {
         request: GetTaskPayloadParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskPayloadResult, ErrorData> {
-        let task_id = request.task_id;
-        let params = json!({"taskId": task_id});
-        // The store's future: no thread is held while the task runs, and dropping it (the
-        // deadline, a cancelled request) deregisters the wait.
-        let wait = self.dispatcher.result_async(&self.owner, Some(&params));
-        let answer = tokio::select! {
-            answer = tokio::time::timeout(self.result_deadline, wait) => match answer {
-                Ok(answer) => answer.map_err(rpc_error)?,
-                Err(_) => return Err(internal("the task did not finish before the deadline; poll tasks/get and ask again")),
-            },
-            () = context.ct.cancelled() => return Err(internal("the request was cancelled")),
-        };
+        let answer = self.route("tasks/result", &request, &context).await?;
         let Value::Object(mut payload) = answer else {
-            return Err(internal("tasks/result payload is not an object"));
+            return Err(rpc_error(internal("tasks/result payload is not an object")));
         };
-        // The dispatcher tags the payload already; make sure the MUST holds anyway.
+        // The library tags the payload already; make sure the MUST holds anyway.
         let meta = payload
             .entry("_meta")
             .or_insert_with(|| Value::Object(JsonObject::new()));
         if let Value::Object(meta) = meta
-            && !meta.contains_key(protocol::RELATED_TASK_META_KEY)
-            && let Ok(id) = task_id.parse()
+            && !meta.contains_key(mcp_tasks_server::mcp_tasks::protocol::RELATED_TASK_META_KEY)
+            && let Ok(id) = request.task_id.parse()
         {
             insert_related_task(meta, &id);
         }
@@ -323,13 +299,91 @@ impl ServerHandler for TasksServer {
     }
 }
 
+/// rmcp's peer as the library's, for a call running at once: notifications and requests
+/// are sent on the runtime.
+struct RmcpPeer {
+    peer: Peer<RoleServer>,
+    runtime: tokio::runtime::Handle,
+    log_level: Arc<Mutex<Option<LogLevel>>>,
+}
+
+impl peer::Peer for RmcpPeer {
+    fn notify(&self, method: &str, params: Value) {
+        match serde_json::from_value::<ServerNotification>(
+            json!({"method": method, "params": params}),
+        ) {
+            Ok(notification) => {
+                let send = || {
+                    self.runtime
+                        .block_on(self.peer.send_notification(notification))
+                };
+                // In order: sent before the call's answer.
+                let sent = if tokio::runtime::Handle::try_current().is_ok() {
+                    tokio::task::block_in_place(send)
+                } else {
+                    send()
+                };
+                if let Err(err) = sent {
+                    eprintln!("rmcp-example: `{method}` was not sent: {err}");
+                }
+            }
+            Err(err) => {
+                eprintln!("rmcp-example: `{method}` is not a notification rmcp sends: {err}")
+            }
+        }
+    }
+
+    fn request(&self, method: &str, params: Value) -> peer::Answer {
+        let request =
+            serde_json::from_value::<ServerRequest>(json!({"method": method, "params": params}));
+        let request = match request {
+            Ok(request) => request,
+            Err(err) => {
+                let error = internal(format!("`{method}` is not a request rmcp sends: {err}"));
+                return Box::pin(std::future::ready(Err(error)));
+            }
+        };
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let peer = self.peer.clone();
+        self.runtime.spawn(async move {
+            let got = tokio::time::timeout(ANSWER_TIMEOUT, peer.send_request(request)).await;
+            let _ = answer.send(match got {
+                Ok(Ok(result)) => {
+                    serde_json::to_value(result).map_err(|err| internal(err.to_string()))
+                }
+                Ok(Err(err)) => Err(service_error(err)),
+                Err(_) => Err(internal("the client did not answer in time")),
+            });
+        });
+        Box::pin(async move {
+            answered
+                .await
+                .unwrap_or_else(|_| Err(internal("the connection to the client closed")))
+        })
+    }
+
+    fn log_level(&self) -> Option<LogLevel> {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_log_level(&self, level: LogLevel) {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(level);
+    }
+}
+
 /// Forwards a waiting task's input requests to the client as `elicitation/create`
 /// (tagged with the related-task `_meta`), each once, and hands the answers back to the
-/// registry, where the handler waits for them.
+/// store, where the handler waits for them.
 #[derive(Clone)]
 struct Input {
     peer: Peer<RoleServer>,
-    registry: TaskRegistry,
+    store: Store,
     forwarded: Arc<Mutex<HashSet<(TaskId, String)>>>,
 }
 
@@ -351,19 +405,13 @@ impl Input {
             let (input, owner, method) = (self.clone(), owner.clone(), request.method.clone());
             tokio::spawn(async move {
                 let task_id = marker.0.to_string();
-                let answer = match input.ask(&owner, &task_id, &method, params).await {
-                    Ok(answer) => answer,
-                    Err(err) => {
-                        // No usable answer: to the handler this is a dismissed request.
-                        eprintln!("rmcp-example: task {task_id}: {err}");
-                        let mut dismissed = JsonObject::new();
-                        dismissed.insert("action".into(), json!("cancel"));
-                        dismissed
-                    }
-                };
+                let answer = input.ask(&owner, &task_id, &method, params).await;
                 let mut responses = JsonObject::new();
-                responses.insert(marker.1.clone(), Value::Object(answer));
-                if let Err(err) = input.registry.respond(&owner, &task_id, responses) {
+                responses.insert(
+                    marker.1.clone(),
+                    Value::Object(outbound::input_response(answer)),
+                );
+                if let Err(err) = input.store.respond(&owner, &task_id, responses) {
                     eprintln!("rmcp-example: task {task_id}: {err}");
                 }
                 input.forwarded().remove(&marker);
@@ -379,19 +427,14 @@ impl Input {
         task_id: &str,
         method: &str,
         params: JsonObject,
-    ) -> Result<JsonObject, JsonRpcError> {
+    ) -> Result<Value, JsonRpcError> {
         if method != "elicitation/create" {
-            return Err(JsonRpcError::new(
-                jsonrpc::INTERNAL_ERROR,
-                format!("this server cannot send `{method}` to the client"),
-            ));
+            return Err(internal(format!(
+                "this server cannot send `{method}` to the client"
+            )));
         }
-        let params = serde_json::from_value(Value::Object(params)).map_err(|err| {
-            JsonRpcError::new(
-                jsonrpc::INTERNAL_ERROR,
-                format!("bad elicitation request: {err}"),
-            )
-        })?;
+        let params = serde_json::from_value(Value::Object(params))
+            .map_err(|err| internal(format!("bad elicitation request: {err}")))?;
         let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
         let handle = self
             .peer
@@ -407,18 +450,17 @@ impl Input {
             tokio::select! {
                 answer = &mut answered => {
                     return match answer {
-                        Ok(Ok(ClientResult::ElicitResult(result))) => match serde_json::to_value(result) {
-                            Ok(Value::Object(answer)) => Ok(answer),
-                            _ => Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the client's answer was not an object")),
-                        },
-                        Ok(Ok(_)) => Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the client answered with something else than an elicitation result")),
+                        Ok(Ok(ClientResult::ElicitResult(result))) => {
+                            serde_json::to_value(result).map_err(|err| internal(err.to_string()))
+                        }
+                        Ok(Ok(_)) => Err(internal("the client answered with something else than an elicitation result")),
                         Ok(Err(err)) => Err(service_error(err)),
-                        Err(_) => Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the connection to the client closed")),
+                        Err(_) => Err(internal("the connection to the client closed")),
                     };
                 }
                 _ = check.tick() => {
                     let waiting = self
-                        .registry
+                        .store
                         .get(owner, task_id)
                         .is_ok_and(|task| task.status() == TaskStatus::InputRequired);
                     if !waiting {
@@ -427,11 +469,11 @@ impl Input {
                             Some("the task no longer waits for this input".into()),
                         );
                         let _ = self.peer.notify_cancelled(withdrawn).await;
-                        return Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, "the task stopped waiting for the client's answer"));
+                        return Err(internal("the task stopped waiting for the client's answer"));
                     }
                 }
                 () = &mut deadline => {
-                    return Err(JsonRpcError::new(jsonrpc::INTERNAL_ERROR, format!("the client did not answer `{method}`")));
+                    return Err(internal(format!("the client did not answer `{method}`")));
                 }
             }
         }
@@ -445,10 +487,7 @@ fn service_error(err: ServiceError) -> JsonRpcError {
             message: error.message.into_owned(),
             data: error.data,
         },
-        other => JsonRpcError::new(
-            jsonrpc::INTERNAL_ERROR,
-            format!("the request to the client failed: {other}"),
-        ),
+        other => internal(format!("the request to the client failed: {other}")),
     }
 }
 
@@ -464,39 +503,42 @@ fn status_notification(task: &AnyTask) -> Result<ServerNotification, String> {
 }
 
 async fn serve() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let registry = TaskRegistry::builder()
-        .ttl_policy(TtlPolicy::new(Some(60_000)).with_max(3_600_000))
-        .poll_interval(Some(100))
-        .build()?;
+    let options = Options::parse("rmcp-example", std::env::args().skip(1))?;
+    let server = Arc::new(options.build()?);
+    let store = server.store().clone();
 
     // Changes come from any thread; one task of the runtime handles them in order.
     let (changes, mut forward) = mpsc::unbounded_channel();
-    registry.subscribe(move |change| {
+    TaskStore::subscribe(&store, move |change| {
         let _ = changes.send((change.owner.clone(), change.task.clone()));
     });
 
     let transport = trace::stdio(std::env::var_os("MCP_TASKS_TRACE"))?;
-    let mut conformance = false;
-    for arg in std::env::args().skip(1) {
-        if arg == tools::CONFORMANCE_FLAG {
-            conformance = true;
-        } else {
-            return Err(
-                format!("unknown argument `{arg}`; usage: rmcp-example [--conformance]").into(),
-            );
-        }
-    }
-    let server = TasksServer::from_env(registry.clone(), Catalog::chosen(conformance));
-    eprintln!("rmcp-example: ready (MCP {PROTOCOL_VERSION} over stdio, rmcp 2.2.0)");
-    let running = server.serve(transport).await?;
+    let result_deadline = std::env::var("MCP_TASKS_RESULT_DEADLINE_MS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .map_or(DEFAULT_RESULT_DEADLINE, Duration::from_millis);
+    let handler = TasksServer {
+        server: Arc::clone(&server),
+        owner: Owner::new("rmcp-stdio"),
+        elicitation: Mutex::new(Elicitation::Undeclared),
+        log_level: Arc::default(),
+        result_deadline,
+    };
+    eprintln!("rmcp-example: ready (MCP 2025-11-25 over stdio, rmcp 2.2.0)");
+    let running = handler.serve(transport).await?;
 
     let input = Input {
         peer: running.peer().clone(),
-        registry,
+        store,
         forwarded: Arc::default(),
     };
     tokio::spawn(async move {
         while let Some((owner, task)) = forward.recv().await {
+            // Tasks created through 2025-11-25: all of this server's.
+            if !server.is_v1_task(task.id()) {
+                continue;
+            }
             if let AnyTask::InputRequired(waiting) = &task {
                 input.forward(&owner, waiting);
             }
@@ -507,6 +549,9 @@ async fn serve() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                     }
                 }
                 Err(err) => eprintln!("rmcp-example: cannot convert a status notification: {err}"),
+            }
+            if task.is_terminal() {
+                server.forget_task(task.id());
             }
         }
     });

@@ -1,13 +1,14 @@
-//! rmcp 3.11's own `TaskManager` against `mcp_tasks_rmcp::TaskManager` (on the in-process
-//! registry) on the same tool workload, phase by phase, in one tokio runtime with two
-//! worker threads. Not a test: it prints times and ratios.
+//! rmcp 3.11's own `task_manager` against `mcp_tasks_rmcp::TaskManager` (a server of the
+//! server library, on its in-process registry), each as an rmcp server, driven through an
+//! in-memory pipe by the same rmcp client on the same workload, phase by phase, in one
+//! tokio runtime with two worker threads. Not a test: it prints times and ratios.
 //!
 //! ```text
 //! cargo bench -p mcp-tasks-rmcp --bench vs_rmcp [-- N]
 //! ```
 //!
 //! Phases, each over N tasks (default 1000):
-//! - `create`: spawn N tasks whose operation asks for one input;
+//! - `create`: N `tools/call` whose task asks for one input;
 //! - `get`: one `tasks/get` per task (once all are `input_required`);
 //! - `update+finish`: one `tasks/update` per task, until every task is `completed`;
 //! - `cancel+settle`: N more tasks waiting for a cancel, one `tasks/cancel` each, until
@@ -15,34 +16,155 @@
 //!
 //! Settling is observed by polling `tasks/get` over the tasks still open, as a client
 //! would, and counts in the phase; rmcp's manager sweeps every stored task on each call,
-//! so its cost grows with the number of tasks. mcp-tasks-rmcp's waits still run on tokio's blocking pool (src/wait.rs) until the
-//! core's async waits land; `update+finish` and `cancel+settle` measure that.
+//! so its cost grows with the number of tasks.
 
 use std::time::{Duration, Instant};
 
-use mcp_tasks::{Limits, Owner, TaskRegistry};
+use mcp_tasks::Limits;
+use mcp_tasks_server::{Context, Elicited, Exit, NoArguments, Server, TaskSupport, Tool};
 use rmcp::model::{
-    CallToolResult, CancelTaskParams, ContentBlock, GetTaskParams, InputRequest, NumberOrString,
-    TaskStatus, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    ClientConfig, ContentBlock, CreateTaskResult, ExtensionCapabilities, GetTaskParams,
+    GetTaskResult, Implementation, InputRequest, InputResponses, JsonObject, ProtocolVersion,
+    ServerCapabilities, ServerConfig, TASKS_EXTENSION_ID, TaskPayload, TaskStatus,
+    UpdateTaskParams,
 };
+use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, ErrorData, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
 
-fn request() -> InputRequest {
-    serde_json::from_value(json!({
-        "method": "elicitation/create",
-        "params": {"mode": "form", "message": "go?", "requestedSchema": {"type": "object", "properties": {}}}
-    }))
-    .expect("an elicitation")
+type Client = RunningService<RoleClient, ClientConfig>;
+
+/// rmcp's own task manager behind an rmcp server: `ask` asks for one input, `wait` waits
+/// for a cancel.
+#[derive(Clone, Default)]
+struct Theirs {
+    tasks: rmcp::task_manager::TaskManager,
 }
 
-fn done() -> CallToolResult {
-    CallToolResult::success(vec![ContentBlock::text("done")])
+impl ServerHandler for Theirs {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        use rmcp::task_manager::{TaskExit, TaskOptions};
+        let asks = request.name == "ask";
+        let task = self.tasks.spawn(TaskOptions::default(), move |ctx| {
+            Box::pin(async move {
+                if asks {
+                    let request: InputRequest = serde_json::from_value(json!({
+                        "method": "elicitation/create",
+                        "params": {"mode": "form", "message": "go?",
+                                   "requestedSchema": {"type": "object", "properties": {}}}
+                    }))
+                    .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+                    ctx.request_input("k", request).await?;
+                    Ok::<_, TaskExit>(CallToolResult::success(vec![ContentBlock::text("done")]))
+                } else {
+                    ctx.cancelled().await;
+                    Err(TaskExit::Cancelled)
+                }
+            })
+        });
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks
+            .get_task(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
+    }
 }
 
-fn answer() -> rmcp::model::InputResponses {
-    let mut answers = rmcp::model::InputResponses::new();
-    answers.insert("k".into(), json!({"action": "accept", "content": {}}));
-    answers
+/// The form `ask` fills: nothing.
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+/// The same tools written for the server library.
+fn ours() -> mcp_tasks_rmcp::TaskManager {
+    async fn ask(ctx: Context, _: NoArguments) -> Result<String, Exit> {
+        match ctx.elicit::<Nothing>("k", "go?").await? {
+            Elicited::Accept(Nothing {}) | Elicited::Decline | Elicited::Cancel => {
+                Ok("done".into())
+            }
+        }
+    }
+    async fn wait(ctx: Context, _: NoArguments) -> Result<String, Exit> {
+        ctx.cancelled().await;
+        Err(Exit::cancelled())
+    }
+    let server = Server::builder()
+        .limits(Limits::none())
+        .tool(
+            Tool::new("ask")
+                .task_support(TaskSupport::Optional)
+                .run(ask),
+        )
+        .tool(
+            Tool::new("wait")
+                .task_support(TaskSupport::Optional)
+                .run(wait),
+        )
+        .build()
+        .expect("the server builds");
+    mcp_tasks_rmcp::TaskManager::new(server)
+}
+
+/// A 2026-07-28 client declaring the extension, connected to `server` through a pipe.
+async fn connect(server: impl ServerHandler) -> Client {
+    let (server_side, client_side) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_side).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let mut extensions = ExtensionCapabilities::new();
+    extensions.insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.extensions = Some(extensions);
+    ClientConfig::new(capabilities, Implementation::new("vs_rmcp", "0"))
+        .with_protocol_version(ProtocolVersion::V_2026_07_28)
+        .serve_with_lifecycle(
+            client_side,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("the client connects")
 }
 
 #[derive(Default, Debug)]
@@ -53,162 +175,90 @@ struct Phases {
     cancel: Duration,
 }
 
-/// Waits until `status(id)` is `want` for every id; the time is part of the phase.
-async fn until_all(ids: &[String], want: TaskStatus, status: impl Fn(&str) -> TaskStatus) {
+async fn create(client: &Client, tool: &'static str, n: usize) -> Vec<String> {
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        match client
+            .call_tool_once(CallToolRequestParams::new(tool))
+            .await
+        {
+            Ok(CallToolResponse::Task(created)) => ids.push(created.task.task_id),
+            other => panic!("{tool} did not become a task: {other:?}"),
+        }
+    }
+    ids
+}
+
+/// Polls `tasks/get` until every task is `want`; the time is part of the phase.
+async fn until_all(client: &Client, ids: &[String], want: TaskStatus) {
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut left: Vec<&String> = ids.iter().collect();
     while !left.is_empty() {
-        left.retain(|id| status(id) != want);
-        if Instant::now() > deadline {
-            panic!("{} tasks never reached {want:?}", left.len());
+        let mut still = Vec::new();
+        for id in left {
+            let got = client.get_task(GetTaskParams::new(id.clone())).await;
+            if got.map(|got| got.task.status()).ok() != Some(want) {
+                still.push(id);
+            }
         }
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        left = still;
+        assert!(
+            Instant::now() < deadline,
+            "{} tasks never reached {want:?}",
+            left.len()
+        );
+        if !left.is_empty() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
 }
 
-async fn rmcp_side(n: usize) -> Phases {
-    use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
-    let manager = TaskManager::new();
+async fn run(client: Client, n: usize) -> Phases {
     let mut phases = Phases::default();
-    let status = |id: &str| {
-        manager
-            .get_task(id)
-            .map(|t| t.status())
-            .unwrap_or(TaskStatus::Failed)
-    };
-
     let started = Instant::now();
-    let ids: Vec<String> = (0..n)
-        .map(|_| {
-            manager
-                .spawn(TaskOptions::default(), |ctx| {
-                    Box::pin(async move {
-                        ctx.request_input("k", request()).await?;
-                        Ok::<_, TaskExit>(done())
-                    })
-                })
-                .task_id
-        })
-        .collect();
+    let ids = create(&client, "ask", n).await;
     phases.create = started.elapsed();
-    until_all(&ids, TaskStatus::InputRequired, status).await;
+    until_all(&client, &ids, TaskStatus::InputRequired).await;
 
     let started = Instant::now();
+    let mut keys = Vec::with_capacity(n);
     for id in &ids {
-        manager.get_task(id).expect("tasks/get");
-    }
-    phases.get = started.elapsed();
-
-    let started = Instant::now();
-    for id in &ids {
-        manager.update_task(id, answer()).expect("tasks/update");
-    }
-    until_all(&ids, TaskStatus::Completed, status).await;
-    phases.update = started.elapsed();
-
-    let waiting: Vec<String> = (0..n)
-        .map(|_| {
-            manager
-                .spawn(TaskOptions::default(), |ctx| {
-                    Box::pin(async move {
-                        ctx.cancelled().await;
-                        Err(TaskExit::Cancelled)
-                    })
-                })
-                .task_id
-        })
-        .collect();
-    let started = Instant::now();
-    for id in &waiting {
-        manager.cancel_task(id).expect("tasks/cancel");
-    }
-    until_all(&waiting, TaskStatus::Cancelled, status).await;
-    phases.cancel = started.elapsed();
-    phases
-}
-
-async fn ours(n: usize) -> Phases {
-    use mcp_tasks_rmcp::{TaskExit, TaskManager, TaskOptions};
-    let registry = TaskRegistry::builder()
-        .limits(Limits::none())
-        .build()
-        .expect("a registry");
-    let manager = TaskManager::new(registry);
-    let owner = Owner::new("bench");
-    let mut phases = Phases::default();
-    let status = |id: &str| {
-        manager
-            .get_task_for(&owner, &GetTaskParams::new(id))
-            .map(|t| t.task.status())
-            .unwrap_or(TaskStatus::Failed)
-    };
-    let spawn_asking = |i: usize| {
-        manager
-            .spawn(
-                &owner,
-                &NumberOrString::Number(i as i64),
-                TaskOptions::default(),
-                |ctx| {
-                    Box::pin(async move {
-                        ctx.request_input("k", request()).await?;
-                        Ok::<_, TaskExit>(done())
-                    })
-                },
-            )
-            .expect("spawn")
-            .task
-            .task_id
-    };
-
-    let started = Instant::now();
-    let ids: Vec<String> = (0..n).map(spawn_asking).collect();
-    phases.create = started.elapsed();
-    until_all(&ids, TaskStatus::InputRequired, status).await;
-
-    let started = Instant::now();
-    for id in &ids {
-        manager
-            .get_task_for(&owner, &GetTaskParams::new(id.clone()))
+        let got = client
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
             .expect("tasks/get");
+        match got.task.payload {
+            TaskPayload::InputRequired { input_requests } => {
+                keys.push(input_requests.into_keys().next().expect("one request"));
+            }
+            other => panic!("not waiting for input: {other:?}"),
+        }
     }
     phases.get = started.elapsed();
 
     let started = Instant::now();
-    for id in &ids {
-        manager
-            .update_task_for(&owner, &UpdateTaskParams::new(id.clone(), answer()))
+    for (id, key) in ids.iter().zip(keys) {
+        let mut answer = InputResponses::new();
+        answer.insert(key, json!({"action": "accept", "content": {}}));
+        client
+            .update_task(UpdateTaskParams::new(id.clone(), answer))
+            .await
             .expect("tasks/update");
     }
-    until_all(&ids, TaskStatus::Completed, status).await;
+    until_all(&client, &ids, TaskStatus::Completed).await;
     phases.update = started.elapsed();
 
-    let waiting: Vec<String> = (0..n)
-        .map(|i| {
-            manager
-                .spawn(
-                    &owner,
-                    &NumberOrString::Number(i as i64),
-                    TaskOptions::default(),
-                    |ctx| {
-                        Box::pin(async move {
-                            ctx.cancelled().await;
-                            Err(TaskExit::Cancelled)
-                        })
-                    },
-                )
-                .expect("spawn")
-                .task
-                .task_id
-        })
-        .collect();
+    let waiting = create(&client, "wait", n).await;
     let started = Instant::now();
     for id in &waiting {
-        manager
-            .cancel_task_for(&owner, &CancelTaskParams::new(id.clone()))
+        client
+            .cancel_task(CancelTaskParams::new(id.clone()))
+            .await
             .expect("tasks/cancel");
     }
-    until_all(&waiting, TaskStatus::Cancelled, status).await;
+    until_all(&client, &waiting, TaskStatus::Cancelled).await;
     phases.cancel = started.elapsed();
+    let _ = client.cancel().await;
     phases
 }
 
@@ -222,9 +272,9 @@ fn main() {
         .enable_all()
         .build()
         .expect("a runtime");
-    let theirs = runtime.block_on(rmcp_side(n));
-    let mine = runtime.block_on(ours(n));
-    println!("{n} tasks per phase, tokio with 2 workers, in-process registry");
+    let theirs = runtime.block_on(async { run(connect(Theirs::default()).await, n).await });
+    let mine = runtime.block_on(async { run(connect(ours()).await, n).await });
+    println!("{n} tasks per phase, rmcp's client over an in-memory pipe, tokio with 2 workers");
     println!(
         "{:<15} {:>14} {:>16} {:>8}",
         "phase", "rmcp (ms)", "mcp-tasks (ms)", "ratio"

@@ -1,6 +1,6 @@
 //! Who a request comes from: the owner its tasks are bound to.
 
-use mcp_tasks::Owner;
+use mcp_tasks_server::mcp_tasks::Owner;
 use rmcp::service::{RequestContext, RoleServer};
 
 /// The authenticated principal of a request, as an authentication layer in front of

@@ -4,13 +4,15 @@
 //! carries `resultType`; a 2026-07-28 `tools/call` whose `Mcp-Param-*` header is missing,
 //! undecodable or different is refused with 400 and `-32020`.
 
+mod spawned;
 mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
 use serde_json::{Value, json};
-use support::{LIMIT, start_http};
+use spawned::start_http;
+use support::LIMIT;
 
 /// POSTs `body` to `url` with `headers` (lines ending in `\r\n`); returns the status and
 /// the JSON-RPC message answered (the last `data:` of an event stream, or the JSON body).

@@ -2,10 +2,12 @@
 //! input requests answered one at a time, and the input_required round of a call that
 //! then becomes a task.
 
+mod spawned;
 mod support;
 
 use rmcp::model::{CallToolResponse, InputResponses, TaskPayload};
 use serde_json::json;
+use spawned::*;
 use support::*;
 
 #[tokio::test]
@@ -115,7 +117,7 @@ async fn a_task_only_fixture_is_refused_without_the_extension() {
         .call_tool_once(call("failing_job", json!({})))
         .await
         .unwrap_err();
-    assert_eq!(code(refused), -32021);
+    assert_eq!(code(refused), -32601);
     client.cancel().await.expect("the client closes");
 }
 

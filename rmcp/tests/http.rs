@@ -3,6 +3,7 @@
 //! and visible to another token of the same owner), the refusals, and the inline answer
 //! for a client without the extension.
 
+mod spawned;
 mod support;
 
 use std::process::Stdio;
@@ -13,6 +14,7 @@ use rmcp::model::{
     UpdateTaskParams,
 };
 use serde_json::json;
+use spawned::*;
 use support::*;
 use tokio::process::Command;
 
@@ -126,12 +128,12 @@ async fn a_task_belongs_to_the_owner_of_the_token_not_to_the_connection() {
 async fn a_request_without_a_valid_token_is_refused() {
     let server = start_http(&TOKENS).await;
     assert!(
-        connect(&server, None, tasks_client(), discover())
+        connect_http(&server, None, tasks_client(), discover())
             .await
             .is_err()
     );
     assert!(
-        connect(&server, Some("wrong"), tasks_client(), discover())
+        connect_http(&server, Some("wrong"), tasks_client(), discover())
             .await
             .is_err()
     );
@@ -140,7 +142,7 @@ async fn a_request_without_a_valid_token_is_refused() {
 #[tokio::test]
 async fn a_client_without_the_extension_gets_the_result_inline_over_http() {
     let server = start_http(&TOKENS).await;
-    let plain = connect(
+    let plain = connect_http(
         &server,
         Some("t-bob"),
         plain_client(),
@@ -161,10 +163,10 @@ async fn a_client_without_the_extension_gets_the_result_inline_over_http() {
 #[tokio::test]
 async fn anonymous_mode_serves_one_owner_and_only_on_loopback() {
     let server = start_http(&["--anonymous"]).await;
-    let first = connect(&server, None, tasks_client(), discover())
+    let first = connect_http(&server, None, tasks_client(), discover())
         .await
         .expect("anonymous mode needs no token");
-    let second = connect(&server, None, tasks_client(), discover())
+    let second = connect_http(&server, None, tasks_client(), discover())
         .await
         .expect("anonymous mode needs no token");
     let created = start_task(&first, "sleep", json!({"ms": 10})).await;

@@ -1,119 +1,148 @@
-//! Redelivery over one Redis store (feature `redis`): a redeliverable `sleep` started on
-//! one `rmcp_http` instance is finished by another once the first stops, under the same
-//! task id, as its attempt 2, resuming from its checkpoint, with one final result. Needs
-//! `redis-server` on `PATH` (the test says `SKIPPED` without it).
+//! Redelivery over one Redis store (feature `redis`): a redeliverable task started on one
+//! `rmcp_http` instance is finished by another once the first stops (killed, or handed
+//! over on `SIGTERM`), under the same task id, as its attempt 2, resuming from its last
+//! checkpoint, with one final result. The task is the test-only `steps` tool
+//! (`MCP_TASKS_TEST_TOOLS=1`), which records each step it starts, with its attempt, in
+//! `MCP_TASKS_TEST_STEPS_FILE`. Needs `redis-server` on `PATH` (the test says `SKIPPED`
+//! without it).
 #![cfg(feature = "redis")]
 
+mod spawned;
 mod support;
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use rmcp::model::{GetTaskParams, GetTaskResult, TaskPayload, TaskStatus};
+use rmcp::model::{GetTaskParams, TaskPayload, TaskStatus};
 use serde_json::json;
+use spawned::*;
 use support::*;
 
-/// How long the redelivered `sleep` sleeps in all.
-const SLEEP_MS: u64 = 4_000;
+/// The steps of the redelivered task, and how long each takes.
+const STEPS: u64 = 10;
+const STEP_MS: u64 = 300;
 
-/// Two instances with short leases: a dead instance's task is claimable within a second
-/// or so.
-fn instance_args(url: &str) -> Vec<String> {
-    [
-        "--redis",
-        url,
-        "--token",
-        "t-alice=alice",
-        "--lease-ms",
-        "600",
-        "--lease-renew-ms",
-        "100",
-        "--claim-backoff-ms",
-        "200",
-    ]
-    .map(str::to_owned)
-    .to_vec()
+/// Two instances on `url` with short leases (a dead instance's task is claimable within a
+/// second or so), recording steps in `file`.
+async fn instances(url: &str, file: &str) -> (Server, Server) {
+    let args = ["--store", url, "--token", "t-alice=alice"];
+    let env = [
+        ("MCP_TASKS_TEST_TOOLS", "1"),
+        ("MCP_TASKS_TEST_STEPS_FILE", file),
+        ("MCP_TASKS_LEASE_MS", "600"),
+        ("MCP_TASKS_LEASE_RENEW_MS", "100"),
+        ("MCP_TASKS_CLAIM_BACKOFF_MS", "200"),
+    ];
+    (
+        start_http_with(&args, &env).await,
+        start_http_with(&args, &env).await,
+    )
 }
 
-/// Polls `tasks/get` until `found` picks something out of the answer.
-async fn poll_get<T>(
-    client: &Client,
-    task_id: &str,
-    found: impl Fn(&GetTaskResult) -> Option<T>,
-) -> T {
-    let wait = async {
-        loop {
-            let got = client
-                .get_task(GetTaskParams::new(task_id))
-                .await
-                .expect("tasks/get answers");
-            if let Some(found) = found(&got) {
-                return found;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+/// A file for the steps, removed when dropped.
+struct Steps(PathBuf);
+
+impl Steps {
+    fn new() -> Self {
+        Self(std::env::temp_dir().join(format!(
+            "mcpt-rmcp-steps-{}.txt",
+            mcp_tasks::TaskId::random()
+        )))
+    }
+
+    fn path(&self) -> String {
+        self.0.display().to_string()
+    }
+
+    /// The attempts that started each step of `task`.
+    fn of(&self, task: &str) -> BTreeMap<u64, Vec<u64>> {
+        let text = std::fs::read_to_string(&self.0).unwrap_or_default();
+        let mut starts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for line in text.lines().filter(|line| line.starts_with(task)) {
+            let mut words = line.split_whitespace().skip(1);
+            let (Some(step), Some(attempt)) = (
+                words.next().and_then(|w| w.parse().ok()),
+                words.next().and_then(|w| w.parse().ok()),
+            ) else {
+                panic!("a step line: {line}");
+            };
+            starts.entry(step).or_default().push(attempt);
         }
-    };
-    tokio::time::timeout(LIMIT, wait)
-        .await
-        .expect("the task reached the awaited state in time")
+        starts
+    }
 }
 
-/// Through `client`: the task runs again as attempt 2 (its status message says so while
-/// it works), completes with the second attempt's result, and keeps that one result.
-async fn finished_by_attempt_2(client: &Client, task_id: &str) {
-    let message = poll_get(client, task_id, |got| {
-        let task = &got.task.task;
-        assert!(
-            !task.status.is_terminal(),
-            "the task ended before its redelivery: {:?}",
-            got.task.payload
-        );
-        task.status_message
-            .clone()
-            .filter(|message| task.status == TaskStatus::Working && message.contains("attempt 2"))
-    })
-    .await;
-    assert!(message.contains("attempt 2 of 3"), "{message}");
+impl Drop for Steps {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
 
-    let done = poll_get(client, task_id, |got| {
-        got.task.task.status.is_terminal().then(|| got.clone())
+/// Through `client`: the task completes with its one result, every step ran, the re-run
+/// was attempt 2 and started past the first step (from the checkpoint), and nothing runs
+/// it again or writes over its result.
+async fn finished_by_attempt_2(client: &Client, task_id: &str, steps: &Steps) {
+    let done = poll_until(client, task_id, |payload| {
+        payload.status().is_terminal().then(|| payload.clone())
     })
     .await;
-    match &done.task.payload {
-        TaskPayload::Completed { result } => assert_eq!(
-            text_of(result),
-            (format!("slept {SLEEP_MS} ms, finished by attempt 2"), false)
-        ),
+    match &done {
+        TaskPayload::Completed { result } => {
+            assert_eq!(text_of(result), (format!("ran {STEPS} steps"), false));
+        }
         other => panic!("expected completed, got {other:?}"),
     }
-    // One final result: nothing runs it again or writes over it.
+    let starts = steps.of(task_id);
+    assert_eq!(
+        starts.keys().copied().collect::<Vec<_>>(),
+        (0..STEPS).collect::<Vec<_>>(),
+        "every step ran: {starts:?}"
+    );
+    let rerun_from = starts
+        .iter()
+        .find(|(_, attempts)| attempts.contains(&2))
+        .map(|(step, _)| *step);
+    assert!(
+        rerun_from.is_some_and(|step| step > 0),
+        "attempt 2 ran, from the checkpoint: {starts:?}"
+    );
+    let twice = starts
+        .values()
+        .filter(|attempts| attempts.len() > 1)
+        .count();
+    assert!(twice <= 1, "at most one step ran twice: {starts:?}");
+
+    let first = client
+        .get_task(GetTaskParams::new(task_id))
+        .await
+        .expect("tasks/get answers");
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let later = client
         .get_task(GetTaskParams::new(task_id))
         .await
         .expect("tasks/get answers");
-    assert_eq!(later.task.payload, done.task.payload);
+    assert_eq!(later.task.payload, done);
     assert_eq!(
         later.task.task.last_updated_at,
-        done.task.task.last_updated_at
+        first.task.task.last_updated_at
     );
 }
 
 #[tokio::test]
-async fn a_sleep_whose_instance_is_killed_is_finished_by_another_as_attempt_2() {
+async fn a_task_whose_instance_is_killed_is_finished_by_another_as_attempt_2() {
     let Some(redis) = mcp_tasks_test_support::redis::RedisServer::start() else {
         return;
     };
-    let args = instance_args(&redis.url());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut first = start_http(&args).await;
-    let second = start_http(&args).await;
+    let steps = Steps::new();
+    let (mut first, second) = instances(&redis.url(), &steps.path()).await;
     let alice_first = tasks(&first, "t-alice").await;
     let alice_second = tasks(&second, "t-alice").await;
 
-    let created = start_task(&alice_first, "sleep", json!({"ms": SLEEP_MS})).await;
+    let created = start_task(&alice_first, "steps", json!({"n": STEPS, "ms": STEP_MS})).await;
     let id = created.task.task_id;
     // Long enough for a few checkpoints on the first instance.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
     let seen = alice_second
         .get_task(GetTaskParams::new(id.clone()))
         .await
@@ -122,27 +151,25 @@ async fn a_sleep_whose_instance_is_killed_is_finished_by_another_as_attempt_2() 
     first.kill().await;
     drop(alice_first);
 
-    finished_by_attempt_2(&alice_second, &id).await;
+    finished_by_attempt_2(&alice_second, &id, &steps).await;
 }
 
 #[tokio::test]
-async fn a_sleep_whose_instance_stops_is_handed_over_and_finished_by_another() {
+async fn a_task_whose_instance_stops_is_handed_over_and_finished_by_another() {
     let Some(redis) = mcp_tasks_test_support::redis::RedisServer::start() else {
         return;
     };
-    let args = instance_args(&redis.url());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut first = start_http(&args).await;
-    let second = start_http(&args).await;
+    let steps = Steps::new();
+    let (mut first, second) = instances(&redis.url(), &steps.path()).await;
     let alice_first = tasks(&first, "t-alice").await;
     let alice_second = tasks(&second, "t-alice").await;
 
-    let created = start_task(&alice_first, "sleep", json!({"ms": SLEEP_MS})).await;
+    let created = start_task(&alice_first, "steps", json!({"n": STEPS, "ms": STEP_MS})).await;
     let id = created.task.task_id;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
     drop(alice_first);
     // SIGTERM: the first instance hands the task over (no lease to wait for) and exits.
     first.terminate().await;
 
-    finished_by_attempt_2(&alice_second, &id).await;
+    finished_by_attempt_2(&alice_second, &id, &steps).await;
 }

@@ -3,12 +3,14 @@
 //! only. Needs `redis-server` on `PATH` (the test says `SKIPPED` without it).
 #![cfg(feature = "redis")]
 
+mod spawned;
 mod support;
 
 use rmcp::model::{
     CancelTaskParams, GetTaskParams, InputResponses, TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use serde_json::json;
+use spawned::*;
 use support::*;
 
 #[tokio::test]

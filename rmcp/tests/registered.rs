@@ -1,174 +1,172 @@
-//! Registered handlers and `TaskOptions::redeliver` on the in-process registry, without
-//! Redis: the registry never claims, so a redeliverable call behaves as any other (one
-//! run, one result), a checkpoint is one quiet write, and a shutdown's hand-over hands
-//! nothing over and leaves the task running to its end.
+//! Redeliverable tools on the in-process registry, without Redis: the registry never
+//! claims, so a redeliverable call behaves as any other (one run, one result), a
+//! checkpoint is one quiet write, a hand-over hands nothing over and leaves the task
+//! running to its end, and a shutdown fails what it cannot hand over. Calls the server
+//! cannot take are refused before any handler runs.
+
+mod support;
 
 use std::time::Duration;
 
-use mcp_tasks::{AnyTask, Owner, TaskRegistry, TaskStatus, TaskStore};
-use mcp_tasks_rmcp::{TaskExit, TaskManager, TaskOptions, text_result};
-use rmcp::model::{CallToolRequestParams, NumberOrString};
+use mcp_tasks_rmcp::TaskManager;
+use mcp_tasks_server::{Context, Exit, Server, TaskSupport, Tool};
+use rmcp::model::{GetTaskParams, TaskPayload, TaskStatus};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use support::*;
 
-/// A manager on a fresh registry with one registered tool, `count`: it checkpoints and
-/// reports its arguments and what it knows of earlier attempts; with `{"ms": N}` it first
-/// sleeps N ms.
-fn manager() -> TaskManager {
-    let tasks = TaskManager::new(TaskRegistry::new());
-    tasks.register("count", |ctx| {
-        Box::pin(async move {
-            let ms = ctx
-                .arguments()
-                .get("ms")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            tokio::select! {
-                () = ctx.cancelled() => return Err(TaskExit::Cancelled),
-                () = tokio::time::sleep(Duration::from_millis(ms)) => {}
-            }
-            ctx.save_checkpoint(json!({"step": 1}))?;
-            let text = format!(
-                "to {} on attempt {}, resumed from {:?}",
-                ctx.arguments().get("to").unwrap_or(&Value::Null),
-                ctx.attempt(),
-                ctx.checkpoint(),
-            );
-            Ok(text_result(text, false))
-        })
-    });
-    tasks
+#[derive(Deserialize, JsonSchema)]
+struct Count {
+    /// Where to count to.
+    to: u64,
+    /// How long to wait first, in milliseconds.
+    #[serde(default)]
+    ms: u64,
 }
 
-fn call(name: &'static str, arguments: Value) -> CallToolRequestParams {
-    let mut request = CallToolRequestParams::new(name);
-    request.arguments = arguments.as_object().cloned();
-    request
+#[derive(Serialize, Deserialize, Debug)]
+struct Step {
+    step: u64,
 }
 
-/// Polls the store until the task is terminal.
-async fn finished(tasks: &TaskManager, owner: &Owner, id: &str) -> AnyTask {
-    let wait = async {
-        loop {
-            let task = tasks.store().get(owner, id).expect("the task is stored");
-            if task.is_terminal() {
-                return task;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+/// Waits, checkpoints, and says what it knows of its attempts.
+async fn count(ctx: Context, Count { to, ms }: Count) -> Result<String, Exit> {
+    let resumed = ctx.checkpoint::<Step>()?;
+    ctx.sleep(Duration::from_millis(ms)).await?;
+    ctx.save_checkpoint(&Step { step: 1 })?;
+    Ok(format!(
+        "to {to} on attempt {}, resumed from {resumed:?}",
+        ctx.attempt()
+    ))
+}
+
+fn manager(attempts: Option<u32>) -> TaskManager {
+    let tool = Tool::new("count").task_support(TaskSupport::Optional);
+    let tool = match attempts {
+        Some(attempts) => tool.redelivery(attempts),
+        None => tool,
     };
-    tokio::time::timeout(Duration::from_secs(10), wait)
-        .await
-        .expect("the task finishes in time")
+    let server = Server::builder()
+        .tool(tool.run(count))
+        .build()
+        .expect("the server builds");
+    TaskManager::new(server)
 }
 
-fn text(task: &AnyTask) -> String {
-    let AnyTask::Completed(task) = task else {
-        panic!("expected a completed task, got {task:?}");
-    };
-    task.result()
-        .and_then(|result| result.get("content"))
-        .and_then(|content| content.get(0))
-        .and_then(|block| block.get("text"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
+async fn completed_text(client: &Client, id: &str) -> String {
+    match terminal(client, id).await {
+        TaskPayload::Completed { result } => text_of(&result).0,
+        other => panic!("expected completed, got {other:?}"),
+    }
 }
 
 #[tokio::test]
 async fn a_redeliverable_call_on_the_registry_runs_once_with_its_arguments() {
-    let tasks = manager();
-    tasks.run_claims().expect("a handler is registered");
-    tasks.run_claims().expect("a second start does nothing");
-    let owner = Owner::new("alice");
-    let created = tasks
-        .spawn_registered(
-            &owner,
-            &NumberOrString::Number(1),
-            &call("count", json!({"to": 3, "ms": 200})),
-            TaskOptions::new().redeliver(3),
-        )
-        .expect("the task is created");
-    let id = created.task.task_id;
-    let running = tasks.store().get(&owner, &id).unwrap();
+    let tasks = manager(Some(3));
+    let client = connect(tasks.clone()).await;
+    let id = start_task(&client, "count", json!({"to": 3, "ms": 200}))
+        .await
+        .task
+        .task_id;
     assert_eq!(
-        running.attempts().map(|a| (a.attempt(), a.max())),
-        Some((1, 3)),
-        "the registry keeps the attempts of a running task"
+        completed_text(&client, &id).await,
+        "to 3 on attempt 1, resumed from None"
     );
-    let done = finished(&tasks, &owner, &id).await;
-    assert_eq!(text(&done), "to 3 on attempt 1, resumed from None");
     // Nothing is ever claimable on the registry.
     assert!(
         tasks
+            .server()
             .store()
             .claim()
             .expect("the registry answers")
             .is_none()
     );
+    assert!(!tasks.server().is_shared());
 }
 
 #[tokio::test]
-async fn a_task_that_runs_once_is_unchanged_by_a_registered_handler() {
-    let tasks = manager();
-    let owner = Owner::new("alice");
-    let created = tasks
-        .spawn_registered(
-            &owner,
-            &NumberOrString::Number(1),
-            &call("count", json!({"to": 1})),
-            TaskOptions::new(),
-        )
-        .expect("the task is created");
-    let done = finished(&tasks, &owner, &created.task.task_id).await;
-    assert_eq!(text(&done), "to 1 on attempt 1, resumed from None");
-    assert_eq!(done.attempts(), None);
+async fn a_task_that_runs_once_runs_the_same_handler() {
+    let client = connect(manager(None)).await;
+    let id = start_task(&client, "count", json!({"to": 1}))
+        .await
+        .task
+        .task_id;
+    assert_eq!(
+        completed_text(&client, &id).await,
+        "to 1 on attempt 1, resumed from None"
+    );
 }
 
 #[tokio::test]
 async fn a_hand_over_on_the_registry_hands_nothing_over_and_the_task_runs_on() {
-    let tasks = manager();
-    let owner = Owner::new("alice");
-    let created = tasks
-        .spawn_registered(
-            &owner,
-            &NumberOrString::Number(1),
-            &call("count", json!({"to": 2, "ms": 200})),
-            TaskOptions::new().redeliver(2),
-        )
-        .expect("the task is created");
-    assert_eq!(
-        tasks.hand_over_running(),
-        0,
+    let tasks = manager(Some(2));
+    let client = connect(tasks.clone()).await;
+    let id = start_task(&client, "count", json!({"to": 2, "ms": 200}))
+        .await
+        .task
+        .task_id;
+    assert!(
+        tasks.hand_over_running().is_empty(),
         "the registry has no other instance"
     );
-    let id = created.task.task_id;
+    let seen = client
+        .get_task(GetTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/get answers");
+    assert_eq!(seen.task.status(), TaskStatus::Working);
     assert_eq!(
-        tasks.store().get(&owner, &id).unwrap().status(),
-        TaskStatus::Working
+        completed_text(&client, &id).await,
+        "to 2 on attempt 1, resumed from None"
     );
-    let done = finished(&tasks, &owner, &id).await;
-    assert_eq!(text(&done), "to 2 on attempt 1, resumed from None");
 }
 
 #[tokio::test]
-async fn redelivery_needs_a_registered_handler() {
-    let tasks = TaskManager::new(TaskRegistry::new());
-    assert!(matches!(
-        tasks.run_claims(),
-        Err(mcp_tasks::Error::InvalidConfig(_))
-    ));
-    let owner = Owner::new("alice");
-    let id = NumberOrString::Number(1);
-    let closure = tasks
-        .spawn(&owner, &id, TaskOptions::new().redeliver(2), |_ctx| {
-            Box::pin(async { Ok(text_result("never", false)) })
-        })
-        .expect_err("a closure cannot be redelivered");
-    assert_eq!(closure.code.0, -32603);
-    let unknown = tasks
-        .spawn_registered(&owner, &id, &call("nope", json!({})), TaskOptions::new())
-        .expect_err("no handler for `nope`");
-    assert_eq!(unknown.code.0, -32602);
-    let page = tasks.store().list(&owner, None, 10).unwrap();
-    assert!(page.tasks.is_empty(), "nothing was created");
+async fn a_shutdown_on_the_registry_fails_the_running_tasks_after_the_grace() {
+    let tasks = manager(Some(2));
+    let client = connect(tasks.clone()).await;
+    let quick = start_task(&client, "count", json!({"to": 1, "ms": 10}))
+        .await
+        .task
+        .task_id;
+    let slow = start_task(&client, "count", json!({"to": 1, "ms": 30_000}))
+        .await
+        .task
+        .task_id;
+    let ended = tasks.shut_down(Duration::from_millis(300)).await;
+    assert!(ended.handed_over.is_empty(), "{ended:?}");
+    assert_eq!(ended.failed, [mcp_tasks::TaskId::from(slow.as_str())]);
+    assert_eq!(
+        completed_text(&client, &quick).await,
+        "to 1 on attempt 1, resumed from None"
+    );
+    match terminal(&client, &slow).await {
+        TaskPayload::Failed { error } => assert_eq!(error["code"], json!(-32603)),
+        other => panic!("expected failed, got {other:?}"),
+    }
+    assert_eq!(tasks.running(), 0, "the failed handler returned");
+}
+
+#[tokio::test]
+async fn calls_the_server_cannot_take_are_refused_before_any_handler_runs() {
+    let client = connect(manager(Some(2))).await;
+    let unknown = client
+        .call_tool_once(call("nope", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(code(unknown), -32602);
+    let refused = client
+        .call_tool_once(call("count", json!({"to": "three"})))
+        .await
+        .unwrap_err();
+    let rmcp::ServiceError::McpError(error) = refused else {
+        panic!("expected a JSON-RPC error, got {refused}");
+    };
+    assert_eq!(error.code.0, -32602);
+    assert!(
+        error.message.contains("to"),
+        "names the field: {}",
+        error.message
+    );
+    let _ = Value::Null;
 }

@@ -1,95 +1,60 @@
-//! What `TaskManager::with_telemetry` records, in memory: rmcp's client calls a tool as a
-//! task over an in-memory pipe with its `traceparent` in `_meta`; the `tools/call` span is
-//! the client's child, the work is its child, `tasks/get` links to it; and a task handed
-//! over by one manager and claimed by another (two managers over one store that claims
-//! what is handed over) stays in the caller's trace on the second.
+//! What the library records (feature `otel`) when rmcp serves it, in memory: rmcp's
+//! client calls a tool as a task over an in-memory pipe with its `traceparent` in
+//! `_meta`; the `tools/call` span is the client's child, the work is its child, `tasks/get`
+//! links to it; and a task handed over by one manager and claimed by another (two servers
+//! over one store that claims what is handed over) stays in the caller's trace on the
+//! second.
+#![cfg(feature = "otel")]
 
 mod support;
 
 use std::time::Duration;
 
-use mcp_tasks::JsonObject;
-use mcp_tasks_otel::Observed;
 use mcp_tasks_otel::opentelemetry::trace::SpanKind;
 use mcp_tasks_otel::testing::{Recorder, attr};
-use mcp_tasks_rmcp::{TaskExit, TaskManager, TaskOptions, text_result};
+use mcp_tasks_rmcp::TaskManager;
+use mcp_tasks_server::{Context, Exit, Server, TaskSupport, Tool};
 use mcp_tasks_test_support::handing::HandingRegistry;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CreateTaskResult, GetTaskParams, MetaObject,
-    RequestMetaObject, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CreateTaskResult, GetTaskParams, JsonObject,
+    MetaObject, RequestMetaObject,
 };
-use rmcp::service::{RequestContext, RoleServer};
-use rmcp::{ErrorData, ServerHandler, ServiceExt};
-use serde_json::{Value, json};
-use support::{Client, LIMIT, tasks_client, tasks_server_config};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use support::{Client, LIMIT, connect};
 
 const TRACE: &str = "5b8efff798038103d269b633813fc60c";
 const CLIENT_SPAN: &str = "eee19b7ec3c1b174";
 
-type Store = Observed<HandingRegistry>;
-
-#[derive(Clone)]
-struct Server {
-    tasks: TaskManager<Store>,
+#[derive(Deserialize, JsonSchema)]
+struct Nap {
+    ms: u64,
 }
 
-impl ServerHandler for Server {
-    fn get_info(&self) -> ServerConfig {
-        tasks_server_config()
+/// Sleeps `ms` in 20 ms steps, cancellable.
+async fn nap(ctx: Context, Nap { ms }: Nap) -> Result<String, Exit> {
+    for _ in 0..ms.div_ceil(20) {
+        ctx.sleep(Duration::from_millis(20)).await?;
     }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let options = TaskOptions::new().with_poll_interval_ms(10).redeliver(3);
-        self.tasks
-            .call_registered(&request, &context, options)
-            .await
-    }
-
-    mcp_tasks_rmcp::task_handlers!(tasks);
+    Ok(format!("napped on attempt {}", ctx.attempt()))
 }
 
-/// A manager on `store` recording into `recorder`, with `nap` registered: it sleeps `ms`
-/// in 20 ms steps, cancellable.
-fn manager(store: &HandingRegistry, recorder: &Recorder) -> TaskManager<Store> {
-    let telemetry = recorder.telemetry();
-    let tasks = TaskManager::new(telemetry.observe(store.clone())).with_telemetry(telemetry);
-    tasks.register("nap", |ctx| {
-        Box::pin(async move {
-            let ms = ctx
-                .arguments()
-                .get("ms")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            for _ in 0..ms.div_ceil(20) {
-                tokio::select! {
-                    () = ctx.cancelled() => return Err(TaskExit::Cancelled),
-                    () = tokio::time::sleep(Duration::from_millis(20)) => {}
-                }
-            }
-            Ok(text_result(
-                format!("napped on attempt {}", ctx.attempt()),
-                false,
-            ))
-        })
-    });
-    tasks
-}
-
-async fn connect(tasks: TaskManager<Store>) -> Client {
-    let (server_side, client_side) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        if let Ok(running) = (Server { tasks }).serve(server_side).await {
-            let _ = running.waiting().await;
-        }
-    });
-    tasks_client()
-        .serve(client_side)
-        .await
-        .expect("the client connects")
+/// A manager on `store` recording into `recorder`, whose server serves `nap`
+/// (redeliverable).
+fn manager(store: &HandingRegistry, recorder: &Recorder) -> TaskManager {
+    let server = Server::builder()
+        .shared_store(store.clone())
+        .telemetry(recorder.telemetry())
+        .tool(
+            Tool::new("nap")
+                .task_support(TaskSupport::Optional)
+                .redelivery(3)
+                .run(nap),
+        )
+        .build()
+        .expect("the server builds");
+    TaskManager::new(server)
 }
 
 /// `nap {ms}` as a task, with the client's trace context in `_meta`.
@@ -188,13 +153,12 @@ async fn a_task_claimed_by_another_manager_stays_in_the_callers_trace() {
     let store = HandingRegistry::default();
     let (a, b) = (Recorder::new("tcp"), Recorder::new("tcp"));
     let first = manager(&store, &a);
-    let second = manager(&store, &b);
-    second.run_claims().expect("a handler is registered");
+    let _second = manager(&store, &b);
     let client = connect(first.clone()).await;
     let created = traced_nap(&client, 400).await;
     let id = created.task.task_id.clone();
     tokio::time::sleep(Duration::from_millis(60)).await;
-    assert_eq!(first.hand_over_running(), 1, "the nap is handed over");
+    assert_eq!(first.hand_over_running().len(), 1, "the nap is handed over");
 
     // The first manager still answers its connection's tasks/get, from the store.
     assert_eq!(

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The README's curl session against the Streamable HTTP server (`mcp_http`, the http/ crate),
-# run as it is shown there: start the server with two principals, then as alice:
+# The curl session of docs/serving.md against the Streamable HTTP server (`mcp_http`, the
+# http/ crate), run as it is shown there: start the server with two principals, then as alice:
 # initialize, call `sleep` as a task, poll it with tasks/get, wait on tasks/result (an SSE
 # stream while the task runs, ending with the answer), list; bob cannot
 # see alice's task; a 2026-07-28 request needs no session; DELETE ends the session.
-# Prints each exchange; exits non-zero if an answer is not what the README says.
+# Prints each exchange; exits non-zero if an answer is not what the page says.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio as Pipe};
 use std::time::{Duration, Instant};
 
-use mcp_tasks_servers::{core_fixtures, fixtures};
+use mcp_tasks_conformance::{core, tasks};
 use serde_json::{Value, json};
 use support::{Stdio, WAIT, ext, ext_meta, routing_headers};
 
@@ -148,10 +148,7 @@ fn every_fixture_is_listed_with_its_task_support() {
         ("test_elicitation_sep1330_enums", None),
         ("json_schema_2020_12_tool", None),
     ];
-    assert_eq!(
-        expected.len(),
-        fixtures::NAMES.len() + core_fixtures::NAMES.len()
-    );
+    assert_eq!(expected.len(), tasks::NAMES.len() + core::NAMES.len());
     // The suite calls the first listed tool with `{}`: a fixture that needs nothing.
     assert_eq!(tools[0]["name"], "test_simple_text", "{listed}");
     for (name, support) in expected {
@@ -379,7 +376,7 @@ fn the_diagnostic_fixtures_answer_at_once_in_both_generations() {
     let mut server = Stdio::start_conformance();
     // 2026-07-28, not declaring the extension: never a task.
     for (name, arguments, expected) in [
-        ("test_simple_text", json!({}), fixtures::SIMPLE_TEXT),
+        ("test_simple_text", json!({}), tasks::SIMPLE_TEXT),
         ("test_reconnection", json!({}), "test_reconnection done"),
         (
             "test_logging_tool",

@@ -485,7 +485,7 @@ mod shared {
 
     use mcp_tasks::TaskStore;
     use mcp_tasks::ext::DetailedTask;
-    use mcp_tasks_redis::RedisTaskStore;
+    use mcp_tasks_server::mcp_tasks_redis::RedisTaskStore;
     use mcp_tasks_test_support::redis::RedisServer;
 
     use super::*;

@@ -15,7 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_tasks::Error;
-use mcp_tasks_redis::RedisTaskStore;
+use mcp_tasks_server::mcp_tasks_redis::RedisTaskStore;
 use mcp_tasks_test_support::redis::RedisServer;
 use serde_json::json;
 use support::WAIT;

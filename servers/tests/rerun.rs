@@ -14,16 +14,23 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_tasks::{
-    AnyTask, JsonObject, Owner, RequestId, TaskRegistry, TaskRequest, TaskStatus, TaskStore,
+    AnyTask, JsonObject, Owner, Redelivery, RequestId, TaskHandle, TaskRequest, TaskStatus,
+    TaskStore,
 };
-use mcp_tasks_servers::server::{Elicitation, Generation, Job, Reply, Server, Store};
-use mcp_tasks_servers::tools::Catalog;
+use mcp_tasks_server::server::{Elicitation, Generation, Job, Reply, Server};
+use mcp_tasks_servers::tools;
 use mcp_tasks_test_support::handing::HandingRegistry;
 use serde_json::{Value, json};
 
+/// The example tools over a store that hands tasks over, as a shared store's (the
+/// transport API: `Server::request`, `Server::claim`).
 fn server() -> (Arc<HandingRegistry>, Server) {
     let store = Arc::new(HandingRegistry::default());
-    let server = Server::new(Arc::clone(&store) as Store, Catalog::Examples, true);
+    let server = Server::builder()
+        .tools(tools::examples())
+        .shared_store(Arc::clone(&store))
+        .build()
+        .expect("the example server");
     (store, server)
 }
 
@@ -187,21 +194,28 @@ fn a_claimed_confirm_asks_again() {
 /// again.
 #[test]
 fn a_confirm_rerun_with_its_answer_does_not_ask_again() {
-    let registry = TaskRegistry::default();
+    let (store, server) = server();
     let owner = Owner::new("alice");
-    let (handle, task) = registry
-        .create(&owner, TaskRequest::new(1, "tools/call"))
+    let job = Job {
+        tool: "confirm".into(),
+        arguments: json!({"question": "go?"}).as_object().unwrap().clone(),
+        generation: Generation::Extension,
+        session: None,
+    };
+    let request = TaskRequest::new(1, "tools/call")
+        .with_redelivery(Redelivery::new(tools::ATTEMPTS, job.to_object()));
+    let (handle, task): (TaskHandle<_, _>, _) = store.create(&owner, request).unwrap();
+    let id = task.id().to_string();
+    // What the first run saved once it read the answer, before its instance stopped.
+    handle
+        .checkpoint(json!({"accept": {"answer": "yes"}}))
         .unwrap();
-    let call = Catalog::Examples
-        .parse("confirm", json!({"question": "go?"}).as_object().unwrap())
-        .unwrap_or_else(|err| panic!("{err:?}"));
-    call.task_work(
-        handle,
-        Some(json!({"answer": {"action": "accept", "content": {"answer": "yes"}}})),
-    )
-    .run_here();
-    let done = registry.get(&owner, &task.id().to_string()).unwrap();
-    assert_eq!(done.status(), TaskStatus::Completed);
+    assert!(store.hand_over(&owner, &id).unwrap());
+    drop(handle.detach());
+    let claimed = server.claim().unwrap().expect("claimable");
+    claimed.run();
+    let done = store.get(&owner, &id).unwrap();
+    assert_eq!(done.status(), TaskStatus::Completed, "{done:?}");
     assert_eq!(text(&done), "the user answered: yes");
 }
 

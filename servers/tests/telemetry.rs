@@ -9,12 +9,12 @@ use std::thread;
 use std::time::Duration;
 
 use mcp_tasks::{Owner, RequestId, TaskStore};
-use mcp_tasks_otel::testing::{Recorder, attr};
-use mcp_tasks_servers::server::{Elicitation, Reply, Server, Store};
-use mcp_tasks_servers::telemetry::Transport;
-use mcp_tasks_servers::tools::Catalog;
+use mcp_tasks_server::server::{Elicitation, Reply, Server, Store};
+use mcp_tasks_server::telemetry::Transport;
+use mcp_tasks_server::telemetry::mcp_tasks_otel::testing::{Recorder, attr};
+use mcp_tasks_server::telemetry::opentelemetry::trace::{SpanKind, Status};
+use mcp_tasks_servers::tools;
 use mcp_tasks_test_support::handing::HandingRegistry;
-use opentelemetry::trace::{SpanKind, Status};
 use serde_json::{Value, json};
 
 /// The client's span: the parent every server span of its requests must name.
@@ -23,7 +23,15 @@ const CLIENT_SPAN: &str = "00f067aa0ba902b7";
 
 /// A server of the example tools over `store` recording into `recorder`.
 fn server(recorder: &Recorder, store: Store, shared: bool) -> Server {
-    Server::observed(store, Catalog::Examples, shared, recorder.telemetry())
+    let builder = Server::builder()
+        .tools(tools::examples())
+        .telemetry(recorder.telemetry());
+    let builder = if shared {
+        builder.shared_store(store)
+    } else {
+        builder.store(store)
+    };
+    builder.build().expect("the example server")
 }
 
 /// A recorder for `transport`, and a server on a fresh registry recording into it.
@@ -52,12 +60,11 @@ fn traced_ext(params: Value) -> Value {
 fn answer(reply: Reply) -> Result<Value, mcp_tasks::JsonRpcError> {
     match reply {
         Reply::Now(answer) => answer,
-        Reply::Later(work) => work(),
+        Reply::Later(work) => work.run_here(Arc::new(mcp_tasks_server::peer::Mute)),
         Reply::ThenRun(created, work) => {
             work.run_here();
             Ok(created)
         }
-        Reply::Talk(_) => panic!("these calls do not talk to the client while they run"),
     }
 }
 
@@ -389,8 +396,8 @@ fn a_task_handed_over_to_another_instance_stays_in_its_trace() {
 #[test]
 fn open_listens_are_counted_while_their_streams_live() {
     use mcp_tasks::WatchLimits;
-    use mcp_tasks_servers::framing::Id;
-    use mcp_tasks_servers::listen::Listens;
+    use mcp_tasks_server::framing::Id;
+    use mcp_tasks_server::listen::Listens;
 
     let (recorder, server) = recorded(Transport::Http);
     let listens = Listens::new(server.store().clone(), WatchLimits::default())

@@ -21,6 +21,13 @@ impl Owner {
         Owner(Some(Arc::from(key.as_ref())))
     }
 
+    /// The owner with this opaque key, shared: no copy of the key is made (a transport that
+    /// keeps its principals' names gives each request's owner without allocating).
+    #[must_use]
+    pub fn shared(key: Arc<str>) -> Self {
+        Owner(Some(key))
+    }
+
     /// No identifiable requestor.
     #[must_use]
     pub const fn anonymous() -> Self {

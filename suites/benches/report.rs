@@ -40,8 +40,8 @@ use mcp_tasks::{
     JsonObject, Limits, Outcome, Owner, Redelivery, TaskRegistry, TaskRequest, TaskStatus,
     TtlPolicy,
 };
-use mcp_tasks_servers::server::{Generation, Job};
-use mcp_tasks_servers::tools::text_result;
+use mcp_tasks_server::ToolResult;
+use mcp_tasks_server::server::{Generation, Job};
 use serde_json::{Value, json};
 
 #[global_allocator]
@@ -508,7 +508,7 @@ fn bytes_per_finished_task(n: usize) {
             .expect("no limits");
         drop(black_box(
             handle
-                .complete(text_result("slept 0 ms", false))
+                .complete(ToolResult::text("slept 0 ms").into_object())
                 .expect("working"),
         ));
     }
@@ -517,7 +517,7 @@ fn bytes_per_finished_task(n: usize) {
     drop(black_box(registry));
     let mut results: Vec<JsonObject> = Vec::with_capacity(n);
     let before = live_bytes();
-    results.extend((0..n).map(|_| text_result("slept 0 ms", false)));
+    results.extend((0..n).map(|_| ToolResult::text("slept 0 ms").into_object()));
     let result = (live_bytes() - before) as f64 / n as f64;
     drop(black_box(results));
     println!(

@@ -1,7 +1,9 @@
 //! JSON-RPC messages out of an HTTP answer: a JSON body, or a `text/event-stream` whose
 //! events carry one message each in their `data` lines.
 
-use serde_json::Value;
+use std::borrow::Cow;
+
+use crate::wire::{Message, Reading};
 
 /// An incremental `text/event-stream` reader: bytes in, each complete event's data out.
 #[derive(Debug, Default)]
@@ -66,59 +68,96 @@ fn event_end(buffer: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
-/// Every JSON-RPC message of a whole answer: the body itself for JSON, each event's data
-/// for an event stream (a final event without its blank line counts too).
+/// The JSON text of every JSON-RPC message of a whole answer: the body itself for JSON,
+/// each event's data for an event stream (a final event without its blank line counts
+/// too).
 ///
 /// # Errors
-/// A message that is not JSON.
-pub fn messages(content_type: &str, body: &[u8]) -> Result<Vec<Value>, String> {
+/// A JSON body that is not UTF-8.
+pub fn texts<'a>(content_type: &str, body: &'a [u8]) -> Result<Vec<Cow<'a, str>>, String> {
     if content_type.starts_with("text/event-stream") {
         let mut reader = EventReader::new();
         reader.push(body);
         reader.push(b"\n\n");
         let mut out = Vec::new();
         while let Some(data) = reader.next_data() {
-            out.push(serde_json::from_str(&data).map_err(|err| format!("{err}: {data}"))?);
+            out.push(Cow::Owned(data));
         }
         Ok(out)
     } else {
-        let value = serde_json::from_slice(body)
-            .map_err(|err| format!("{err}: {}", String::from_utf8_lossy(body)))?;
-        Ok(vec![value])
+        std::str::from_utf8(body)
+            .map(|text| vec![Cow::Borrowed(text)])
+            .map_err(|err| format!("{err}: {}", String::from_utf8_lossy(body)))
     }
 }
 
-/// The answer to request `id` among `messages` (notifications and other ids skipped).
-#[must_use]
-pub fn answer_to(messages: Vec<Value>, id: u64) -> Option<Value> {
-    messages
-        .into_iter()
-        .find(|message| message.get("id").and_then(Value::as_u64) == Some(id))
+/// How a whole answer answered request `id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answered {
+    /// With a result.
+    Result(Reading),
+    /// With a JSON-RPC error (its JSON text).
+    Error(String),
+    /// With neither a result nor an error.
+    Empty,
+    /// Not at all: no message is the answer to `id`.
+    Missing,
+}
+
+/// The answer to request `id` among the messages of a whole answer ([`texts`];
+/// notifications, requests and other ids skipped).
+///
+/// # Errors
+/// A message that is not JSON.
+pub fn answer_to(content_type: &str, body: &[u8], id: u64) -> Result<Answered, String> {
+    for text in texts(content_type, body)? {
+        let message: Message =
+            serde_json::from_str(&text).map_err(|err| format!("{err}: {text}"))?;
+        if !message.answers(id) {
+            continue;
+        }
+        return Ok(match (message.error, message.result) {
+            (Some(error), _) => Answered::Error(error.get().to_owned()),
+            (None, Some(result)) => Answered::Result(Reading::from(result)),
+            (None, None) => Answered::Empty,
+        });
+    }
+    Ok(Answered::Missing)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn a_json_body_is_one_message() {
-        let body = br#"{"jsonrpc":"2.0","id":3,"result":{}}"#;
-        let read = messages("application/json", body).unwrap();
-        assert_eq!(read, vec![json!({"jsonrpc": "2.0", "id": 3, "result": {}})]);
-        assert!(messages("application/json", b"nope").is_err());
+        let body = br#"{"jsonrpc":"2.0","id":3,"result":{"taskId":"t","status":"working"}}"#;
+        let Answered::Result(read) = answer_to("application/json", body, 3).unwrap() else {
+            panic!("not a result");
+        };
+        assert_eq!(read.task_id.as_deref(), Some("t"));
+        assert_eq!(
+            answer_to("application/json", body, 4).unwrap(),
+            Answered::Missing
+        );
+        assert!(answer_to("application/json", b"nope", 3).is_err());
+        let error = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"no"}}"#;
+        assert!(matches!(
+            answer_to("application/json", error, 3).unwrap(),
+            Answered::Error(text) if text.contains("-32602")
+        ));
     }
 
     #[test]
     fn an_event_stream_yields_each_data_event_and_skips_priming() {
-        let body = b"id: 0\nretry: 1000\ndata:\n\n: comment\n\nevent: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"id\":7,\"result\":{\"a\":1}}";
-        let read = messages("text/event-stream", body).unwrap();
+        let body = b"id: 0\nretry: 1000\ndata:\n\n: comment\n\nevent: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"id\":7,\"result\":{\"content\":[]}}";
+        let read = texts("text/event-stream", body).unwrap();
         // The priming event (an empty data line) and the comment are skipped.
         assert_eq!(read.len(), 2, "{read:?}");
-        assert_eq!(
-            answer_to(read, 7),
-            Some(json!({"jsonrpc": "2.0", "id": 7, "result": {"a": 1}}))
-        );
+        let Answered::Result(read) = answer_to("text/event-stream", body, 7).unwrap() else {
+            panic!("not a result");
+        };
+        assert_eq!(read.tool_ok, Some(true));
     }
 
     #[test]

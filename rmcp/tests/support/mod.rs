@@ -1,48 +1,23 @@
 //! What the tests share: rmcp's own client, started the 2026-07-28 way or the legacy way,
-//! and `tasks/get` polling.
+//! connected in process to a `TaskManager`, and `tasks/get` polling.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::time::Duration;
 
+use mcp_tasks_rmcp::TaskManager;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, CreateTaskResult,
     ElicitationCapability, ExtensionCapabilities, FormElicitationCapability, GetTaskParams,
-    Implementation, JsonObject, ProtocolVersion, ServerCapabilities, ServerConfig,
-    TASKS_EXTENSION_ID, TaskPayload,
+    Implementation, JsonObject, ProtocolVersion, TASKS_EXTENSION_ID, TaskPayload,
 };
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceError};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceError, ServiceExt};
 use serde_json::Value;
-use std::process::Stdio;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Child;
-use tokio::process::Command;
 
 pub type Client = RunningService<RoleClient, ClientConfig>;
 
 /// The longest a flow may take before the test fails.
 pub const LIMIT: Duration = Duration::from_secs(20);
-
-/// The example binary `name`, built by `cargo test` with the examples.
-pub fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary has a path");
-    // target/<profile>/deps/<test> -> target/<profile>/examples/<name>
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("the test binary lives in target/<profile>/deps");
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: build it with `cargo build -p mcp-tasks-rmcp --examples` \
-         (plain `cargo test` does)",
-        path.display()
-    );
-    path
-}
 
 /// A client declaring the tasks extension and form elicitation.
 pub fn tasks_client() -> ClientConfig {
@@ -57,16 +32,6 @@ pub fn tasks_client() -> ClientConfig {
         Implementation::new("mcp-tasks-rmcp-tests", env!("CARGO_PKG_VERSION")),
     )
     .with_protocol_version(ProtocolVersion::V_2026_07_28)
-}
-
-/// What a test server's `get_info` says: tools and tasks.
-pub fn tasks_server_config() -> ServerConfig {
-    ServerConfig::new(
-        ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tasks()
-            .build(),
-    )
 }
 
 /// A client that declares nothing (no tasks extension).
@@ -84,25 +49,28 @@ pub fn discover() -> ClientLifecycleMode {
     }
 }
 
-/// Spawns the stdio example (with `--conformance`: the tests call the fixtures too) and
-/// connects `config` to it with `lifecycle`.
-pub async fn spawn_stdio(config: ClientConfig, lifecycle: ClientLifecycleMode) -> Client {
-    spawn_stdio_with(&["--conformance"], config, lifecycle).await
-}
-
-/// Spawns the stdio example with `args` and connects `config` to it with `lifecycle`.
-pub async fn spawn_stdio_with(
-    args: &[&str],
+/// `config` connected with `lifecycle` through an in-memory pipe to `tasks`, served by
+/// rmcp on this runtime.
+pub async fn connect_to(
+    tasks: TaskManager,
     config: ClientConfig,
     lifecycle: ClientLifecycleMode,
 ) -> Client {
-    let mut command = Command::new(example("rmcp_stdio"));
-    command.args(args).env_remove("MCP_TASKS_CONFORMANCE");
-    let transport = TokioChildProcess::new(command).expect("the stdio example starts");
-    tokio::time::timeout(LIMIT, config.serve_with_lifecycle(transport, lifecycle))
+    let (server_side, client_side) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = tasks.serve(server_side).await {
+            let _ = running.waiting().await;
+        }
+    });
+    tokio::time::timeout(LIMIT, config.serve_with_lifecycle(client_side, lifecycle))
         .await
         .expect("the lifecycle answers in time")
-        .expect("rmcp accepts the example's lifecycle answer")
+        .expect("rmcp accepts the lifecycle answer")
+}
+
+/// A 2026-07-28 client declaring the extension, connected in process to `tasks`.
+pub async fn connect(tasks: TaskManager) -> Client {
+    connect_to(tasks, tasks_client(), discover()).await
 }
 
 /// `name` with `arguments`, as rmcp's client sends it.
@@ -120,6 +88,21 @@ pub async fn start_task(client: &Client, name: &'static str, arguments: Value) -
     match client.call_tool_once(call(name, arguments)).await {
         Ok(CallToolResponse::Task(created)) => created,
         other => panic!("{name} did not become a task: {other:?}"),
+    }
+}
+
+/// Calls a tool and expects its result at once: its first text and `isError`.
+pub async fn call_at_once(
+    client: &rmcp::Peer<RoleClient>,
+    name: &'static str,
+    arguments: Value,
+) -> (String, bool) {
+    match client.call_tool_once(call(name, arguments)).await {
+        Ok(CallToolResponse::Complete(result)) => {
+            let result = serde_json::to_value(result).expect("serializes");
+            text_of(result.as_object().expect("a result is an object"))
+        }
+        other => panic!("{name} did not answer at once: {other:?}"),
     }
 }
 
@@ -182,81 +165,21 @@ pub fn code(err: ServiceError) -> i32 {
     }
 }
 
-/// A running `rmcp_http` example and its endpoint; killed when dropped.
-pub struct Server {
-    child: Child,
-    pub url: String,
-}
-
-impl Server {
-    /// Kills the instance at once (`SIGKILL`: no hand-over, its leases lapse) and reaps it.
-    pub async fn kill(&mut self) {
-        self.child.kill().await.expect("the example can be killed");
-    }
-
-    /// Asks the instance to stop (`SIGTERM`: it hands its redeliverable tasks over) and
-    /// waits until it exited.
-    pub async fn terminate(&mut self) {
-        let pid = self.child.id().expect("the example is running");
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .expect("`kill` runs");
-        assert!(sent.success(), "SIGTERM was not sent");
-        tokio::time::timeout(LIMIT, self.child.wait())
-            .await
-            .expect("the example exits in time")
-            .expect("the example is reaped");
-    }
-}
-
-pub async fn start_http(args: &[&str]) -> Server {
-    let mut child = Command::new(example("rmcp_http"))
-        .args(["--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the http example starts");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut line = String::new();
-    tokio::time::timeout(LIMIT, BufReader::new(stdout).read_line(&mut line))
+/// Polls `tasks/get` until the task's status message satisfies `wanted`.
+pub async fn poll_until_message(client: &Client, task_id: &str, wanted: impl Fn(&str) -> bool) {
+    let wait = async {
+        loop {
+            let got = client
+                .get_task(GetTaskParams::new(task_id))
+                .await
+                .expect("tasks/get answers");
+            if got.task.task.status_message.as_deref().is_some_and(&wanted) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(LIMIT, wait)
         .await
-        .expect("the example announces its address in time")
-        .expect("its stdout is readable");
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| {
-            panic!(
-                "rmcp_http did not start (first line {line:?}; its stderr is above): an \
-                 example built without this test's features? `cargo test` builds the \
-                 examples with the same features, `cargo test --test NAME` does not"
-            )
-        })
-        .to_owned();
-    Server { child, url }
-}
-
-pub async fn connect(
-    server: &Server,
-    token: Option<&str>,
-    config: ClientConfig,
-    lifecycle: ClientLifecycleMode,
-) -> Result<Client, String> {
-    let mut transport = StreamableHttpClientTransportConfig::with_uri(server.url.clone());
-    if let Some(token) = token {
-        transport = transport.auth_header(token);
-    }
-    let transport = StreamableHttpClientTransport::from_config(transport);
-    tokio::time::timeout(LIMIT, config.serve_with_lifecycle(transport, lifecycle))
-        .await
-        .map_err(|_| "no lifecycle answer in time".to_owned())?
-        .map_err(|err| err.to_string())
-}
-
-pub async fn tasks(server: &Server, token: &str) -> Client {
-    connect(server, Some(token), tasks_client(), discover())
-        .await
-        .expect("a client with a valid token connects")
+        .expect("the task said it in time");
 }

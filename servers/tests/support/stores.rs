@@ -10,8 +10,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-pub use mcp_tasks_servers::shared::Backend;
-use mcp_tasks_servers::shared::{POSTGRES_SCHEMA_ENV, redacted};
+pub use mcp_tasks_server::store_url::Backend;
+use mcp_tasks_server::store_url::{POSTGRES_SCHEMA_ENV, redacted};
 use mcp_tasks_test_support::postgres;
 use mcp_tasks_test_support::redis::RedisServer;
 use serde_json::{Value, json};

@@ -27,11 +27,15 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue,
+};
+use hyper::{Method, Uri};
 use hyper_util::rt::TokioIo;
 use mcp_tasks_wire_bench::procfs;
-use mcp_tasks_wire_bench::sse::{self, EventReader};
+use mcp_tasks_wire_bench::sse::{self, Answered, EventReader};
 use mcp_tasks_wire_bench::stats::Samples;
-use mcp_tasks_wire_bench::wire::{self, Wire};
+use mcp_tasks_wire_bench::wire::{self, Params, Reading, Wire};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, watch};
@@ -47,8 +51,10 @@ enum Mode {
 #[derive(Debug, Clone)]
 struct Args {
     addr: SocketAddr,
-    host: String,
-    path: String,
+    /// `Host`, as a header value (built once).
+    host: HeaderValue,
+    /// The endpoint's path, parsed once.
+    path: Uri,
     wire: Wire,
     mode: Mode,
     clients: usize,
@@ -76,8 +82,8 @@ fn parse_args() -> Result<Args, String> {
     let mut wire = None;
     let mut args = Args {
         addr: ([127, 0, 0, 1], 0).into(),
-        host: String::new(),
-        path: String::new(),
+        host: HeaderValue::from_static("127.0.0.1"),
+        path: Uri::from_static("/"),
         wire: Wire::V2025,
         mode: Mode::Poll,
         clients: 100,
@@ -149,11 +155,11 @@ fn parse_args() -> Result<Args, String> {
     if !args.addr.ip().is_loopback() {
         return Err(format!("--url {url}: loopback addresses only"));
     }
-    args.host = authority.to_owned();
+    args.host = HeaderValue::from_str(authority).map_err(|err| format!("--url {url}: {err}"))?;
     args.path = if path.is_empty() {
-        "/".into()
+        Uri::from_static("/")
     } else {
-        path.into()
+        path.parse().map_err(|err| format!("--url {url}: {err}"))?
     };
     if args.mode == Mode::Listen && args.wire != Wire::V2026 {
         return Err("--mode listen needs --wire 2026-07-28".into());
@@ -232,83 +238,86 @@ struct Figures {
 /// One HTTP answer, read whole.
 struct Answer {
     status: u16,
-    session: Option<String>,
-    content_type: String,
+    headers: HeaderMap,
     body: Bytes,
 }
 
-/// A keep-alive connection, opened again if the server closed it.
-struct Conn {
-    shared: Arc<Shared>,
-    sender: Option<SendRequest<Full<Bytes>>>,
-    driver: Option<JoinHandle<()>>,
+impl Answer {
+    fn header(&self, name: &HeaderName) -> Option<&HeaderValue> {
+        self.headers.get(name)
+    }
+
+    fn content_type(&self) -> &str {
+        self.header(&CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+    }
 }
 
-async fn open(addr: SocketAddr) -> Result<(SendRequest<Full<Bytes>>, JoinHandle<()>), String> {
+type Link = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+
+/// A keep-alive connection, opened again if the server closed it. Its connection future
+/// is polled by the client's own task while a request is out (not spawned as a task of
+/// its own): one wake-up per answer instead of a hand-off between two tasks, which at
+/// 10,000 clients on two cores made the load generator, not the server, the limit.
+struct Conn {
+    shared: Arc<Shared>,
+    link: Option<(SendRequest<Full<Bytes>>, Link)>,
+}
+
+async fn open(addr: SocketAddr) -> Result<(SendRequest<Full<Bytes>>, Link), String> {
     let stream = TcpStream::connect(addr)
         .await
         .map_err(|err| format!("connect: {err}"))?;
     stream
         .set_nodelay(true)
         .map_err(|err| format!("TCP_NODELAY: {err}"))?;
-    let (sender, connection) = http1::handshake(TokioIo::new(stream))
+    http1::handshake(TokioIo::new(stream))
         .await
-        .map_err(|err| format!("handshake: {err}"))?;
-    let driver = tokio::spawn(async move {
-        // The connection ends when the client drops it or the server closes it.
-        let _ = connection.await;
-    });
-    Ok((sender, driver))
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        if let Some(driver) = self.driver.take() {
-            driver.abort();
-        }
-    }
+        .map_err(|err| format!("handshake: {err}"))
 }
 
 impl Conn {
     fn new(shared: Arc<Shared>) -> Self {
-        Self {
-            shared,
-            sender: None,
-            driver: None,
-        }
+        Self { shared, link: None }
     }
 
     fn build(
         &self,
         request: &wire::Request,
-        token: Option<&str>,
-        session: Option<&str>,
-    ) -> Result<hyper::Request<Full<Bytes>>, String> {
+        token: Option<&HeaderValue>,
+        session: Option<&HeaderValue>,
+    ) -> hyper::Request<Full<Bytes>> {
         let args = &self.shared.args;
-        let mut builder = hyper::Request::post(args.path.as_str())
-            .header("host", args.host.as_str())
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
+        let mut built = hyper::Request::new(Full::new(request.body.clone()));
+        *built.method_mut() = Method::POST;
+        *built.uri_mut() = args.path.clone();
+        let headers = built.headers_mut();
+        headers.reserve(8);
+        headers.insert(HOST, args.host.clone());
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
         if let Some(token) = token {
-            builder = builder.header("authorization", format!("Bearer {token}"));
+            headers.insert(AUTHORIZATION, token.clone());
         }
         if let Some(session) = session {
-            builder = builder.header("mcp-session-id", session);
+            headers.insert(wire::SESSION_ID, session.clone());
         }
         for (name, value) in &request.headers {
-            builder = builder.header(*name, value.as_str());
+            headers.insert(name.clone(), value.clone());
         }
-        builder
-            .body(Full::new(Bytes::from(request.body.to_string())))
-            .map_err(|err| format!("request: {err}"))
+        built
     }
 
     /// Sends `request` and reads the whole answer (bounded by `--timeout`).
     async fn send(
         &mut self,
         request: &wire::Request,
-        token: Option<&str>,
-        session: Option<&str>,
+        token: Option<&HeaderValue>,
+        session: Option<&HeaderValue>,
     ) -> Result<Answer, String> {
         let timeout = self.shared.args.timeout;
         self.send_within(request, token, session, timeout).await
@@ -318,32 +327,25 @@ impl Conn {
     async fn send_within(
         &mut self,
         request: &wire::Request,
-        token: Option<&str>,
-        session: Option<&str>,
+        token: Option<&HeaderValue>,
+        session: Option<&HeaderValue>,
         timeout: Duration,
     ) -> Result<Answer, String> {
-        let built = self.build(request, token, session)?;
+        let built = self.build(request, token, session);
         match tokio::time::timeout(timeout, self.exchange(built)).await {
             Ok(answer) => answer,
             Err(_) => {
                 // The connection's state is unknown now: start over on the next request.
-                self.sender = None;
-                Err(format!(
-                    "{}: no answer within {timeout:?}",
-                    request.body["method"].as_str().unwrap_or("?")
-                ))
+                self.link = None;
+                Err(format!("{}: no answer within {timeout:?}", request.method))
             }
         }
     }
 
     /// Opens the connection unless it is open.
     async fn connect(&mut self) -> Result<(), String> {
-        if self.sender.as_ref().is_none_or(SendRequest::is_closed) {
-            let (sender, driver) = open(self.shared.args.addr).await?;
-            if let Some(old) = self.driver.replace(driver) {
-                old.abort();
-            }
-            self.sender = Some(sender);
+        if self.link.is_none() {
+            self.link = Some(open(self.shared.args.addr).await?);
         }
         Ok(())
     }
@@ -351,37 +353,46 @@ impl Conn {
     async fn exchange(&mut self, request: hyper::Request<Full<Bytes>>) -> Result<Answer, String> {
         self.shared.requests.fetch_add(1, Ordering::Relaxed);
         self.connect().await?;
-        let sender = self.sender.as_mut().ok_or("no connection")?;
-        sender
-            .ready()
-            .await
-            .map_err(|err| format!("connection: {}", chain(&err)))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|err| format!("send: {}", chain(&err)))?;
-        let status = response.status().as_u16();
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned)
+        let (sender, connection) = self.link.as_mut().ok_or("no connection")?;
+        let exchange = async {
+            sender
+                .ready()
+                .await
+                .map_err(|err| format!("connection: {}", chain(&err)))?;
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|err| format!("send: {}", chain(&err)))?;
+            let (parts, body) = response.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map_err(|err| format!("body: {}", chain(&err)))?
+                .to_bytes();
+            Ok(Answer {
+                status: parts.status.as_u16(),
+                headers: parts.headers,
+                body,
+            })
         };
-        let session = header("mcp-session-id");
-        let content_type = header("content-type").unwrap_or_default();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|err| format!("body: {}", chain(&err)))?
-            .to_bytes();
-        Ok(Answer {
-            status,
-            session,
-            content_type,
-            body,
-        })
+        let (answer, closed) = {
+            tokio::pin!(exchange);
+            let closed = tokio::select! {
+                biased;
+                answer = &mut exchange => return answer,
+                closed = connection => closed,
+            };
+            // The connection ended (the server closed it): what it read is in the
+            // answer's channels, or the exchange fails; either way the next request
+            // reconnects.
+            (exchange.await, closed)
+        };
+        self.link = None;
+        match (answer, closed) {
+            (Ok(answer), _) => Ok(answer),
+            (Err(why), Ok(())) => Err(why),
+            (Err(why), Err(err)) => Err(format!("{why} (connection: {})", chain(&err))),
+        }
     }
 }
 
@@ -397,8 +408,8 @@ fn chain(err: &dyn std::error::Error) -> String {
     text
 }
 
-/// The `result` of the answer to request `id`, or why there is none.
-fn result_of(method: &str, id: u64, answer: &Answer) -> Result<Value, String> {
+/// What the answer to request `id` shows, or why there is none.
+fn result_of(method: &str, id: u64, answer: &Answer) -> Result<Reading, String> {
     let text = || {
         String::from_utf8_lossy(&answer.body)
             .chars()
@@ -408,37 +419,35 @@ fn result_of(method: &str, id: u64, answer: &Answer) -> Result<Value, String> {
     if answer.status != 200 {
         return Err(format!("{method}: HTTP {}: {}", answer.status, text()));
     }
-    let messages = sse::messages(&answer.content_type, &answer.body)
-        .map_err(|err| format!("{method}: {err}"))?;
-    let mut message = sse::answer_to(messages, id)
-        .ok_or_else(|| format!("{method}: no answer to id {id}: {}", text()))?;
-    if let Some(error) = message.get("error") {
-        return Err(format!("{method}: JSON-RPC error {error}"));
+    match sse::answer_to(answer.content_type(), &answer.body, id)
+        .map_err(|err| format!("{method}: {err}"))?
+    {
+        Answered::Result(reading) => Ok(reading),
+        Answered::Error(error) => Err(format!("{method}: JSON-RPC error {error}")),
+        Answered::Empty => Err(format!("{method}: no result: {}", text())),
+        Answered::Missing => Err(format!("{method}: no answer to id {id}: {}", text())),
     }
-    message
-        .get_mut("result")
-        .map(Value::take)
-        .ok_or_else(|| format!("{method}: no result: {}", text()))
 }
 
 /// One simulated client.
 struct Client {
     shared: Arc<Shared>,
     conn: Conn,
-    token: Option<String>,
-    session: Option<String>,
+    /// `Authorization: Bearer <token>`.
+    token: Option<HeaderValue>,
+    session: Option<HeaderValue>,
     next_id: u64,
     figures: Figures,
 }
 
 impl Client {
-    async fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+    async fn call(&mut self, method: &'static str, params: Params<'_>) -> Result<Reading, String> {
         self.next_id += 1;
         let id = self.next_id;
-        let request = wire::request(self.shared.args.wire, id, method, params);
+        let request = wire::request(self.shared.args.wire, id, method, params)?;
         let answer = self
             .conn
-            .send(&request, self.token.as_deref(), self.session.as_deref())
+            .send(&request, self.token.as_ref(), self.session.as_ref())
             .await?;
         result_of(method, id, &answer)
     }
@@ -447,26 +456,30 @@ impl Client {
     async fn open_session(&mut self) -> Result<(), String> {
         self.next_id += 1;
         let id = self.next_id;
-        let request = wire::request(Wire::V2025, id, "initialize", wire::initialize_params());
+        let params = wire::initialize_params();
+        let params = Params::members(&params);
+        let request = wire::request(Wire::V2025, id, "initialize", params)?;
         // Opening sessions is setup, bounded by --setup-timeout: a server may take long to
         // open many at once (the TypeScript SDK builds a server per session).
         let setup = self.shared.args.setup_timeout;
         let answer = self
             .conn
-            .send_within(&request, self.token.as_deref(), None, setup)
+            .send_within(&request, self.token.as_ref(), None, setup)
             .await?;
         result_of("initialize", id, &answer)?;
-        self.session = Some(answer.session.ok_or("initialize: no Mcp-Session-Id")?);
-        let initialized = wire::Request {
-            body: json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-            headers: vec![("mcp-protocol-version", wire::V2025.to_owned())],
-        };
+        self.session = Some(
+            answer
+                .header(&wire::SESSION_ID)
+                .cloned()
+                .ok_or("initialize: no Mcp-Session-Id")?,
+        );
+        let initialized = wire::notification(Wire::V2025, "notifications/initialized");
         let answer = self
             .conn
             .send_within(
                 &initialized,
-                self.token.as_deref(),
-                self.session.as_deref(),
+                self.token.as_ref(),
+                self.session.as_ref(),
                 setup,
             )
             .await?;
@@ -480,9 +493,9 @@ impl Client {
     }
 
     /// `tasks/get`, timed; the task.
-    async fn get(&mut self, task_id: &str) -> Result<Value, String> {
+    async fn get(&mut self, task_id: &str) -> Result<Reading, String> {
         let sent = Instant::now();
-        let task = self.call("tasks/get", json!({"taskId": task_id})).await?;
+        let task = self.call("tasks/get", wire::task_params(task_id)).await?;
         let done = Instant::now();
         if self.shared.in_window(done) {
             self.figures.gets.push_micros((done - sent).as_micros());
@@ -492,7 +505,8 @@ impl Client {
 
     /// One whole task; `Ok(false)` if the cell ended while it ran.
     async fn one_task(&mut self) -> Result<bool, String> {
-        let args = self.shared.args.clone();
+        let shared = Arc::clone(&self.shared);
+        let args = &shared.args;
         let started = Instant::now();
         let created = self
             .call(
@@ -501,13 +515,13 @@ impl Client {
             )
             .await?;
         let answered = Instant::now();
-        let task_id = wire::created_task_id(&created)
-            .ok_or_else(|| format!("tools/call: not a task: {created}"))?
-            .to_owned();
-        if self.shared.before_end(answered) {
-            self.shared.created.fetch_add(1, Ordering::Relaxed);
+        let Some(task_id) = created.task_id else {
+            return Err(format!("tools/call: not a task: {created:?}"));
+        };
+        if shared.before_end(answered) {
+            shared.created.fetch_add(1, Ordering::Relaxed);
         }
-        if self.shared.in_window(answered) {
+        if shared.in_window(answered) {
             self.figures
                 .calls
                 .push_micros((answered - started).as_micros());
@@ -519,27 +533,26 @@ impl Client {
         let Some(terminal) = terminal else {
             return Ok(false);
         };
-        let status = wire::status_of(&terminal).unwrap_or_default().to_owned();
-        if status != "completed" {
-            return Err(format!("task {task_id} ended {status}: {terminal}"));
+        if terminal.status.as_deref() != Some("completed") {
+            return Err(format!("task {task_id} ended: {terminal:?}"));
         }
         let result = match args.wire {
             Wire::V2025 => {
-                self.call("tasks/result", json!({"taskId": task_id}))
+                self.call("tasks/result", wire::task_params(&task_id))
                     .await?
             }
-            Wire::V2026 => terminal
-                .get("result")
-                .cloned()
-                .ok_or_else(|| format!("the terminal task carries no result: {terminal}"))?,
+            Wire::V2026 if terminal.carries_result => terminal,
+            Wire::V2026 => {
+                return Err(format!("the terminal task carries no result: {terminal:?}"));
+            }
         };
-        if result.get("isError") == Some(&Value::Bool(true)) || result.get("content").is_none() {
+        if result.tool_ok != Some(true) {
             return Err(format!(
-                "task {task_id}: not a successful tool result: {result}"
+                "task {task_id}: not a successful tool result: {result:?}"
             ));
         }
         let finished = Instant::now();
-        if self.shared.in_window(finished) {
+        if shared.in_window(finished) {
             self.figures.tasks += 1;
             self.figures
                 .whole
@@ -549,14 +562,14 @@ impl Client {
     }
 
     /// Polls until terminal; `None` if the cell ended first.
-    async fn poll(&mut self, task_id: &str) -> Result<Option<Value>, String> {
+    async fn poll(&mut self, task_id: &str) -> Result<Option<Reading>, String> {
         loop {
             tokio::time::sleep(self.shared.args.poll).await;
             if self.shared.over() {
                 return Ok(None);
             }
             let task = self.get(task_id).await?;
-            if wire::status_of(&task).is_some_and(wire::is_terminal) {
+            if task.is_terminal() {
                 return Ok(Some(task));
             }
         }
@@ -566,21 +579,25 @@ impl Client {
     /// the acknowledgement, reads the task once with `tasks/get` (a task that ended before
     /// the listen was routed sends nothing more), then reads `notifications/tasks` until
     /// the terminal one. The stream is closed by dropping its connection.
-    async fn listen(&mut self, task_id: &str) -> Result<Option<Value>, String> {
-        let args = self.shared.args.clone();
+    async fn listen(&mut self, task_id: &str) -> Result<Option<Reading>, String> {
+        let shared = Arc::clone(&self.shared);
+        let args = &shared.args;
         self.next_id += 1;
         let id = self.next_id;
-        let request = wire::request(
-            Wire::V2026,
-            id,
-            "subscriptions/listen",
-            json!({"notifications": {"taskIds": [task_id]}}),
-        );
-        let mut stream_conn = Conn::new(Arc::clone(&self.shared));
-        let built = stream_conn.build(&request, self.token.as_deref(), None)?;
-        self.shared.requests.fetch_add(1, Ordering::Relaxed);
-        let (mut sender, driver) = open(args.addr).await?;
-        stream_conn.driver = Some(driver);
+        let notifications = json!({"taskIds": [task_id]});
+        let mut members = serde_json::Map::new();
+        members.insert("notifications".to_owned(), notifications);
+        let params = Params::members(&members);
+        let request = wire::request(Wire::V2026, id, "subscriptions/listen", params)?;
+        let stream_conn = Conn::new(Arc::clone(&shared));
+        let built = stream_conn.build(&request, self.token.as_ref(), None);
+        shared.requests.fetch_add(1, Ordering::Relaxed);
+        let (mut sender, connection) = open(args.addr).await?;
+        // The stream is read for long: its connection runs as a task of its own, ended
+        // when the stream is dropped.
+        let driver = Driver(tokio::spawn(async move {
+            let _ = connection.await;
+        }));
         let response = tokio::time::timeout(args.timeout, async {
             sender
                 .ready()
@@ -601,10 +618,13 @@ impl Client {
         let mut events = Events {
             body: response.into_body(),
             reader: EventReader::new(),
+            _driver: driver,
         };
         let ack = tokio::time::timeout(args.timeout, events.next())
             .await
             .map_err(|_| "listen: no acknowledgement".to_owned())??;
+        let ack: Value =
+            serde_json::from_str(&ack).map_err(|err| format!("listen event: {err}"))?;
         let acknowledged = ack["params"]["notifications"]["taskIds"]
             .as_array()
             .is_some_and(|ids| ids.iter().any(|known| known == task_id));
@@ -612,27 +632,29 @@ impl Client {
             return Err(format!("listen: the task is not acknowledged: {ack}"));
         }
         let task = self.get(task_id).await?;
-        if wire::status_of(&task).is_some_and(wire::is_terminal) {
+        if task.is_terminal() {
             return Ok(Some(task));
         }
         loop {
-            let end = self
-                .shared
+            let end = shared
                 .window
                 .get()
                 .map_or_else(Instant::now, |(_, end)| *end);
             let bound = end.max(Instant::now()) + args.timeout;
-            let message = tokio::time::timeout_at(bound.into(), events.next())
+            let data = tokio::time::timeout_at(bound.into(), events.next())
                 .await
                 .map_err(|_| "listen: no terminal notification".to_owned())??;
-            if message["method"] != "notifications/tasks" {
+            let message: wire::Message =
+                serde_json::from_str(&data).map_err(|err| format!("listen event: {err}"))?;
+            if message.method.as_deref() != Some("notifications/tasks") {
                 continue;
             }
-            let task = message
-                .get("params")
-                .cloned()
-                .ok_or_else(|| format!("notifications/tasks without params: {message}"))?;
-            if wire::status_of(&task).is_some_and(wire::is_terminal) {
+            let task = Reading::from(
+                message
+                    .params
+                    .ok_or_else(|| format!("notifications/tasks without params: {data}"))?,
+            );
+            if task.is_terminal() {
                 return Ok(Some(task));
             }
         }
@@ -670,17 +692,28 @@ impl Client {
     }
 }
 
+/// A spawned connection task, aborted when dropped.
+struct Driver(JoinHandle<()>);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The messages of a listen stream, as they arrive.
 struct Events {
     body: Incoming,
     reader: EventReader,
+    _driver: Driver,
 }
 
 impl Events {
-    async fn next(&mut self) -> Result<Value, String> {
+    /// The next event's data (one JSON-RPC message).
+    async fn next(&mut self) -> Result<String, String> {
         loop {
             if let Some(data) = self.reader.next_data() {
-                return serde_json::from_str(&data).map_err(|err| format!("listen event: {err}"));
+                return Ok(data);
             }
             match self.body.frame().await {
                 Some(Ok(frame)) => {
@@ -742,24 +775,26 @@ async fn run(args: Args) -> Result<(Value, u64), String> {
     // server's listen queue does not overflow.
     let spread = (args.warmup / 2).min(Duration::from_secs(1));
     let n = u32::try_from(args.clients).unwrap_or(u32::MAX);
-    let clients: Vec<JoinHandle<Figures>> = (0..args.clients)
-        .map(|i| {
-            let token = args
-                .token_prefix
-                .as_ref()
-                .map(|prefix| format!("{prefix}{}", i % args.principals));
-            let client = Client {
-                shared: Arc::clone(&shared),
-                conn: Conn::new(Arc::clone(&shared)),
-                token,
-                session: None,
-                next_id: 0,
-                figures: Figures::default(),
-            };
-            let delay = spread * u32::try_from(i).unwrap_or(0) / n;
-            tokio::spawn(client.run(delay))
-        })
-        .collect();
+    let mut clients: Vec<JoinHandle<Figures>> = Vec::with_capacity(args.clients);
+    for i in 0..args.clients {
+        let token = match &args.token_prefix {
+            Some(prefix) => {
+                let value = format!("Bearer {prefix}{}", i % args.principals);
+                Some(HeaderValue::from_str(&value).map_err(|err| format!("{value}: {err}"))?)
+            }
+            None => None,
+        };
+        let client = Client {
+            shared: Arc::clone(&shared),
+            conn: Conn::new(Arc::clone(&shared)),
+            token,
+            session: None,
+            next_id: 0,
+            figures: Figures::default(),
+        };
+        let delay = spread * u32::try_from(i).unwrap_or(0) / n;
+        clients.push(tokio::spawn(client.run(delay)));
+    }
 
     // Every client connected (2025-11-25: with its session), then the warm-up, then the
     // window.
