@@ -361,11 +361,15 @@ fn call(addr: &str, method: &str, params: Value) -> Result<Value, String> {
 }
 
 /// Creates a task of `tool` through the instance in `slot` if it runs, else through the
-/// next one that does; retries (bounded) while instances come and go.
+/// next one that does; retries while instances come and go, for at most 30 s.
 fn create(fleet: &Fleet, slot: usize, tool: &str, arguments: &Value) -> (String, usize) {
     let size = lock(&fleet.slots).len();
     let started = Instant::now();
-    for attempt in 0..200 {
+    let mut last = String::from("no instance was running");
+    for attempt in 0.. {
+        if started.elapsed() > Duration::from_secs(30) {
+            break;
+        }
         let slot = (slot + attempt) % size;
         if let Some(addr) = fleet.addr(slot) {
             match call(
@@ -380,13 +384,12 @@ fn create(fleet: &Fleet, slot: usize, tool: &str, arguments: &Value) -> (String,
                         .to_owned();
                     return (id, slot);
                 }
-                Err(_) if started.elapsed() < Duration::from_secs(30) => {}
-                Err(err) => panic!("no instance created the task: {err}"),
+                Err(err) => last = err,
             }
         }
         thread::sleep(Duration::from_millis(50));
     }
-    panic!("no instance created the task in 200 tries");
+    panic!("no instance created the task within 30 s; the last answer: {last}");
 }
 
 /// A task's end as a client saw it.
