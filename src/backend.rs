@@ -1,76 +1,156 @@
-//! For store authors: what a [`TaskStore`](crate::TaskStore) backend is built from.
+//! For store authors: write a [`Driver`], and the [`SharedStore`] over it is your store.
 //!
-//! The in-process [`TaskRegistry`](crate::TaskRegistry) and the backend crates of this
-//! project (`mcp-tasks-redis`, `mcp-tasks-postgres`) are written against this module and
-//! the crate's public API only, so a backend of your own (a database, a cloud service, an
-//! SDK's store) has every tool they have. Prove it with the store test kit,
-//! `mcp-tasks-testkit`: a backend that passes it behaves like the registry.
+//! A store shared by several server instances (a database, a key-value server, a file
+//! several processes open) is one engine-specific piece and one that is the same for every
+//! engine. The engine's piece is a [`Driver`]: read a task, write it only at the version a
+//! change was decided on, insert and remove, page an owner's tasks (and every owner's),
+//! renew leases and say which lapsed, and feed the changes of every instance (or have the
+//! store poll). The rest is the [`SharedStore`], written once here: the state machine's
+//! decisions ([`Update::apply`] on the task as stored, written through the version check),
+//! waits, subscribers, cursors, limits, leases and claims, and the handling of outages.
+//! `mcp-tasks-redis` and `mcp-tasks-postgres` are drivers written against this module and
+//! the crate's public API only, so a driver of your own has every tool they have. Prove it
+//! with the store test kit, `mcp-tasks-testkit`: its `driver_suite!` holds a driver to the
+//! contract below, and its `store_suite!` holds the store over it to the registry's
+//! behaviour.
 //!
-//! # The contract
-//! A backend implements the required methods of [`TaskStore`](crate::TaskStore); the rest
-//! (cancel, status updates, results, answers, TTL changes) are provided on top of
-//! [`update`](crate::TaskStore::update). What it must guarantee:
+//! A backend crate wraps the store in a type of its own, with its constructors:
 //!
-//! - **Owners.** Every operation names the caller's [`Owner`]; a task is
-//!   visible to the exact owner it was created for and to nobody else, who gets the error
-//!   of an unknown id ([`Error::TaskNotFound`]). Ids are fresh
-//!   [`TaskId::random`](crate::TaskId::random)s; only ids a store could have issued name
-//!   anything ([`is_task_id`]).
-//! - **One state machine, atomic steps.** A change is decided by the core:
-//!   [`Update::apply`] on the task *as stored*, at the store's current time. The answer
-//!   ([`Step`]) is written only if nobody changed the task meanwhile (a lock, a
-//!   compare-and-set on a version, a conditional `UPDATE`); if someone did, decide again
-//!   on what is stored now. So the first terminal status stays and a cancelled task never
-//!   gains a result, on every backend.
-//! - **The stored form.** [`encode`] and [`decode`] turn a task into its status, two
-//!   timestamps and a JSON body and back, losslessly (input keys, answers not yet taken,
-//!   the cancel-requested flag included). A backend that keeps its own clock stamps a
-//!   write with [`set_last_updated_at`]. A new task carries its request's trace context
-//!   (`Task::new(..).with_trace_context(request.trace_context().cloned())`); the body
-//!   keeps it from then on, so a task's work continues its caller's trace on whichever
-//!   instance runs it.
-//! - **Cursors.** `tasks/list` pages are keyset pages over a per-owner creation sequence;
-//!   [`CursorKey`] turns a position into an opaque cursor bound to its owner and back.
-//!   Instances sharing tasks share the secret.
-//! - **Waits.** Keep one [`Events`] table, [notify](Events::notify) a task's key after each
-//!   of its changes (from any instance, if the store is shared), and write each wait once
-//!   as a probe ([`Probe`]): [`block`] runs it as the blocking wait, [`future`] as the
-//!   runtime-free future. The decisions are shared: [`take_answers`] for
-//!   [`wait_for_input`](crate::TaskStore::wait_for_input), [`cancel_seen`] for
-//!   [`wait_for_cancel_async`](crate::TaskStore::wait_for_cancel_async), a terminal task
-//!   for [`wait`](crate::TaskStore::wait).
-//! - **Subscribers.** A [`Notifier`] keeps them: [queue](Notifier::queue) a change where it
-//!   is decided, [deliver](Notifier::deliver) outside your locks.
-//! - **Leases** (stores whose tasks outlive a process). A task created by
-//!   [`insert_leased`](crate::TaskStore::insert_leased) comes with a [`Lease`] the store
-//!   renews while the handler's [`TaskHandle`](crate::TaskHandle) lives
-//!   ([`Lease::held`] with your [`LeaseHolder`]); when it lapses the task is failed with
-//!   [`LEASE_LAPSED`] by any instance, fenced so that the old holder's late writes are
-//!   refused. [`LeasePolicy`] is the operator's knob. A handle's finishing writes
-//!   ([`Update::finishing_target`]) carry work already done: retry them through a
-//!   transient fault rather than lose them.
-//! - **Stores that write with a version check** (a compare-and-set, as Redis and
-//!   PostgreSQL do) share the decisions around their writes: [`update_versioned`] (decide,
-//!   write at the version decided on, decide again on what the store answers),
-//!   [`retry_finishing`] (a handle's finishing write through an outage), [`lapse`] (the
-//!   verdict on a lapsed lease), [`claim_next`] and [`claim_of`] (a claim). And what an
-//!   instance keeps: [`Copies`] of unfinished tasks at their latest version, the [`Feed`]
-//!   of its waits and its change feed's state, its [`LeaseBook`] and [`Claimables`].
-//! - **Faults are errors.** A store that cannot answer says [`Error::store`] or
-//!   [`Error::store_caused`] (`-32603`), never a state: not "cancelled", not "gone", not
-//!   "still working".
+//! ```ignore
+//! #[derive(Clone, Debug)]
+//! pub struct MyTaskStore(SharedStore<MyDriver>);
+//!
+//! impl AsSharedStore for MyTaskStore { // and so a `TaskStore`
+//!     type Driver = MyDriver;
+//!     fn shared_store(&self) -> &SharedStore<MyDriver> { &self.0 }
+//! }
+//!
+//! impl MyBuilder {
+//!     // `ttl_policy`, `limits`, `outage_timeout`, `lease_policy`, … on a `StoreSettings`.
+//!     mcp_tasks::store_settings_methods!(settings);
+//!
+//!     pub fn build(self) -> Result<MyTaskStore, Error> {
+//!         self.settings.validate()?;
+//!         let driver = MyDriver::connect(&self.url, self.settings.io())?;
+//!         SharedStore::start(driver, self.settings).map(MyTaskStore)
+//!     }
+//! }
+//! ```
+//!
+//! # The driver contract
+//! What every method of a [`Driver`] must do is on the method; what holds for all:
+//!
+//! - **Keys and owners.** A task is named by its [`TaskKey`]: its owner and its id (a
+//!   UUID a store issued: ids that are not one never reach a driver). The owner is part of
+//!   the name, so another owner's task does not exist for a key (`read` answers `None`).
+//!   Engines that keep owners as text use [`owner_tag`] (and [`owner_of_tag`] back).
+//! - **The stored form.** A task is its status, two timestamps (Unix milliseconds, from the
+//!   engine's clock: [`Driver::now`]) and its record, [`encode`]d by the store and read
+//!   back with [`decode`], losslessly. Beside it the engine keeps its version (1 at
+//!   insert, one more per write), its expiry (creation plus ttl: an expired task is gone
+//!   for every read, page and write at once, whenever its storage is freed), its owner's
+//!   creation sequence, the request id and method it was created for, its job, and its
+//!   lease (deadline and attempt), none of them on the wire.
+//! - **One version check, atomic.** [`Driver::write`] lands only at the version the change
+//!   was decided on (and, for the lease conditions, only while the lease is as the
+//!   [`Condition`] says), in one atomic step with its feed event; otherwise it changes
+//!   nothing and answers what it found ([`Wrote`]). The store decides every change again
+//!   on what is stored now, so the first terminal status stays and a cancelled task never
+//!   gains a result, on every engine, under any number of instances.
+//! - **Replays are exact.** A driver that sends a request again after its connection broke
+//!   (the first attempt may or may not have been applied) makes the replay answer as the
+//!   first attempt did when it was applied: an insert answers the task, a write
+//!   [`Wrote::Written`], a removal the removed task. A write id kept with what it wrote is
+//!   the usual way.
+//! - **Changes are fed, in order.** Every insert, write, removal and hand-over of any
+//!   instance reaches every instance's [`FeedSink`] ([`Driver::listen`]), in the order of
+//!   each task's changes, as a [`ChangeEvent`] (the text form [`ChangeEvent::parse`] reads
+//!   is the in-repo engines'); a feed that may have missed changes says so
+//!   ([`FeedSink::down`]). A driver without a feed answers [`Listening::Polling`] and the
+//!   store's waits poll ([`StoreSettings::fallback_poll`]).
+//! - **Leases.** A lease is a deadline on the engine's clock, the attempt it runs and the
+//!   name of the instance that took it ([`NewTask::holder`], [`Write::holder`] for a
+//!   claim). [`Driver::renew`] renews, releases or hands over many in one step;
+//!   [`Driver::lapsed`] lists the unfinished tasks whose deadline passed (any instance's).
+//! - **Time.** A write stamps the task's last update with the engine's time, never
+//!   before the one stored, or keeps the one stored when asked ([`Write::keep_updated`]).
+//! - **Every owner's tasks.** [`Driver::page_all`] walks the whole store by [`Position`]
+//!   (an operator's view), each stored task in one page, with its lease's deadline and
+//!   holder; it pushes down what it can of the [`TaskFilter`] and bounds the work of a
+//!   call.
+//! - **Faults are errors.** A driver that cannot answer says [`Error::Store`] (with
+//!   [`Error::store_caused`], keeping the client's error as the source), never a state:
+//!   not "no task", not "stale". The store retries what may be retried (a wait's read, a
+//!   handle's finishing write) up to the outage timeout, and answers the error after.
+//! - **Bounded calls.** Every call answers within about the I/O timeout
+//!   ([`StoreSettings::io_timeout`]), a few when a broken connection is retried.
+//! - **Limits.** [`Driver::insert`] checks the per-owner limit atomically with the insert
+//!   and may check the total ([`NewTask::limits`]).
+//!
+//! # What the shared store guarantees
+//! With such a driver, a [`SharedStore`] keeps every guarantee of the in-process
+//! [`TaskRegistry`](crate::TaskRegistry) across instances, and these:
+//!
+//! - **A change is one round trip** in the common case: each instance keeps copies of the
+//!   unfinished tasks at their latest version (as it wrote them or as its feed told it),
+//!   decides a change on the copy and writes it at that version; a refused write answers
+//!   the task as it is ([`Wrote::Stale`]) and the change is decided again on that. A
+//!   no-op or refusal decided on a copy is decided again on a fresh read before it is
+//!   answered (the copy may be behind).
+//! - **Waits** register before they read (no lost wake-up), sleep until their task's change
+//!   is heard, its expiry, or, while the feed is down, the fallback poll; while the engine
+//!   cannot be read, they answer [`Error::Store`] at their timeout or after the outage
+//!   timeout, never [`Error::Timeout`] (which would read as "still working").
+//! - **Finished work is not lost to an outage.** A typed handle's finishing write
+//!   ([`Update::finishing_target`]) is retried with back-off (10 ms doubling to 1 s) until
+//!   it lands, the task turns out gone or moved on, or the outage timeout passes; a retry
+//!   that finds the task already in the status it was moving to (an earlier try landed,
+//!   its answer lost) answers the task as stored: exactly one result.
+//! - **Leases and redelivery.** A task created for a typed handle is leased
+//!   ([`LeasePolicy`]); each instance's lease thread renews its leases in one driver call
+//!   per interval, fails the tasks whose lease lapsed (a write that lands only while the
+//!   lease is still lapsed, [`LEASE_LAPSED`]) and files redeliverable ones with attempts
+//!   left as claimable after their [`ClaimBackoff`]; a claim is a write that lands only at
+//!   the version decided on and once the back-off passed, and takes a new lease in the
+//!   same step; the old holder's writes are refused from then on ([`Error::Superseded`]).
+//! - **Cursors** are keyset positions of the owner's creation sequence, encrypted and
+//!   tagged per owner ([`CursorKey`]) under a secret every instance shares (configured, or
+//!   kept by the engine: [`Driver::share_secret`]).
+//!
+//! # Writing a store without a driver
+//! A store that does not fit the seam (one that lives in one process, as the registry)
+//! implements [`TaskStore`](crate::TaskStore) itself with the building blocks here: the
+//! shared transition function ([`Update::apply`]), the stored form, the cursor codec, the
+//! subscribers ([`Notifier`]) and the one wait primitive ([`Events`], [`Probe`], [`block`],
+//! [`future`]), with the decisions of the waits ([`take_answers`], [`cancel_seen`]).
+
+mod cursors;
+mod driver;
+mod leases;
+mod settings;
+mod store;
+mod waits;
+
+#[doc(inline)]
+pub use crate::store_settings_methods;
+pub use driver::{
+    ChangeEvent, Condition, Driver, FeedEvent, FeedSink, FeedTarget, Inserted, LapsedLease,
+    LeaseCall, LeaseOp, Listed, Listening, NewTask, Position, Scan, StoredOrigin, StoredRow,
+    TaskFilter, TaskKey, Versioned, Write, Wrote,
+};
+pub use settings::{
+    DEFAULT_FALLBACK_POLL, DEFAULT_IO_TIMEOUT, DEFAULT_OUTAGE_TIMEOUT, MAX_OUTAGE_TIMEOUT,
+    StoreSettings,
+};
+pub use store::{AsSharedStore, SharedStore};
 
 pub use crate::error::shorten;
-pub use crate::store::copies::{Copies, DEFAULT_COPIES, StoredParts};
+pub use crate::store::copies::StoredParts;
 pub use crate::store::cursor::CursorKey;
-pub use crate::store::feed::Feed;
-pub use crate::store::lease_book::{Claimables, HeldLease, Hold, LeaseBook, Renewal};
+pub use crate::store::lease_book::Renewal;
 pub use crate::store::notify::Notifier;
 pub use crate::store::record::{decode, encode};
-pub use crate::store::versioned::{
-    DecidedOn, LEASE_LAPSED, Lapse, MAX_DECISIONS, Written, claim_next, claim_of, lapse,
-    retry_finishing, update_versioned,
-};
+pub use crate::store::versioned::{LEASE_LAPSED, MAX_DECISIONS};
 pub use crate::store::wait::{Events, Listener, Mark, Probe, block, cancel_seen, future};
 pub use crate::store::{LeaseHolder, attempts_exhausted, handle_conflict, take_answers};
 

@@ -169,10 +169,17 @@ pub fn test_tools_wanted() -> bool {
 pub fn test_tools() -> Vec<Tool> {
     vec![
         Tool::new("abort")
-            .description("Aborts the process running it (test only: a poison task, redeliverable).")
+            .description(
+                "Aborts the process running it a moment after it starts, once the task's \
+                 creation is answered (test only: a poison task, redeliverable).",
+            )
             .task_support(TaskSupport::Optional)
             .redelivery(ATTEMPTS)
             .run_blocking(|_ctx: Context, _: NoArguments| -> Result<String, Exit> {
+                // The handler starts beside the answer to the call: without the pause, a
+                // fast store let the process die before the answer was written, and the
+                // client created the poison again elsewhere.
+                std::thread::sleep(std::time::Duration::from_millis(200));
                 std::process::abort()
             }),
         Tool::new("steps")

@@ -138,16 +138,4 @@ impl<K: Eq + Hash + Clone> Copies<K> {
             Kept::Parts(parts) => parts.decode(id).ok().map(|task| (version, task)),
         }
     }
-
-    /// How many copies are kept.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// Whether no copy is kept.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }

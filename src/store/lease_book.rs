@@ -31,6 +31,20 @@ pub enum Renewal {
     Lapsed,
 }
 
+impl Renewal {
+    /// The verdict as the in-repo engines' renewals answer it: `ok` (renewed), `released`
+    /// and `lapsed`; anything else (`gone`) is [`Renewal::Gone`].
+    #[must_use]
+    pub fn from_verdict(verdict: &str) -> Self {
+        match verdict {
+            "ok" => Renewal::Renewed,
+            "released" => Renewal::Released,
+            "lapsed" => Renewal::Lapsed,
+            _ => Renewal::Gone,
+        }
+    }
+}
+
 /// One lease of a renewal round: the task key, what to do, and the attempt the lease
 /// runs (`None` for a task that runs once): a lease another attempt holds now is not this
 /// instance's to renew or release.
@@ -149,7 +163,7 @@ impl<K: Eq + Hash + Clone + Send + Sync + 'static> LeaseBook<K> {
     }
 
     /// Whether no lease is held.
-    #[must_use]
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -169,3 +169,48 @@ pub fn attempts_exhausted(attempts: Attempts, why: &str) -> String {
         attempts.attempt, attempts.max
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_claim_back_off_doubles_per_attempt_up_to_its_bound() {
+        let second = Duration::from_secs(1);
+        let backoff = ClaimBackoff::new(second, 8 * second);
+        let waits: Vec<Duration> = (0..=6).map(|attempt| backoff.after(attempt)).collect();
+        assert_eq!(
+            waits,
+            [
+                second,
+                second,
+                2 * second,
+                4 * second,
+                8 * second,
+                8 * second,
+                8 * second
+            ],
+            "attempt 0 and 1 wait the base, each later one twice the one before, at most the bound"
+        );
+        assert_eq!(backoff.after(u32::MAX), 8 * second, "no overflow");
+        let defaults = ClaimBackoff::default();
+        assert_eq!(defaults.after(1), second);
+        assert_eq!(defaults.after(7), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn attempts_say_whether_another_may_follow() {
+        let attempts = Attempts { attempt: 2, max: 3 };
+        assert!(attempts.left());
+        assert!(!Attempts { attempt: 3, max: 3 }.left());
+        assert_eq!(
+            attempts_exhausted(Attempts { attempt: 3, max: 3 }, "it crashed"),
+            "the task failed after 3 of 3 attempts: the last one stopped because it crashed"
+        );
+        assert_eq!(Redelivery::new(0, JsonObject::new()).max_attempts(), 1);
+        assert_eq!(
+            Redelivery::new(u32::MAX, JsonObject::new()).max_attempts(),
+            MAX_ATTEMPTS
+        );
+    }
+}

@@ -683,9 +683,12 @@ mod tests {
 
     #[test]
     fn a_checkpoint_over_the_limit_is_refused_before_any_store() {
-        let big = Value::String("x".repeat(crate::store::MAX_CHECKPOINT_BYTES));
+        assert_eq!(crate::store::MAX_CHECKPOINT_BYTES, 65_536, "64 KiB");
+        // A JSON string takes its quotes: this one is the limit exactly, then one over.
+        let at = |bytes: usize| Value::String("x".repeat(bytes - 2));
+        assert!(Update::checkpoint(at(crate::store::MAX_CHECKPOINT_BYTES)).is_ok());
         assert!(matches!(
-            Update::checkpoint(big),
+            Update::checkpoint(at(crate::store::MAX_CHECKPOINT_BYTES + 1)),
             Err(Error::InvalidParams { .. })
         ));
         assert!(Update::checkpoint(json!({"ok": true})).is_ok());

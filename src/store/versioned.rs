@@ -327,6 +327,209 @@ mod tests {
     }
 
     #[test]
+    fn a_no_op_on_a_copy_is_decided_again_on_a_fresh_read() {
+        let copy = working();
+        let id = copy.id().to_string();
+        let at = copy.last_updated_at();
+        // The copy is behind: the store has the task waiting for an answer.
+        let requests = crate::input::InputRequests::new().with(
+            "confirm",
+            crate::input::InputRequest::elicitation(JsonObject::new()),
+        );
+        let AnyTask::Working(task) = copy.clone() else {
+            panic!("working");
+        };
+        let waiting = task.require_input(requests, at).into_any();
+        let answer = match serde_json::json!({"confirm": {"action": "accept"}}) {
+            serde_json::Value::Object(answer) => answer,
+            _ => unreachable!(),
+        };
+        let mut reads = 0;
+        let mut writes = Vec::new();
+        let answered = update_versioned(
+            &Update::respond(answer),
+            &id,
+            Some((1_u64, copy.clone())),
+            || {
+                reads += 1;
+                Ok(Some((2, waiting.clone())))
+            },
+            |on, task, notify| {
+                writes.push((on.version, notify));
+                Ok(Written::Stored(task.clone()))
+            },
+        )
+        .expect("answered");
+        assert_eq!(reads, 1, "decided again on a fresh read");
+        assert_eq!(writes, [(2, true)], "written at the version read");
+        assert_eq!(answered.status(), TaskStatus::InputRequired);
+        assert!(answered.input_requests().is_some_and(|r| r.is_empty()));
+        // Unchanged on a fresh read: answered as it is, without a write.
+        let unchanged = update_versioned(
+            &Update::respond(JsonObject::new()),
+            &id,
+            None,
+            || Ok(Some((2, waiting.clone()))),
+            |_, _, _| panic!("nothing to write"),
+        )
+        .expect("unchanged");
+        assert_eq!(unchanged, waiting);
+    }
+
+    #[test]
+    fn a_task_that_keeps_changing_gives_up_after_so_many_decisions() {
+        let task = working();
+        let id = task.id().to_string();
+        let mut writes = 0;
+        let error = update_versioned(
+            &Update::cancel(None),
+            &id,
+            Some((1_u64, task.clone())),
+            || panic!("the store answers the task"),
+            |on, _, _| {
+                writes += 1;
+                Ok(Written::Stale(Some((on.version + 1, task.clone()))))
+            },
+        )
+        .expect_err("it kept changing");
+        assert!(matches!(error, Error::Store { .. }), "{error:?}");
+        assert_eq!(writes, MAX_DECISIONS);
+    }
+
+    #[test]
+    fn a_finishing_write_that_landed_before_its_lost_reply_answers_the_task_as_stored() {
+        let task = working();
+        let target = TaskStatus::Completed;
+        let finishing = Update::end(crate::any::Transition::Complete(JsonObject::new()), None);
+        assert_eq!(finishing.finishing_target(), Some(target));
+        let conflict = || Error::IllegalTransition {
+            task_id: task.id().to_string(),
+            from: target,
+            to: target,
+            message: "finished already".to_owned(),
+        };
+        // The first try's reply was lost; the second finds the task finished as meant.
+        let mut tries = 0;
+        let stored = retry_finishing(
+            &finishing,
+            Duration::from_secs(5),
+            || {
+                tries += 1;
+                if tries == 1 {
+                    Err(Error::store("the reply was lost"))
+                } else {
+                    Err(conflict())
+                }
+            },
+            || Ok(task.clone()),
+        )
+        .expect("the task as stored");
+        assert_eq!((tries, stored), (2, task.clone()));
+        // Without a try before, the same refusal is someone else's finish: an error.
+        let refused = retry_finishing(
+            &finishing,
+            Duration::from_secs(5),
+            || Err(conflict()),
+            || panic!("not read"),
+        );
+        assert!(matches!(refused, Err(Error::IllegalTransition { .. })));
+        // A refusal from another status after a lost reply is an error too.
+        let mut tries = 0;
+        let other = retry_finishing(
+            &finishing,
+            Duration::from_secs(5),
+            || {
+                tries += 1;
+                if tries == 1 {
+                    Err(Error::store("the reply was lost"))
+                } else {
+                    Err(Error::IllegalTransition {
+                        task_id: task.id().to_string(),
+                        from: TaskStatus::Failed,
+                        to: target,
+                        message: "failed meanwhile".to_owned(),
+                    })
+                }
+            },
+            || panic!("not read"),
+        );
+        assert!(matches!(
+            other,
+            Err(Error::IllegalTransition {
+                from: TaskStatus::Failed,
+                ..
+            })
+        ));
+        // No time for a second try: the first try's error, as it was.
+        let mut tries = 0;
+        let first = retry_finishing(
+            &finishing,
+            Duration::from_millis(5),
+            || {
+                tries += 1;
+                Err(Error::store("unreachable"))
+            },
+            || panic!("not read"),
+        );
+        match first {
+            Err(Error::Store { message, .. }) => assert_eq!(message, "unreachable"),
+            other => panic!("the first try's error: {other:?}"),
+        }
+        assert_eq!(tries, 1);
+        // Any other update is tried once.
+        let mut tries = 0;
+        let once = retry_finishing(
+            &Update::cancel(None),
+            Duration::from_secs(5),
+            || {
+                tries += 1;
+                Err(Error::store("unreachable"))
+            },
+            || panic!("not read"),
+        );
+        assert!(matches!(once, Err(Error::Store { .. })));
+        assert_eq!(tries, 1);
+    }
+
+    #[test]
+    fn a_finishing_write_backs_off_doubling_and_gives_up_within_the_outage_timeout() {
+        let finishing = Update::end(crate::any::Transition::Complete(JsonObject::new()), None);
+        let outage = Duration::from_millis(300);
+        let mut tries = Vec::new();
+        let started = Instant::now();
+        let given_up = retry_finishing(
+            &finishing,
+            outage,
+            || {
+                tries.push(started.elapsed());
+                Err(Error::store("unreachable"))
+            },
+            || panic!("not read"),
+        );
+        let elapsed = started.elapsed();
+        match given_up {
+            Err(Error::Store { message, .. }) => {
+                assert!(message.contains("given up"), "{message}");
+                assert!(
+                    message.contains(&format!("tried {} times", tries.len())),
+                    "{message}"
+                );
+            }
+            other => panic!("given up: {other:?}"),
+        }
+        // 10, 20, 40 and 80 ms apart; the next wait (160 ms) would pass the timeout (a slow
+        // machine may get there a try sooner).
+        assert!((3..=5).contains(&tries.len()), "{tries:?}");
+        for (wait, pair) in [10, 20, 40, 80].into_iter().zip(tries.windows(2)) {
+            assert!(
+                pair[1] - pair[0] >= Duration::from_millis(wait),
+                "waited {wait} ms or more: {tries:?}"
+            );
+        }
+        assert!(elapsed < outage, "given up within the timeout: {elapsed:?}");
+    }
+
+    #[test]
     fn a_lapse_files_a_task_with_attempts_left_and_fails_any_other() {
         let backoff = ClaimBackoff::default();
         assert!(

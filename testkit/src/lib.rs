@@ -47,8 +47,10 @@
 
 #![deny(missing_docs)]
 
+use mcp_tasks::backend::Driver;
 use mcp_tasks::{Limits, TaskStore, TtlPolicy};
 
+pub mod drivers;
 pub mod suite;
 pub mod support;
 
@@ -98,6 +100,105 @@ pub trait Backend {
         let _ = store;
         None
     }
+}
+
+/// Builds drivers of one engine for the [`drivers`] suite.
+pub trait DriverBackend {
+    /// The driver.
+    type Driver: Driver;
+
+    /// A new driver on fresh, empty storage (a fresh database schema, key prefix, …):
+    /// drivers from two calls share nothing.
+    fn driver(&self) -> Self::Driver;
+
+    /// Another driver on the storage of `driver`, as a second server process would build
+    /// it (same tasks, same leases, same feed).
+    fn another(&self, driver: &Self::Driver) -> Self::Driver;
+}
+
+/// Instantiates every test of the [`drivers`] suite for one engine, each a `#[test]` in a
+/// module of its own named `$module`. `$backend` is an expression of type `Option<B>`
+/// where `B: DriverBackend`, evaluated once per test; `None` skips the test (it passes),
+/// for an engine whose server is not installed.
+///
+/// ```no_run
+/// use mcp_tasks_testkit::DriverBackend;
+/// # use mcp_tasks::backend::*;
+/// # #[derive(Debug)] struct MyDriver;
+/// # impl Driver for MyDriver {
+/// #   fn read(&self, _: &TaskKey) -> Result<Option<Versioned>, mcp_tasks::Error> { todo!() }
+/// #   fn insert(&self, _: &NewTask<'_>) -> Result<Inserted, mcp_tasks::Error> { todo!() }
+/// #   fn write(&self, _: &Write<'_>) -> Result<Wrote, mcp_tasks::Error> { todo!() }
+/// #   fn remove(&self, _: &TaskKey) -> Result<Option<mcp_tasks::AnyTask>, mcp_tasks::Error> { todo!() }
+/// #   fn page(&self, _: &mcp_tasks::Owner, _: Option<u64>, _: usize) -> Result<Vec<Listed>, mcp_tasks::Error> { todo!() }
+/// #   fn page_all(&self, _: Option<Position>, _: &TaskFilter, _: usize) -> Result<Scan, mcp_tasks::Error> { todo!() }
+/// #   fn origin(&self, _: &TaskKey) -> Result<Option<StoredOrigin>, mcp_tasks::Error> { todo!() }
+/// #   fn job(&self, _: &TaskKey) -> Result<Option<String>, mcp_tasks::Error> { todo!() }
+/// #   fn renew(&self, _: &[LeaseCall], _: std::time::Duration) -> Result<Vec<Renewal>, mcp_tasks::Error> { todo!() }
+/// #   fn lapsed(&self, _: usize) -> Result<Vec<LapsedLease>, mcp_tasks::Error> { todo!() }
+/// #   fn listen(&self, _: FeedSink) -> Result<Listening, mcp_tasks::Error> { todo!() }
+/// #   fn share_secret(&self, _: u128) -> Result<u128, mcp_tasks::Error> { todo!() }
+/// #   fn now(&self) -> Result<mcp_tasks::Timestamp, mcp_tasks::Error> { todo!() }
+/// # }
+///
+/// /// Each call connects to a fresh, empty storage of the engine.
+/// struct Mine;
+///
+/// impl DriverBackend for Mine {
+///     type Driver = MyDriver;
+///     fn driver(&self) -> MyDriver { MyDriver }
+///     fn another(&self, _: &MyDriver) -> MyDriver { MyDriver }
+/// }
+///
+/// mcp_tasks_testkit::driver_suite!(my_engine, Some(Mine));
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! driver_suite {
+    ($module:ident, $backend:expr) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::driver_suite!(@tests $backend;
+            a_driver_reads_what_it_inserts,
+            a_write_lands_only_at_the_version_it_was_decided_on,
+            a_write_that_changes_the_ttl_moves_the_expiry,
+            a_removal_answers_the_task_once,
+            an_owners_pages_follow_creation,
+            pages_of_every_owner_hold_each_task_once,
+            the_per_owner_limit_is_checked_with_the_insert,
+            leases_renew_release_lapse_and_hand_over,
+            a_claim_lands_only_after_the_back_off_and_takes_a_new_lease,
+            a_quiet_write_may_keep_the_last_update,
+            changes_reach_every_instances_feed_in_order,
+            the_cursor_secret_is_shared_once,
+            the_engines_clock_moves_forward,
+            a_no_op_decided_on_a_stale_copy_is_decided_again,
+            a_refusal_decided_on_a_stale_copy_is_decided_again,
+            a_finishing_write_whose_reply_was_lost_lands_once,
+            a_finishing_write_rides_out_an_outage_and_gives_up_after_it,
+            a_store_that_cannot_read_answers_errors_never_states,
+            a_lapsed_task_waits_its_claim_backoff_doubling_per_attempt,
+            a_lapsed_task_that_runs_once_fails,
+            a_handed_over_task_is_claimed_at_once,
+            a_change_after_the_instances_own_write_is_one_write,
+            a_store_reports_its_waits_feed_and_name,
+            leases_given_up_are_no_longer_renewed,
+            a_lease_round_fails_every_lapsed_task,
+            cursors_follow_the_secret_the_storage_keeps,
+            );
+        }
+    };
+    (@tests $backend:expr; $($test:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                if let Some(backend) = $backend {
+                    $crate::drivers::$test(&backend);
+                }
+            }
+        )+
+    };
 }
 
 /// Instantiates every test of the [`suite`] for one backend, each a `#[test]` in a module

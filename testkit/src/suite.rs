@@ -2049,8 +2049,8 @@ fn redeliverable(max: u32) -> TaskRequest {
     req(1).with_redelivery(mcp_tasks::Redelivery::new(max, job))
 }
 
-/// Checks that a handler's checkpoint is kept in the task, read back, never told to
-/// subscribers nor shown on the wire, and refused over the limit.
+/// Checks that a handler's checkpoint is kept in the task (up to the limit, 64 KiB), read
+/// back, never told to subscribers nor shown on the wire, and refused over the limit.
 pub fn checkpoints_are_kept_quietly_and_bounded<B: Backend>(backend: &B) {
     let store = backend.default_store();
     let (seen, _) = recorder(&store);
@@ -2063,6 +2063,14 @@ pub fn checkpoints_are_kept_quietly_and_bounded<B: Backend>(backend: &B) {
     );
     settle(&store, &seen);
     let told = changes_of(&seen, &id).len();
+    // The limit exactly (a JSON string takes its quotes) is kept, whole.
+    let most = Value::String("x".repeat(mcp_tasks::MAX_CHECKPOINT_BYTES - 2));
+    handle.checkpoint(most.clone()).unwrap();
+    assert_eq!(
+        store.get(&alice(), &id).unwrap().checkpoint(),
+        Some(&most),
+        "a checkpoint of the limit is kept"
+    );
     handle.checkpoint(json!({"step": 7})).unwrap();
     let stored = store.get(&alice(), &id).unwrap();
     assert_eq!(stored.checkpoint(), Some(&json!({"step": 7})));

@@ -1,21 +1,20 @@
 //! The listening connection: one per instance, on the store's runtime. It `LISTEN`s on the
 //! store's channel and hands each notification, in order, to the instance's event thread,
-//! which keeps the copies, tells subscribers and wakes waits. It checks the connection
+//! which hands it to the store's [`FeedSink`] (off the runtime: the store may read a task
+//! too large for its notification, and its subscribers are user code). It checks the connection
 //! with a `SELECT 1` after a second of silence; when the connection is lost it tells the
 //! waits (they poll until it is back, then read again, since notifications sent meanwhile
 //! are lost), backs off (10 ms doubling to 1 s) and connects again.
 
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use mcp_tasks::Error;
-use mcp_tasks::backend::StoredParts;
+use mcp_tasks::backend::FeedSink;
 use tokio_postgres::{AsyncMessage, Config, NoTls};
 
-use crate::Inner;
-use crate::owners::owner_of_tag;
+use crate::connection::Engine;
 
 /// The application name of each instance's listening connection (`pg_stat_activity`
 /// shows it).
@@ -31,34 +30,35 @@ enum Event {
     Message(String),
 }
 
-/// Starts the event thread and the listening connection of `inner`.
-pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), Error> {
+/// Starts the event thread and the listening connection on `channel`, delivering to
+/// `sink`.
+pub(crate) fn start(engine: &Engine, channel: &str, sink: FeedSink) -> Result<(), Error> {
     let (events, received) = mpsc::channel();
-    let weak = Arc::downgrade(inner);
     std::thread::Builder::new()
         .name("mcp-tasks-pg-events".into())
-        .spawn(move || dispatch(&received, &weak))
+        .spawn(move || dispatch(&received, &sink))
         .map_err(|err| Error::store_caused("cannot start the event thread", err))?;
-    let mut config = inner.engine.config.clone();
+    let mut config = engine.config.clone();
     config.application_name(LISTENER_NAME);
-    let channel = inner.channel.clone();
-    let io_timeout = inner.engine.io_timeout;
-    inner
-        .engine
-        .spawn(listen(config, channel, io_timeout, events));
+    engine.spawn(listen(
+        config,
+        channel.to_owned(),
+        engine.io_timeout,
+        events,
+    ));
     Ok(())
 }
 
-/// The event thread: applies each event while the store lives.
-fn dispatch(received: &Receiver<Event>, inner: &Weak<Inner>) {
+/// The event thread: hands each event to the store while it lives.
+fn dispatch(received: &Receiver<Event>, sink: &FeedSink) {
     for event in received {
-        let Some(inner) = inner.upgrade() else {
-            return;
+        let open = match event {
+            Event::Up => sink.up(),
+            Event::Down => sink.down(),
+            Event::Message(payload) => sink.message(&payload),
         };
-        match event {
-            Event::Up => inner.feed.up(),
-            Event::Down => inner.feed.down(),
-            Event::Message(payload) => inner.on_message(&payload),
+        if !open {
+            return;
         }
     }
 }
@@ -142,74 +142,5 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
-    }
-}
-
-impl Inner {
-    /// Applies one notification (see the [`schema`](crate::schema) module for its form).
-    fn on_message(&self, payload: &str) {
-        let parts: Vec<&str> = payload.splitn(8, '\n').collect();
-        let (Some(tag), Some(id), Some(notify)) = (parts.first(), parts.get(1), parts.get(2))
-        else {
-            return;
-        };
-        let Ok(id) = uuid::Uuid::parse_str(id) else {
-            return;
-        };
-        if let Some(leases) = &self.leases {
-            if *notify == "claimable" {
-                // Handed over by its instance: claimable at once, here too.
-                leases
-                    .claimables
-                    .file((id, (*tag).to_owned()), Instant::now());
-                return;
-            }
-            // Any change (a claim, a finish, a removal) ends a candidacy; a task still
-            // claimable is filed again by the next lease round that sees it lapsed.
-            leases.claimables.unfile(&(id, (*tag).to_owned()));
-        }
-        let (Some(version), Some(status)) = (
-            parts.get(3).and_then(|version| version.parse::<u64>().ok()),
-            parts.get(4),
-        ) else {
-            // A removal.
-            self.copies.forget(&id);
-            self.feed.bump(&id);
-            return;
-        };
-        let stored = match (
-            parts.get(5).and_then(|created| created.parse().ok()),
-            parts.get(6).and_then(|updated| updated.parse().ok()),
-            parts.get(7),
-        ) {
-            (Some(created), Some(updated), Some(body)) => Some(StoredParts {
-                status: (*status).to_owned(),
-                created,
-                updated,
-                body: (*body).to_owned(),
-            }),
-            _ => None,
-        };
-        match &stored {
-            Some(stored) => self.copies.learn(id, version, stored.clone()),
-            None => self.copies.outdate(&id, version),
-        }
-        // Subscribers are told before the waits wake, as in the registry: a server
-        // answering a waiter has sent the task's status notification first.
-        if *notify == "1"
-            && self.notifier.has_subscribers()
-            && let Some(owner) = owner_of_tag(tag)
-        {
-            let task = match &stored {
-                Some(stored) => stored.decode(&id.to_string()).ok(),
-                // Too large for a notification: read it (it may have moved on since).
-                None => self.read(&owner, id).ok().flatten().map(|read| read.task),
-            };
-            if let Some(task) = task {
-                self.notifier.queue(&owner, &task);
-                self.notifier.deliver();
-            }
-        }
-        self.feed.bump(&id);
     }
 }

@@ -6,6 +6,14 @@
 //! with what PostgreSQL adds: a change the store acknowledged is committed, and a committed
 //! row survives a crash of the server (see [Durability](crate#durability)).
 //!
+//! The store is the core's [`SharedStore`] over a
+//! [`PostgresDriver`]: the decisions, waits, subscribers, cursors, leases, claims and the
+//! handling of outages are written once in the core for every engine
+//! ([`mcp_tasks::backend`]); this crate is the driver (the schema and its functions, the
+//! statements, the pool and its runtime, the listening connection), held to the driver
+//! contract by the store test kit's `driver_suite!` and to the registry's behaviour by its
+//! `store_suite!`.
+//!
 //! # How it keeps the guarantees
 //! - **One state machine, one round trip per operation.** A read is one `SELECT`. A
 //!   change is decided by the core ([`Update::apply`]) on the task as known with its
@@ -104,6 +112,11 @@
 //! every instance, which claims without waiting. A task whose instance stopped fails (or
 //! becomes claimable) within the lease plus one renewal interval.
 //!
+//! # Listing across owners
+//! The driver's [`page_all`](mcp_tasks::backend::Driver::page_all), for an operator's view
+//! of every owner's tasks, is one keyset query on the index of (`seq`, `id`) (schema
+//! version 2), with the status filter in its `WHERE`.
+//!
 //! # Schema and migrations
 //! The tables and functions live in one schema ([`DEFAULT_SCHEMA`], or
 //! [`schema`](PostgresStoreBuilder::schema)); instances on the same database and schema
@@ -160,20 +173,14 @@
 
 mod builder;
 mod connection;
+mod driver;
 mod events;
-mod lease;
-mod owners;
 mod rows;
 mod schema;
 mod statements;
-mod store;
-mod waits;
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use mcp_tasks::backend::{Copies, CursorKey, Feed, Notifier};
-use mcp_tasks::{Error, Timestamp, TtlPolicy};
+use mcp_tasks::backend::{AsSharedStore, SharedStore};
+use mcp_tasks::{Error, Timestamp};
 
 pub use builder::{
     DEFAULT_FALLBACK_POLL, DEFAULT_IO_TIMEOUT, DEFAULT_OUTAGE_TIMEOUT, DEFAULT_POOL_SIZE,
@@ -181,14 +188,13 @@ pub use builder::{
 };
 use connection::Engine;
 pub use connection::POOL_NAME;
+pub use driver::PostgresDriver;
 pub use events::LISTENER_NAME;
-use lease::Leases;
 /// The policy of a task's lease (re-exported from the core: every shared store has one).
 pub use mcp_tasks::LeasePolicy;
-use statements::Statements;
 
 /// A task store in PostgreSQL, shared by every instance built on the same database and
-/// schema.
+/// schema: the core's [`SharedStore`] over a [`PostgresDriver`].
 ///
 /// `Clone` shares the instance (its pool, its listening connection and its threads). See
 /// the [crate docs](crate) for the guarantees and how to run PostgreSQL for it.
@@ -206,49 +212,38 @@ use statements::Statements;
 /// # drop(handle);
 /// # Ok::<(), mcp_tasks::Error>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct PostgresTaskStore {
-    inner: Arc<Inner>,
+    store: SharedStore<PostgresDriver>,
 }
 
-struct Inner {
-    engine: Engine,
-    schema: String,
-    channel: String,
-    sql: Statements,
-    outage_timeout: Duration,
-    fallback_poll: Duration,
-    ttl: TtlPolicy,
-    per_owner: Option<usize>,
-    poll_interval: Option<u64>,
-    cursors: CursorKey,
-    /// The waits of this instance, by task id, and whether it listens.
-    feed: Feed<uuid::Uuid>,
-    notifier: Notifier,
-    /// Unfinished tasks at the latest version this instance knows, by task id.
-    copies: Copies<uuid::Uuid>,
-    /// The leases of running tasks, unless the [`LeasePolicy`] is to leave them.
-    leases: Option<Leases>,
+/// The store is a [`TaskStore`](mcp_tasks::TaskStore) through the shared store.
+impl AsSharedStore for PostgresTaskStore {
+    type Driver = PostgresDriver;
+
+    fn shared_store(&self) -> &SharedStore<PostgresDriver> {
+        &self.store
+    }
 }
 
 impl PostgresTaskStore {
     /// The schema this instance shares tasks in.
     #[must_use]
     pub fn schema(&self) -> &str {
-        &self.inner.schema
+        self.store.driver().schema()
     }
 
     /// The number of waits pending on this instance now, blocking or async.
     #[must_use]
     pub fn pending_waits(&self) -> usize {
-        self.inner.feed.pending()
+        self.store.pending_waits()
     }
 
     /// Whether this instance's listening connection is up now (while it is down, waits
     /// poll).
     #[must_use]
     pub fn listening(&self) -> bool {
-        self.inner.feed.live()
+        self.store.listening()
     }
 
     /// The current time on the PostgreSQL server's clock (the one every timestamp comes
@@ -257,12 +252,7 @@ impl PostgresTaskStore {
     /// # Errors
     /// [`Error::Store`] if PostgreSQL cannot be reached.
     pub fn now(&self) -> Result<Timestamp, Error> {
-        let rows = self.inner.query(&self.inner.sql.now, Vec::new())?;
-        let millis: i64 = rows
-            .first()
-            .ok_or_else(|| rows::unexpected("no time"))
-            .and_then(|row| rows::column(row, 0))?;
-        Ok(Timestamp::from_unix_millis(millis))
+        self.store.now()
     }
 
     /// Applies the schema's migrations at `url` in `schema` and answers the version it is
@@ -280,20 +270,5 @@ impl PostgresTaskStore {
         })?;
         let engine = Engine::start(config, 1, DEFAULT_IO_TIMEOUT)?;
         builder::prepare_schema(&engine, schema, true)
-    }
-}
-
-impl std::fmt::Debug for PostgresTaskStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresTaskStore")
-            .field("schema", &self.inner.schema)
-            .field("ttl", &self.inner.ttl)
-            .field("per_owner", &self.inner.per_owner)
-            .field("listening", &self.inner.feed.live())
-            .field(
-                "leases_held",
-                &self.inner.leases.as_ref().map(|leases| leases.book.len()),
-            )
-            .finish_non_exhaustive()
     }
 }

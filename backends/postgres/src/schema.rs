@@ -7,7 +7,7 @@
 //! core's stored form, opaque to SQL), created/updated, its expiry (`created + ttl`), the
 //! originating request id (JSON) and method, the write id of its last write, the job of a
 //! redeliverable task, and while a handler of some instance runs it, the deadline of its
-//! lease (`0`: handed over) and the attempt it runs. An owner's creation sequence lives in
+//! lease (`0`: handed over), the attempt it runs and the instance that took it. An owner's creation sequence lives in
 //! `owners` (its row also serializes the owner's creates, so that the per-owner limit is
 //! counted exactly). `removed` keeps a removed task's fields and write id for a replay.
 //!
@@ -27,13 +27,13 @@
 use tokio_postgres::Client;
 
 /// The schema version this build writes and reads.
-pub(crate) const VERSION: i32 = 1;
+pub(crate) const VERSION: i32 = 2;
 
 /// The advisory lock key migrations hold (any 64-bit number unlikely to be another's).
 const MIGRATION_LOCK: i64 = 0x6d63_705f_7461_736b;
 
 /// The migrations, in order: version and SQL (`{s}` stands for the quoted schema name).
-const MIGRATIONS: &[(i32, &str)] = &[(1, V1)];
+const MIGRATIONS: &[(i32, &str)] = &[(1, V1), (2, V2)];
 
 const V1: &str = r#"
 CREATE TABLE {s}.tasks (
@@ -290,6 +290,156 @@ BEGIN
     END IF;
   END LOOP;
   RETURN verdicts;
+END
+$$;
+"#;
+
+/// Version 2: the store-wide position of a task (its sequence, then its id), indexed for
+/// an operator's pages of every owner's tasks; the name of the instance holding a task's
+/// lease (`lease_holder`, set by a leased create and a claim); a commit that keeps the
+/// task's last update. The new `create_task` and `commit_task` take more parameters:
+/// version 1's stay beside them (an overload), for instances of the older build still
+/// running while the schema is migrated.
+const V2: &str = r#"
+CREATE INDEX tasks_position ON {s}.tasks (seq, id);
+ALTER TABLE {s}.tasks ADD COLUMN lease_holder text;
+
+-- Version 1's create_task, and: the lease (if any) is held by the instance p_holder.
+-- Creates a task. Answers ('ok', created), ('limit', count) or ('exists', 0); a replay of
+-- a create that was applied answers ('ok', created) again, without an event.
+CREATE FUNCTION {s}.create_task(p_id uuid, p_owner text, p_body text, p_ttl bigint,
+    p_limit bigint, p_request_id text, p_method text, p_write uuid, p_lease bigint,
+    p_job text, p_channel text, p_holder text)
+  RETURNS TABLE (outcome text, at bigint) LANGUAGE plpgsql AS
+$$
+DECLARE
+  written record;
+  now bigint;
+  position bigint;
+  n bigint;
+BEGIN
+  SELECT t.write_id, t.created INTO written FROM {s}.tasks t WHERE t.id = p_id;
+  IF FOUND THEN
+    IF written.write_id = p_write THEN
+      RETURN QUERY SELECT 'ok'::text, written.created;
+    ELSE
+      RETURN QUERY SELECT 'exists'::text, 0::bigint;
+    END IF;
+    RETURN;
+  END IF;
+  now := {s}.now_ms();
+  -- The owner's row lock serializes its creates: the count below sees every earlier one.
+  -- Sequence numbers grow with time, so they keep growing if the row is ever removed.
+  INSERT INTO {s}.owners AS o (owner, seq) VALUES (p_owner, now)
+    ON CONFLICT (owner) DO UPDATE SET seq = greatest(o.seq + 1, now)
+    RETURNING o.seq INTO position;
+  IF p_limit IS NOT NULL THEN
+    SELECT count(*) INTO n FROM {s}.tasks t
+      WHERE t.owner = p_owner AND (t.expires IS NULL OR t.expires > now);
+    IF n >= p_limit THEN
+      RETURN QUERY SELECT 'limit'::text, n;
+      RETURN;
+    END IF;
+  END IF;
+  INSERT INTO {s}.tasks (id, owner, seq, version, status, body, created, updated, expires,
+      request_id, method, write_id, job, lease, lease_attempt, lease_holder)
+    VALUES (p_id, p_owner, position, 1, 'working', p_body, now, now,
+      CASE WHEN p_ttl IS NULL THEN NULL ELSE now + p_ttl END, p_request_id, p_method, p_write,
+      p_job, CASE WHEN p_lease IS NULL THEN NULL ELSE now + p_lease END,
+      CASE WHEN p_job IS NULL OR p_lease IS NULL THEN NULL ELSE 1 END,
+      CASE WHEN p_lease IS NULL THEN NULL ELSE p_holder END);
+  PERFORM {s}.event(p_channel, p_owner, p_id, '0', 1, 'working', now, now, p_body);
+  RETURN QUERY SELECT 'ok'::text, now;
+END
+$$;
+
+-- Version 1's commit_task, and: p_keep keeps the task's last update as stored; a claim
+-- leases the task to the instance p_holder.
+-- Writes a task decided by the caller on version p_version, if it is still at that
+-- version and the move is one the spec's table allows; sends its event in the same
+-- transaction. p_condition: '' (the version alone decides), 'lapsed' (only while the
+-- task's lease is lapsed: the reaper's verdict) or 'claim' (only if the lease lapsed at
+-- least p_backoff ms ago; then the caller holds a new lease of p_lease ms for attempt
+-- p_attempt). p_ttl_set: the change sets the ttl to p_ttl (expiry = created + ttl).
+-- Answers ('ok', version, -, -, -, updated, job of a claim), ('gone'), ('illegal', -,
+-- status), ('renewed') when the lease condition failed, or ('stale', version, status,
+-- body, created, updated): the task as it is, to decide again. A replay of a commit that
+-- was applied (and not followed by another write) answers 'ok' again.
+CREATE FUNCTION {s}.commit_task(p_id uuid, p_owner text, p_version bigint, p_status text,
+    p_body text, p_ttl_set boolean, p_ttl bigint, p_notify boolean, p_write uuid,
+    p_condition text, p_backoff bigint, p_lease bigint, p_attempt integer, p_channel text,
+    p_keep boolean, p_holder text)
+  RETURNS TABLE (outcome text, version bigint, status text, body text, created bigint,
+    updated bigint, job text) LANGUAGE plpgsql AS
+$$
+DECLARE
+  cur record;
+  now bigint := {s}.now_ms();
+  v_lease bigint;
+  v_attempt integer;
+  v_holder text;
+  stamp bigint;
+BEGIN
+  SELECT t.version, t.status, t.body, t.created, t.updated, t.write_id, t.lease,
+      t.lease_attempt, t.job, t.lease_holder
+    INTO cur FROM {s}.tasks t
+    WHERE t.id = p_id AND t.owner = p_owner AND (t.expires IS NULL OR t.expires > now)
+    FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'gone'::text, NULL::bigint, NULL::text, NULL::text, NULL::bigint,
+      NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  IF cur.version <> p_version THEN
+    IF cur.write_id = p_write AND cur.version = p_version + 1 THEN
+      RETURN QUERY SELECT 'ok'::text, cur.version, NULL::text, NULL::text, NULL::bigint,
+        cur.updated, cur.job;
+    ELSE
+      RETURN QUERY SELECT 'stale'::text, cur.version, cur.status, cur.body, cur.created,
+        cur.updated, NULL::text;
+    END IF;
+    RETURN;
+  END IF;
+  v_lease := cur.lease;
+  v_attempt := cur.lease_attempt;
+  v_holder := cur.lease_holder;
+  IF p_condition = 'lapsed' THEN
+    IF cur.lease IS NULL OR cur.lease > now THEN
+      RETURN QUERY SELECT 'renewed'::text, NULL::bigint, NULL::text, NULL::text,
+        NULL::bigint, NULL::bigint, NULL::text;
+      RETURN;
+    END IF;
+  ELSIF p_condition = 'claim' THEN
+    IF cur.lease IS NULL OR cur.lease + p_backoff > now THEN
+      RETURN QUERY SELECT 'renewed'::text, NULL::bigint, NULL::text, NULL::text,
+        NULL::bigint, NULL::bigint, NULL::text;
+      RETURN;
+    END IF;
+    v_lease := now + p_lease;
+    v_attempt := p_attempt;
+    v_holder := p_holder;
+  END IF;
+  -- The spec's table: an unfinished status moves to any other; a finished one to none.
+  IF cur.status <> p_status AND {s}.finished(cur.status) THEN
+    RETURN QUERY SELECT 'illegal'::text, NULL::bigint, cur.status, NULL::text, NULL::bigint,
+      NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  -- A finished task holds no lease (nothing renews or reaps it).
+  IF {s}.finished(p_status) THEN
+    v_lease := NULL;
+  END IF;
+  stamp := CASE WHEN p_keep THEN cur.updated ELSE greatest(now, cur.updated) END;
+  UPDATE {s}.tasks t SET version = p_version + 1, status = p_status, body = p_body,
+      updated = stamp, write_id = p_write, lease = v_lease,
+      lease_attempt = v_attempt, lease_holder = v_holder,
+      expires = CASE WHEN NOT p_ttl_set THEN t.expires
+                     WHEN p_ttl IS NULL THEN NULL ELSE t.created + p_ttl END
+    WHERE t.id = p_id;
+  PERFORM {s}.event(p_channel, p_owner, p_id, CASE WHEN p_notify THEN '1' ELSE '0' END,
+    p_version + 1, p_status, cur.created, stamp, p_body);
+  RETURN QUERY SELECT 'ok'::text, p_version + 1, NULL::text, NULL::text, NULL::bigint, stamp,
+    CASE WHEN p_condition = 'claim' THEN coalesce(cur.job, '') ELSE NULL END;
 END
 $$;
 "#;

@@ -11,6 +11,7 @@ pub(crate) struct Statements {
     pub(crate) commit: Arc<str>,
     pub(crate) remove: Arc<str>,
     pub(crate) list: Arc<str>,
+    pub(crate) page_all: Arc<str>,
     pub(crate) origin: Arc<str>,
     pub(crate) job: Arc<str>,
     pub(crate) renew: Arc<str>,
@@ -33,11 +34,12 @@ impl Statements {
             ),
             create: sql(
                 "SELECT outcome, at FROM {s}.create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-                 $10, $11)",
+                 $10, $11, $12)",
             ),
             commit: sql(
                 "SELECT outcome, version, status, body, created, updated, job FROM \
-                 {s}.commit_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                 {s}.commit_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+                 $15, $16)",
             ),
             remove: sql(
                 "SELECT status, body, created, updated FROM {s}.remove_task($1, $2, $3, $4, $5)",
@@ -46,6 +48,12 @@ impl Statements {
                 "SELECT id, seq, status, body, created, updated FROM {s}.tasks \
                  WHERE owner = $1 AND seq > $2 AND {live} ORDER BY seq LIMIT $3",
             ),
+            page_all: sql("SELECT id, owner, seq, status, body, created, updated, \
+                 CASE WHEN {s}.finished(status) THEN NULL ELSE lease END, \
+                 CASE WHEN lease IS NULL OR {s}.finished(status) THEN NULL ELSE lease_holder END \
+                 FROM {s}.tasks \
+                 WHERE (seq, id) > ($1, $2) AND {live} \
+                 AND ($3::text[] IS NULL OR status = ANY($3)) ORDER BY seq, id LIMIT $4"),
             origin: sql(
                 "SELECT request_id, method FROM {s}.tasks WHERE id = $1 AND owner = $2 AND {live}",
             ),

@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 use mcp_tasks::Error;
 use redis::{Client, Connection};
 
-use crate::Inner;
-use crate::builder::CONNECT_TIMEOUT;
+use crate::driver::RedisDriver;
+
+/// The longest a connection attempt takes (or the I/O timeout, if shorter).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connection whose every request is answered within `io_timeout` or fails.
 pub(crate) fn connect(client: &Client, io_timeout: Duration) -> redis::RedisResult<Connection> {
@@ -37,12 +39,12 @@ pub(crate) fn is_broken(err: &redis::RedisError) -> bool {
     err.is_io_error() || err.is_connection_dropped() || err.is_unrecoverable_error()
 }
 
-impl Inner {
+impl RedisDriver {
     /// Runs `f` on a pooled connection. If the connection breaks (Redis restarted, or the
     /// connection was cut), every pooled connection is dropped, since they are all as old
     /// as the broken one, and `f` runs once more on a fresh connection. Replaying a write
     /// is safe: every script recognizes its own write id and answers as the first attempt
-    /// did (see [`scripts`]).
+    /// did (see [`scripts`](crate::scripts)).
     pub(crate) fn with<T>(
         &self,
         mut f: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
@@ -99,11 +101,6 @@ impl Inner {
     pub(crate) fn broke(&self) {
         self.broken.fetch_add(1, Ordering::Relaxed);
         self.pool().clear();
-    }
-
-    /// The disconnections this instance has seen (pool and subscription).
-    pub(crate) fn disconnections(&self) -> u64 {
-        self.broken.load(Ordering::Relaxed) + self.feed.epoch()
     }
 
     pub(crate) fn connect(&self) -> Result<Connection, Error> {

@@ -1,21 +1,6 @@
-//! The key layout: every key of an owner carries the owner's hash tag, so they share one
-//! cluster slot and no owner can name another's keys; only ids this store could have
-//! issued name a key.
-
-use mcp_tasks::backend;
-use mcp_tasks::{Error, Owner};
-
-use crate::Inner;
-
-pub(crate) fn not_found(task_id: &str) -> Error {
-    Error::TaskNotFound {
-        task_id: task_id.to_owned(),
-    }
-}
-
-/// The hash tag of an owner: the core's [`owner_tag`](backend::owner_tag), made of
-/// `[0-9a-fo]` only (no brace), so every key of an owner lands in one cluster slot.
-pub(crate) use mcp_tasks::backend::{owner_of_tag, owner_tag};
+//! The key layout: every key of an owner carries the owner's hash tag (the core's
+//! [`owner_tag`](mcp_tasks::backend::owner_tag), made of `[0-9a-fo]` only: no brace), so
+//! they share one cluster slot and no owner can name another's keys.
 
 /// The keys of one owner.
 pub(crate) struct Keys {
@@ -50,24 +35,10 @@ impl Keys {
     }
 }
 
-/// Only ids this store could have issued name keys: anything else is unknown.
-pub(crate) fn canonical(task_id: &str) -> Result<&str, Error> {
-    if backend::is_task_id(task_id) {
-        Ok(task_id)
-    } else {
-        Err(not_found(task_id))
-    }
-}
-
-impl Inner {
-    pub(crate) fn keys(&self, owner: &Owner) -> Keys {
-        Keys::new(&self.prefix, owner_tag(owner))
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use mcp_tasks::Owner;
+    use mcp_tasks::backend::{owner_of_tag, owner_tag};
 
     #[test]
     fn owner_tags_round_trip_and_keep_owners_apart() {

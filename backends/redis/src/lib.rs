@@ -6,6 +6,13 @@
 //! tasks, and every guarantee of the in-process [`TaskRegistry`](mcp_tasks::TaskRegistry)
 //! holds across them.
 //!
+//! The store is the core's [`SharedStore`] over a [`RedisDriver`]: the decisions, waits,
+//! subscribers, cursors, leases, claims and the handling of outages are written once in
+//! the core for every engine ([`mcp_tasks::backend`]); this crate is the driver (the Lua
+//! scripts, the key layout, the connections and the pub/sub subscriber), held to the
+//! driver contract by the store test kit's `driver_suite!` and to the registry's behaviour
+//! by its `store_suite!`.
+//!
 //! # How it keeps the guarantees
 //! - **One state machine, atomic steps.** A change is decided by the core
 //!   ([`Update::apply`]) on the task as known with its version, then written by a Lua
@@ -31,11 +38,12 @@
 //!   forged or foreign cursor is refused.
 //! - **Waits without polling.** Every script that changes a task publishes it on the
 //!   store's channel in the same atomic step. Each instance runs one subscriber thread
-//!   that wakes its local waiters; a waiter registers and waits for a confirmed
-//!   subscription *before* it reads the task, so no change is missed; if the subscriber's
-//!   connection drops, every waiter reads again after it reconnects; every wait is bounded
-//!   by its timeout, by the task's expiry, and while Redis is unreachable by the outage
-//!   timeout (see [below](crate#faults)).
+//!   that wakes its local waiters; a waiter registers *before* it reads the task, so no
+//!   change is missed; while the subscriber's connection is down, waiters read their task
+//!   every [fallback poll](RedisStoreBuilder::fallback_poll) (1 s by default), and every
+//!   one reads again once it is back; every wait is bounded by its timeout, by the task's
+//!   expiry, and while Redis is unreachable by the outage timeout (see
+//!   [below](crate#faults)).
 //! - **Subscribers** ([`TaskStore::subscribe`]) of every instance see the changes made on
 //!   any instance, in order, from the moment [`RedisStoreBuilder::build`] returns. Pub/sub
 //!   delivers at most once: changes published while an instance's subscriber connection
@@ -62,8 +70,8 @@
 //!   Redis reads its AOF, `MASTERDOWN`, `TRYAGAIN`: nothing was run) is sent again with
 //!   backoff for up to the I/O timeout.
 //! - **Bounded waits.** `tasks/result` and a handler's wait for input watch the task
-//!   through the instance's subscription. While it is down (Redis unreachable), a wait
-//!   answers [`Error::Store`] (`-32603`, "task store unavailable") at its timeout, never
+//!   through the instance's subscription. While Redis cannot be read, a wait answers
+//!   [`Error::Store`] (`-32603`, "task store unavailable") at its timeout, never
 //!   [`Error::Timeout`] (which would read as "still working"), and at the latest after
 //!   the store's [outage timeout](RedisStoreBuilder::outage_timeout) (default 30 s) when it
 //!   has no timeout or a longer one. A read or write during the outage answers
@@ -118,7 +126,8 @@
 //!
 //! Trade-offs: a shorter lease notices a death sooner but fails running tasks during a
 //! shorter outage or process pause; [`LeasePolicy::leave_until_ttl`] turns leases off (no
-//! thread, no index: the behaviour without leases). Leases need the index to be
+//! renewals, no index: the behaviour without leases; the lease thread then only runs the
+//! driver's housekeeping every 5 s). Leases need the index to be
 //! updated with the task in one step, which a Redis Cluster cannot do across slots:
 //! [`build`](RedisStoreBuilder::build) refuses leases on a cluster.
 //!
@@ -168,6 +177,19 @@
 //!   and previous): after a second restart without persistence, cursors from before the
 //!   first one are refused too.
 //!
+//! # Listing across owners
+//! Outside a Redis Cluster, every task is also filed in a store-wide index (`{prefix}:all`,
+//! a sorted set of task keys by a store-wide creation sequence, written in the creating
+//! and removing scripts), which the driver's
+//! [`page_all`](mcp_tasks::backend::Driver::page_all) walks for an operator's view of every
+//! owner's tasks: one script per page, looking at no more than ten index entries per task
+//! asked for (the status filter is applied inside it), forgetting entries of tasks that
+//! expired as it goes. Each instance also prunes such entries, 1,000 every 30 s. It costs
+//! one `ZADD` and one counter `SET` per creation, and about 100 bytes of memory per task
+//! until it is pruned. A Redis Cluster keeps no such index (its keys would be in another
+//! slot than the task's): listing across owners answers [`Error::Store`] there. Tasks
+//! created by a build before this index are not in it.
+//!
 //! # Operating Redis for it
 //! - Use `maxmemory-policy noeviction`: an evicted task would silently vanish. With it, a
 //!   full Redis refuses new tasks ([`Error::Store`]) instead.
@@ -205,6 +227,7 @@
 //! the default 5 s interval.
 //!
 //! [`TaskStore`]: mcp_tasks::TaskStore
+//! [`SharedStore`]: mcp_tasks::backend::SharedStore
 //! [`TaskStore::subscribe`]: mcp_tasks::TaskStore::subscribe
 //! [`TaskStore::create`]: mcp_tasks::TaskStore::create
 //! [`TaskStore::insert`]: mcp_tasks::TaskStore::insert
@@ -217,35 +240,26 @@
 
 mod builder;
 mod connection;
-mod cursors;
+mod driver;
 mod keys;
-mod lease;
 mod scripts;
-mod store;
-mod waiters;
-mod waits;
-mod writes;
+mod subscriber;
 
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use mcp_tasks::backend::{Copies, Feed, Notifier};
-use mcp_tasks::{Error, Timestamp, TtlPolicy};
-use redis::{Client, Connection, Script};
+use mcp_tasks::backend::{AsSharedStore, SharedStore};
+use mcp_tasks::{Error, Timestamp};
 
 pub use builder::{DEFAULT_IO_TIMEOUT, DEFAULT_OUTAGE_TIMEOUT, DEFAULT_PREFIX, RedisStoreBuilder};
-use cursors::Cursors;
-use lease::Leases;
+pub use driver::RedisDriver;
 /// The policy of a task's lease (re-exported from the core: every shared store has one).
 pub use mcp_tasks::LeasePolicy;
 
 /// The name of each instance's subscriber connection (`CLIENT LIST` shows it).
 pub const SUBSCRIBER_NAME: &str = "mcp-tasks-subscriber";
 
-/// A task store in Redis, shared by every instance built on the same server and prefix.
+/// A task store in Redis, shared by every instance built on the same server and prefix:
+/// the core's [`SharedStore`] over a [`RedisDriver`].
 ///
-/// `Clone` shares the instance (its connections and its subscriber thread). See the
+/// `Clone` shares the instance (its connections and its threads). See the
 /// [crate docs](crate) for the guarantees and how to run Redis for it.
 ///
 /// ```no_run
@@ -261,43 +275,18 @@ pub const SUBSCRIBER_NAME: &str = "mcp-tasks-subscriber";
 /// # drop(handle);
 /// # Ok::<(), mcp_tasks::Error>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RedisTaskStore {
-    inner: Arc<Inner>,
+    store: SharedStore<RedisDriver>,
 }
 
-struct Inner {
-    client: Client,
-    pool: Mutex<Vec<Connection>>,
-    /// Counts the failed connections of the pool (with the subscription's epoch: the
-    /// disconnections this instance saw).
-    broken: AtomicU64,
-    outage_timeout: Duration,
-    io_timeout: Duration,
-    prefix: String,
-    channel: String,
-    ttl: TtlPolicy,
-    per_owner: Option<usize>,
-    poll_interval: Option<u64>,
-    cursors: Cursors,
-    /// The waits of this instance by task key, and whether its subscription (the change
-    /// feed) is up.
-    feed: Feed<String>,
-    notifier: Notifier,
-    /// Unfinished tasks at the latest version this instance knows, by task key: as it
-    /// wrote them, or as the event of another instance's write told it (at most
-    /// [`DEFAULT_COPIES`](mcp_tasks::backend::DEFAULT_COPIES)). A change to one is decided
-    /// on that copy and written in one round trip if the version still holds; otherwise
-    /// the script answers the task as it is, and the change is decided again.
-    copies: Copies<String>,
-    /// The leases of running tasks, unless the [`LeasePolicy`] is to leave them.
-    leases: Option<Leases>,
-    create: Script,
-    commit: Script,
-    remove: Script,
-    list: Script,
-    renew: Script,
-    lapsed: Script,
+/// The store is a [`TaskStore`](mcp_tasks::TaskStore) through the shared store.
+impl AsSharedStore for RedisTaskStore {
+    type Driver = RedisDriver;
+
+    fn shared_store(&self) -> &SharedStore<RedisDriver> {
+        &self.store
+    }
 }
 
 impl RedisTaskStore {
@@ -305,14 +294,14 @@ impl RedisTaskStore {
     /// prefix serve the same tasks).
     #[must_use]
     pub fn prefix(&self) -> &str {
-        &self.inner.prefix
+        self.store.driver().prefix()
     }
 
     /// The number of waits pending on this instance now, blocking or async: each `wait`,
     /// `wait_for_input` in progress and each future of theirs not yet resolved or dropped.
     #[must_use]
     pub fn pending_waits(&self) -> usize {
-        self.inner.feed.pending()
+        self.store.pending_waits()
     }
 
     /// The current time on the Redis server's clock (the one every timestamp comes from).
@@ -320,9 +309,6 @@ impl RedisTaskStore {
     /// # Errors
     /// [`Error::Store`] if Redis cannot be reached.
     pub fn now(&self) -> Result<Timestamp, Error> {
-        let (seconds, micros): (i64, i64) = self
-            .inner
-            .with(|connection| redis::cmd("TIME").query(connection))?;
-        Ok(Timestamp::from_unix_millis(seconds * 1000 + micros / 1000))
+        self.store.now()
     }
 }

@@ -6,10 +6,14 @@
 //! digits). A task hash holds `v` (version), `s` (status), `b` (the record: everything
 //! else, opaque to Lua), `c` and `u` (created and updated, written only here), `q`
 //! (creation sequence), `r` and `m` (the originating request id and method), `w` (the write
-//! id of the last write), and while a handler of some instance runs the task, `l` (the
-//! deadline of its lease, see the `lease` module). The owner's
-//! index (a sorted set of ids by sequence) and sequence counter expire with the owner's
-//! last expiring task, and persist while one of its tasks has no expiry.
+//! id of the last write), `j` (the job of a redeliverable task), and while a handler of
+//! some instance runs the task, `l` (the deadline of its lease, `0` once handed over),
+//! `la` (the attempt it runs) and `lh` (the name of the instance that took it). The owner's index (a sorted set of ids by sequence) and
+//! sequence counter expire with the owner's last expiring task, and persist while one of
+//! its tasks has no expiry. Outside a Redis Cluster, the store-wide index
+//! `{prefix}:all` (task keys by a store-wide sequence, `{prefix}:all-n`) is what an
+//! operator's listing across owners walks; its entries of tasks that expired are pruned by
+//! the listing and by every instance's sweep ([`SWEEP`]).
 //!
 //! Replays are exact. The store sends a write again, on a fresh connection, when its
 //! connection broke before the reply came back (a restart, a cut connection): the first
@@ -22,10 +26,10 @@
 //! Events. `CREATE` and `COMMIT` publish the task as written, with its version, on the
 //! store's channel: `tag\nid\nnotify\nversion\nstatus\ncreated\nupdated\nrecord`
 //! (`notify` is `'1'` when the wire-visible task changed, always `'0'` for a creation);
-//! `REMOVE` publishes `tag\nid\n0`. So every instance holds the latest version of the
-//! unfinished tasks (up to [`DEFAULT_COPIES`](mcp_tasks::backend::DEFAULT_COPIES), kept in
-//! the core's [`Copies`](mcp_tasks::backend::Copies)) and decides a change on it, written
-//! in one round trip when the version still holds.
+//! `REMOVE` publishes `tag\nid\n0`; a hand-over (`RENEW`) `tag\nid\nclaimable`: the text
+//! [`ChangeEvent::parse`](mcp_tasks::backend::ChangeEvent::parse) reads. So every instance
+//! holds the latest version of the unfinished tasks and decides a change on it, written in
+//! one round trip when the version still holds.
 
 /// Shared Lua helpers, prepended to the scripts that need them.
 const HELPERS: &str = r"
@@ -59,10 +63,12 @@ pub(crate) const REPLAY_WINDOW_MS: u64 = 30_000;
 
 /// Creates a task.
 ///
-/// KEYS: task, index, counter, and for a leased task the store's lease index. ARGV: id,
-/// record, ttl (`''` = unlimited), per-owner limit (`''` = none), request id (JSON),
-/// method, write id, lease length in ms (`''` = no lease), channel, owner tag, and the job
-/// of a redeliverable task (`''` = none; kept in `j`).
+/// KEYS: task, index, counter, then for a leased task the store's lease index, then where
+/// the store-wide index is kept, it and its counter. ARGV: id, record, ttl (`''` =
+/// unlimited), per-owner limit (`''` = none), request id (JSON), method, write id, lease
+/// length in ms (`''` = no lease), channel, owner tag, the job of a redeliverable task
+/// (`''` = none; kept in `j`), `'1'` where the store-wide index is kept, and the name of
+/// the creating instance (kept in `lh` with a lease).
 /// Returns (as strings) `{'ok', created}`, `{'limit', count}` or `{'exists'}`; a replay of
 /// a create that was applied answers `{'ok', created}` again (without publishing).
 pub(crate) const CREATE: &str = r"
@@ -103,19 +109,29 @@ local seq = math.max(last + 1, now)
 local at, position = num(now), num(seq)
 redis.call('SET', KEYS[3], position, 'KEEPTTL')
 local lease = tonumber(ARGV[8])
+local extra = 4
 if lease then
   local deadline = num(now + lease)
   redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
-    'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7], 'l', deadline)
+    'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7], 'l', deadline, 'lh', ARGV[13])
   redis.call('ZADD', KEYS[4], deadline, KEYS[1])
+  extra = 5
   if ARGV[11] ~= '' then
-    redis.call('HSET', KEYS[1], 'j', ARGV[11], 'la', '1')
+    redis.call('HSET', KEYS[1], 'la', '1')
   end
 else
   redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
     'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7])
 end
 redis.call('ZADD', KEYS[2], position, ARGV[1])
+if ARGV[11] ~= '' then
+  redis.call('HSET', KEYS[1], 'j', ARGV[11])
+end
+if ARGV[12] == '1' then
+  local all = math.max(tonumber(redis.call('GET', KEYS[extra + 1]) or '0') + 1, now)
+  redis.call('SET', KEYS[extra + 1], num(all))
+  redis.call('ZADD', KEYS[extra], num(all), KEYS[1])
+end
 local ttl = tonumber(ARGV[3])
 if ttl then
   local expiry = num(now + ttl)
@@ -140,8 +156,10 @@ return {'ok', at}
 /// lapsed or `'claim'` to write only if it lapsed at least a back-off ago and then hold a
 /// new lease (`''` otherwise), `'1'` when the change sets another ttl than the task's at
 /// that version (`''` otherwise: its expiry, and its owner's index and counter's, stay as
-/// they are), the next version, and for a claim the back-off, the new lease's length in ms
-/// and the attempt it runs (kept in `la`; a claim answers the task's job after `updated`).
+/// they are), the next version, for a claim the back-off, the new lease's length in ms and
+/// the attempt it runs (kept in `la`; `''` each otherwise; a claim answers the task's job
+/// after `updated`), `'1'` to keep the task's last update as stored (`''` otherwise), and
+/// the writing instance's name (kept in `lh` by a claim).
 ///
 /// The common change is four commands: read, clock, write, publish.
 /// Returns (as strings) `{'ok', updated}`, `{'gone'}`, `{'illegal', status}`, or
@@ -173,7 +191,7 @@ elseif ARGV[10] == 'claim' then
     return {'renewed'}
   end
   local deadline = num(now + tonumber(ARGV[14]))
-  redis.call('HSET', KEYS[1], 'l', deadline, 'la', ARGV[15])
+  redis.call('HSET', KEYS[1], 'l', deadline, 'la', ARGV[15], 'lh', ARGV[17])
   redis.call('ZADD', KEYS[4], deadline, KEYS[1])
 end
 -- The spec's table: an unfinished status moves to any other; a finished one to none.
@@ -183,7 +201,7 @@ if from ~= to and finished(from) then
 end
 -- Each number is formatted once (formatting costs as much as a command).
 local created, updated = current[3], current[4]
-if now > tonumber(updated) then
+if ARGV[16] ~= '1' and now > tonumber(updated) then
   updated = num(now)
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[12], 's', to, 'b', ARGV[3], 'u', updated, 'w', ARGV[9])
@@ -213,7 +231,8 @@ return {'ok', updated}
 /// Removes a task and publishes it, leaving a tombstone (its fields and the write id) for
 /// [`REPLAY_WINDOW_MS`].
 ///
-/// KEYS: task, index, tombstone. ARGV: id, channel, owner tag, write id, replay window.
+/// KEYS: task, index, tombstone, and where it is kept the store-wide index. ARGV: id,
+/// channel, owner tag, write id, replay window.
 /// Returns `{status, record, created, updated}` or `{}` if there is no such task; a replay
 /// of a remove that was applied answers the same fields again.
 pub(crate) const REMOVE: &str = r"
@@ -230,6 +249,9 @@ redis.call('HSET', KEYS[3], 'w', ARGV[4], 's', fields[1], 'b', fields[2], 'c', f
   'u', fields[4])
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
 redis.call('ZREM', KEYS[2], ARGV[1])
+if KEYS[4] then
+  redis.call('ZREM', KEYS[4], KEYS[1])
+end
 redis.call('PUBLISH', ARGV[2], ARGV[3] .. '\n' .. ARGV[1] .. '\n0')
 return fields
 ";
@@ -259,7 +281,7 @@ for i = 3, #ARGV, 3 do
   elseif attempt ~= '' and fields[3] ~= attempt then
     verdict = 'gone'
   elseif op == 'r' then
-    redis.call('HDEL', key, 'l')
+    redis.call('HDEL', key, 'l', 'lh')
     redis.call('ZREM', KEYS[1], key)
     verdict = 'released'
   elseif tonumber(fields[2]) < now then
@@ -280,24 +302,36 @@ end
 return out
 ";
 
-/// Up to `count` lapsed leases, as task key and deadline pairs (flat), forgetting index
-/// entries of tasks that are gone, finished or no longer leased, and re-filing those
-/// renewed since.
+/// Up to `count` lapsed leases, as task key and deadline pairs (flat), soonest first,
+/// forgetting index entries of tasks that are gone, finished or no longer leased, and
+/// re-filing those renewed since (entries that leave the range: the lapsed ones kept are
+/// the first of what is left of it, so the next batch starts after them). It looks at no
+/// more than ten times `count` entries.
 ///
 /// KEYS: the lease index. ARGV: count.
 pub(crate) const LAPSED: &str = r"
 local now = now_ms()
+local want = tonumber(ARGV[1])
 local out = {}
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', num(now), 'LIMIT', 0, tonumber(ARGV[1]))
-for _, key in ipairs(due) do
-  local fields = redis.call('HMGET', key, 's', 'l')
-  if not fields[1] or not fields[2] or finished(fields[1]) then
-    redis.call('ZREM', KEYS[1], key)
-  elseif tonumber(fields[2]) > now then
-    redis.call('ZADD', KEYS[1], fields[2], key)
-  else
-    table.insert(out, key)
-    table.insert(out, fields[2])
+local kept, looked = 0, 0
+while kept < want and looked < 10 * want do
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', num(now), 'LIMIT', kept,
+    want - kept)
+  if #due == 0 then
+    break
+  end
+  for _, key in ipairs(due) do
+    looked = looked + 1
+    local fields = redis.call('HMGET', key, 's', 'l')
+    if not fields[1] or not fields[2] or finished(fields[1]) then
+      redis.call('ZREM', KEYS[1], key)
+    elseif tonumber(fields[2]) > now then
+      redis.call('ZADD', KEYS[1], fields[2], key)
+    else
+      table.insert(out, key)
+      table.insert(out, fields[2])
+      kept = kept + 1
+    end
   end
 end
 return out
@@ -337,6 +371,77 @@ while found < want do
   end
 end
 return out
+";
+
+/// One page of every owner's tasks after a store-wide sequence number, forgetting index
+/// entries of tasks that are gone; it looks at no more than `budget` entries.
+///
+/// KEYS: the store-wide index. ARGV: after (`''` = from the start), count, budget, and the
+/// statuses kept, as `,status,status,` (`''` = any).
+/// Returns a flat array: where the next page starts (`''` once the end is reached), then
+/// per task: task key, sequence, status, record, created, updated, lease deadline and
+/// holder (`''` each for none, and for a finished task).
+pub(crate) const PAGE_ALL: &str = r"
+local want, budget = tonumber(ARGV[2]), tonumber(ARGV[3])
+local start = '-inf'
+if ARGV[1] ~= '' then
+  start = '(' .. ARGV[1]
+end
+local out = {''}
+local found, looked, last = 0, 0, ''
+while found < want and looked < budget do
+  local batch = redis.call('ZRANGEBYSCORE', KEYS[1], start, '+inf', 'WITHSCORES',
+    'LIMIT', 0, math.min(want - found, budget - looked))
+  if #batch == 0 then
+    return out
+  end
+  for i = 1, #batch, 2 do
+    local key, seq = batch[i], batch[i + 1]
+    looked = looked + 1
+    local fields = redis.call('HMGET', key, 's', 'b', 'c', 'u', 'l', 'lh')
+    if not fields[1] then
+      redis.call('ZREM', KEYS[1], key)
+    elseif ARGV[4] == '' or string.find(ARGV[4], ',' .. fields[1] .. ',', 1, true) then
+      local lease, holder = fields[5] or '', fields[6] or ''
+      if finished(fields[1]) then
+        lease, holder = '', ''
+      end
+      for _, value in ipairs({key, seq, fields[1], fields[2], fields[3], fields[4], lease,
+          holder}) do
+        table.insert(out, value)
+      end
+      found = found + 1
+    end
+    last = seq
+    start = '(' .. seq
+  end
+end
+out[1] = last
+return out
+";
+
+/// Forgets up to `count` entries of the store-wide index after a sequence number whose
+/// task is gone (expired); answers where the next sweep starts (`''`: from the start).
+///
+/// KEYS: the store-wide index. ARGV: after (`''` = from the start), count.
+pub(crate) const SWEEP: &str = r"
+local start = '-inf'
+if ARGV[1] ~= '' then
+  start = '(' .. ARGV[1]
+end
+local batch = redis.call('ZRANGEBYSCORE', KEYS[1], start, '+inf', 'WITHSCORES', 'LIMIT', 0,
+  tonumber(ARGV[2]))
+local last = ''
+for i = 1, #batch, 2 do
+  if redis.call('EXISTS', batch[i]) == 0 then
+    redis.call('ZREM', KEYS[1], batch[i])
+  end
+  last = batch[i + 1]
+end
+if #batch < 2 * tonumber(ARGV[2]) then
+  return ''
+end
+return last
 ";
 
 /// The source of a script with the helpers it uses.
