@@ -622,7 +622,8 @@ impl Driver for SqliteDriver {
             connection
                 .prepare_cached(
                     "SELECT EXISTS (SELECT 1 FROM tasks WHERE expires <= ?1) \
-                     OR EXISTS (SELECT 1 FROM events WHERE at < ?2)",
+                     OR coalesce((SELECT at < ?2 AND seq < (SELECT max(seq) FROM events) \
+                     FROM events ORDER BY seq LIMIT 1), 0)",
                 )?
                 .query_row(params![now, now - EVENT_WINDOW_MS], |row| row.get(0))
         })?;
@@ -635,8 +636,14 @@ impl Driver for SqliteDriver {
                  (SELECT rowid FROM tasks WHERE expires <= ?1 LIMIT ?2)",
             )?
             .execute(params![now, SWEEP_BATCH])?;
-            tx.prepare_cached("DELETE FROM events WHERE at < ?1")?
-                .execute([now - EVENT_WINDOW_MS])?;
+            // Up to the first event young enough to keep, and never the newest (its key
+            // is where the next one's follows).
+            tx.prepare_cached(
+                "DELETE FROM events WHERE seq < coalesce(\
+                 (SELECT seq FROM events WHERE at >= ?1 ORDER BY seq LIMIT 1), \
+                 (SELECT max(seq) FROM events))",
+            )?
+            .execute([now - EVENT_WINDOW_MS])?;
             Ok((true, ()))
         })
     }

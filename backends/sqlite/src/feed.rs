@@ -62,11 +62,9 @@ impl Nudge {
 
 /// The feed's place in the events: the last one delivered.
 fn last_event(connection: &Connection) -> rusqlite::Result<i64> {
-    connection.query_row(
-        "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)",
-        [],
-        |row| row.get(0),
-    )
+    connection.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |row| {
+        row.get(0)
+    })
 }
 
 /// Starts the feed thread of an instance; answers once it knows where the events stand.

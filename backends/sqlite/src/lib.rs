@@ -94,13 +94,14 @@
 //! (version 1). Processes opening a new file at once create it once.
 //!
 //! # Costs
-//! A read is one `SELECT` on an indexed key: `tasks/get` about 6–10 µs against 3–4 µs for
-//! a raw `SELECT` of one row by key on the same disk. A change is one transaction, and with
+//! A read is one `SELECT` on an indexed key: `tasks/get` 4–18 µs against 3–12 µs for a
+//! raw `SELECT` of one row by key in the same runs. A change is one transaction, and with
 //! `FULL` its cost is the flush: a create or a result written takes about one flush of the
-//! WAL (0.6–2.5 ms per commit on the development machine's shared disk, 1.2–4× a raw
-//! one-row `INSERT` committed with the same settings in the same run). With `NORMAL` a
-//! create costs about 0.3 ms, 4–5× a raw one-row `INSERT`, because it writes more pages
-//! (the row, its indexes, the owner's sequence, the event, the count). `cargo run
+//! WAL (0.6–3.6 ms per commit on the development machine's disk, which other jobs were
+//! using; 0.9–1.6× a raw one-row `INSERT` committed with the same settings in the same run
+//! in five runs of six, 4× in one). With `NORMAL` a create costs 0.18–0.34 ms, 3–5× a raw
+//! one-row `INSERT`, because it writes more pages (the row and its indexes, the owner's
+//! sequence, the event, the count), which the WAL's checkpoints copy again. `cargo run
 //! --release -p mcp-tasks-sqlite --example costs` measures both on your disk. Leases cost
 //! each instance one transaction per renewal interval while it holds any.
 //!

@@ -11,9 +11,11 @@
 //! in `owners`; `tally` counts the rows of `tasks` (kept by triggers) for the total limit.
 //!
 //! Events. Every change appends its event to `events` in its own transaction, in the text
-//! form [`ChangeEvent::parse`](mcp_tasks::backend::ChangeEvent::parse) reads; the
-//! `AUTOINCREMENT` key orders them as they committed, and every process's feed reads the
-//! ones after the last it delivered.
+//! form [`ChangeEvent::parse`](mcp_tasks::backend::ChangeEvent::parse) reads; its key
+//! (one more than the last, as one transaction writes at a time) orders them as they
+//! committed, and every process's feed reads the ones after the last it delivered. The
+//! newest event is never pruned, so keys are never reused. No index but the key: a
+//! change writes as few pages as it can (the `INSERT` of a change is most of its cost).
 
 use mcp_tasks::Error;
 use rusqlite::Connection;
@@ -51,9 +53,7 @@ CREATE INDEX tasks_lease ON tasks (lease) WHERE lease IS NOT NULL;
 CREATE INDEX tasks_expires ON tasks (expires) WHERE expires IS NOT NULL;
 CREATE TABLE owners (owner TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL,
-  payload TEXT NOT NULL);
-CREATE INDEX events_at ON events (at);
+CREATE TABLE events (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, payload TEXT NOT NULL);
 CREATE TABLE tally (one INTEGER PRIMARY KEY CHECK (one = 1), tasks INTEGER NOT NULL);
 INSERT INTO tally (one, tasks) VALUES (1, 0);
 CREATE TRIGGER tasks_counted AFTER INSERT ON tasks BEGIN
