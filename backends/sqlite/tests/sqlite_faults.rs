@@ -4,7 +4,8 @@
 //! finishes with its checkpoint; a read-only file, a full disk, a corrupt file and a file
 //! of a newer schema are refused with one clear error naming the file; two processes on
 //! one file see each other's tasks, and a wait in one is woken by a result the other
-//! wrote (the latency is printed).
+//! wrote (the latency is printed); processes opening a new file at once create its schema
+//! once; a write lock another process holds past the I/O timeout is an error, not a hang.
 //!
 //! Processes that die are child processes of this test binary (the test `child_process`,
 //! acting only when [`CHILD`] is set), killed with `SIGKILL`. Every loop and wait is
@@ -513,4 +514,65 @@ fn two_processes_see_each_others_tasks_and_a_result_wakes_the_other() {
         latencies[latencies.len() - 1] < 1_000_000,
         "woken within a second: {latencies:?}"
     );
+}
+
+#[test]
+fn processes_opening_a_new_file_at_once_create_its_schema_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("at-once.db");
+    let stores: Vec<SqliteTaskStore> = thread::scope(|scope| {
+        let opening: Vec<_> = (0..6).map(|_| scope.spawn(|| open(&path))).collect();
+        opening.into_iter().map(|one| one.join().unwrap()).collect()
+    });
+    let (_handle, task) = stores[0]
+        .create(&alice(), TaskRequest::new(1, "tools/call"))
+        .unwrap();
+    for store in &stores {
+        assert_eq!(
+            store
+                .get(&alice(), &task.id().to_string())
+                .unwrap()
+                .status(),
+            TaskStatus::Working
+        );
+    }
+}
+
+#[test]
+fn a_write_lock_held_past_the_io_timeout_is_an_error_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.db");
+    let store = builder(&path)
+        .io_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let (_before, task) = store
+        .create(&alice(), TaskRequest::new(1, "tools/call"))
+        .unwrap();
+    // Another process's long write transaction.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let started = Instant::now();
+    let refused = store.create(&alice(), TaskRequest::new(2, "tools/call"));
+    let took = started.elapsed();
+    match refused {
+        Err(error @ Error::Store { .. }) => {
+            assert!(error.to_string().contains("write lock"), "{error}");
+            eprintln!("write lock held: refused after {took:?}: {error}");
+        }
+        other => panic!("created under another's write lock: {other:?}"),
+    }
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
+    // Reads go on meanwhile (WAL), and writes once the lock is released.
+    assert_eq!(
+        store
+            .get(&alice(), &task.id().to_string())
+            .unwrap()
+            .status(),
+        TaskStatus::Working
+    );
+    other.execute_batch("ROLLBACK").unwrap();
+    let (_after, _) = store
+        .create(&alice(), TaskRequest::new(3, "tools/call"))
+        .unwrap();
 }
