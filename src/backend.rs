@@ -8,11 +8,11 @@
 //! store poll). The rest is the [`SharedStore`], written once here: the state machine's
 //! decisions ([`Update::apply`] on the task as stored, written through the version check),
 //! waits, subscribers, cursors, limits, leases and claims, and the handling of outages.
-//! `mcp-tasks-redis` and `mcp-tasks-postgres` are drivers written against this module and
-//! the crate's public API only, so a driver of your own has every tool they have. Prove it
-//! with the store test kit, `mcp-tasks-testkit`: its `driver_suite!` holds a driver to the
-//! contract below, and its `store_suite!` holds the store over it to the registry's
-//! behaviour.
+//! `mcp-tasks-redis`, `mcp-tasks-postgres` and `mcp-tasks-sqlite` are drivers written
+//! against this module and the crate's public API only, so a driver of your own has every
+//! tool they have. Prove it with the store test kit, `mcp-tasks-testkit`: its
+//! `driver_suite!` holds a driver to the contract below, and its `store_suite!` holds the
+//! store over it to the registry's behaviour.
 //!
 //! A backend crate wraps the store in a type of its own, with its constructors:
 //!

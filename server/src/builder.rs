@@ -213,7 +213,8 @@ impl ServerBuilder {
 
     /// Keeps the tasks in the store `url` names, opened when the server is built: `memory`
     /// (this process), `redis://…`, `rediss://…` or `redis+unix://…` (feature `redis`),
-    /// `postgres://…` or `postgresql://…` (feature `postgres`). A shared store's tasks are
+    /// `postgres://…` or `postgresql://…` (feature `postgres`), `sqlite:PATH` (feature
+    /// `sqlite`: a file on this machine). A shared store's tasks are
     /// claimed and handed over as for [`shared_store`](Self::shared_store).
     pub fn store_url(mut self, url: impl Into<String>) -> Self {
         self.store = StoreChoice::Url(url.into());

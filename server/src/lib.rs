@@ -140,6 +140,10 @@ pub use mcp_tasks_redis;
 #[cfg(feature = "postgres")]
 pub use mcp_tasks_postgres;
 
+/// The SQLite store (feature `sqlite`), for users who build it themselves.
+#[cfg(feature = "sqlite")]
+pub use mcp_tasks_sqlite;
+
 /// The README and the documentation pages of the repository (`docs/`), their code compiled
 /// and run as doctests; only inside the repository (`build.rs`). The pages that show
 /// Streamable HTTP need the feature `http`.

@@ -2,13 +2,15 @@
 //! server's settings, and which one a command line and the environment name.
 //!
 //! A store URL is `memory` (this process), `redis://…`, `rediss://…` or `redis+unix://…`
-//! (Redis), `postgres://…` or `postgresql://…` (PostgreSQL). A program that reads its
+//! (Redis), `postgres://…` or `postgresql://…` (PostgreSQL), `sqlite:PATH` or
+//! `sqlite:///absolute/path` (an SQLite file, with no server). A program that reads its
 //! store from its command line and environment ([`StoreArgs`],
 //! [`Settings::from_env`](crate::Settings::from_env)) takes `--store URL` (or
 //! `MCP_TASKS_STORE`), and the older `--redis URL` / `--postgres URL` (also `--redis=URL`,
-//! `--postgres=URL`, `MCP_TASKS_REDIS_URL`, `MCP_TASKS_POSTGRES_URL`): the command line
+//! `--postgres=URL`, `MCP_TASKS_REDIS_URL`, `MCP_TASKS_POSTGRES_URL`), and beside them
+//! `--sqlite PATH` (`MCP_TASKS_SQLITE_PATH`): the command line
 //! wins over the environment, and naming two stores on either is an error. Each backend is
-//! built in by the cargo feature of its name (`redis`, `postgres`); a server built without
+//! built in by the cargo feature of its name (`redis`, `postgres`, `sqlite`); a server built without
 //! it refuses its URL when it is built, with one line saying so.
 //!
 //! Whatever the backend, the same knobs set its leases and outages
@@ -32,6 +34,10 @@ pub const REDIS_URL_ENV: &str = "MCP_TASKS_REDIS_URL";
 
 /// The environment variable naming the shared PostgreSQL store (as `--postgres URL` does).
 pub const POSTGRES_URL_ENV: &str = "MCP_TASKS_POSTGRES_URL";
+
+/// The environment variable naming the shared SQLite store's file (as `--sqlite PATH`
+/// does).
+pub const SQLITE_PATH_ENV: &str = "MCP_TASKS_SQLITE_PATH";
 
 /// The environment variable naming the PostgreSQL schema the tables live in (default the
 /// store's, `mcp_tasks`): instances on the same database and schema share their tasks.
@@ -80,46 +86,54 @@ pub enum Backend {
     Redis,
     /// `PostgresTaskStore` (cargo feature `postgres`).
     Postgres,
+    /// `SqliteTaskStore` (cargo feature `sqlite`): a file every process on this machine
+    /// that opens it shares.
+    Sqlite,
 }
 
 impl Backend {
     /// Every backend, in the order the usage lines name them.
-    pub const ALL: [Backend; 2] = [Backend::Redis, Backend::Postgres];
+    pub const ALL: [Backend; 3] = [Backend::Redis, Backend::Postgres, Backend::Sqlite];
 
-    /// Its name for people: `Redis`, `PostgreSQL`.
+    /// Its name for people: `Redis`, `PostgreSQL`, `SQLite`.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Backend::Redis => "Redis",
             Backend::Postgres => "PostgreSQL",
+            Backend::Sqlite => "SQLite",
         }
     }
 
-    /// The command-line flag that names its URL: `--redis`, `--postgres`.
+    /// The command-line flag that names its URL: `--redis`, `--postgres`, `--sqlite`
+    /// (which takes the file's path).
     #[must_use]
     pub fn flag(self) -> &'static str {
         match self {
             Backend::Redis => "--redis",
             Backend::Postgres => "--postgres",
+            Backend::Sqlite => "--sqlite",
         }
     }
 
     /// The environment variable that names its URL ([`REDIS_URL_ENV`],
-    /// [`POSTGRES_URL_ENV`]).
+    /// [`POSTGRES_URL_ENV`], [`SQLITE_PATH_ENV`]).
     #[must_use]
     pub fn url_env(self) -> &'static str {
         match self {
             Backend::Redis => REDIS_URL_ENV,
             Backend::Postgres => POSTGRES_URL_ENV,
+            Backend::Sqlite => SQLITE_PATH_ENV,
         }
     }
 
-    /// The cargo feature that builds it in: `redis`, `postgres`.
+    /// The cargo feature that builds it in: `redis`, `postgres`, `sqlite`.
     #[must_use]
     pub fn feature(self) -> &'static str {
         match self {
             Backend::Redis => "redis",
             Backend::Postgres => "postgres",
+            Backend::Sqlite => "sqlite",
         }
     }
 
@@ -131,6 +145,7 @@ impl Backend {
             Backend::Postgres => {
                 "postgres://user@127.0.0.1:5432/db or postgresql:///db?host=/run/postgresql"
             }
+            Backend::Sqlite => "sqlite:tasks.db or sqlite:///var/lib/mcp/tasks.db",
         }
     }
 }
@@ -151,9 +166,23 @@ pub fn is_memory(url: &str) -> bool {
 }
 
 impl SharedStore {
+    /// The store a backend's own flag or variable names (`--redis URL`, `--sqlite PATH`):
+    /// `url` as given, but for SQLite, whose flag takes a path, the URL `sqlite:PATH`
+    /// (so that it reads back as the same store).
+    #[must_use]
+    pub fn named(backend: Backend, url: String) -> Self {
+        let url = match backend {
+            Backend::Sqlite if !url.to_ascii_lowercase().starts_with("sqlite:") => {
+                format!("sqlite:{url}")
+            }
+            _ => url,
+        };
+        SharedStore { backend, url }
+    }
+
     /// The store `url` names, by its scheme: `redis://`, `rediss://` or `redis+unix://`
     /// (Redis); `postgres://` or `postgresql://`, or a PostgreSQL key/value string
-    /// (`host=… dbname=…`).
+    /// (`host=… dbname=…`); `sqlite:` (an SQLite file: [`sqlite_path`]).
     ///
     /// # Errors
     /// A URL whose scheme names no backend (its password hidden).
@@ -162,11 +191,12 @@ impl SharedStore {
         let backend = match scheme.to_ascii_lowercase().as_str() {
             "redis" | "rediss" | "redis+unix" | "unix" => Backend::Redis,
             "postgres" | "postgresql" => Backend::Postgres,
+            "sqlite" => Backend::Sqlite,
             _ if !url.contains("://") && url.contains('=') => Backend::Postgres,
             _ => {
                 return Err(format!(
                     "the store URL `{}` names no store: use memory, redis://…, \
-                     redis+unix://…, postgres://… or postgresql://…",
+                     redis+unix://…, postgres://…, postgresql://… or sqlite:PATH",
                     redacted(url)
                 ));
             }
@@ -236,7 +266,7 @@ impl StoreArgs {
                     other.backend.flag()
                 ));
             }
-            self.given = Some(SharedStore { backend, url });
+            self.given = Some(SharedStore::named(backend, url));
             return Ok(true);
         }
         Ok(false)
@@ -271,7 +301,7 @@ impl StoreArgs {
             std::env::var(backend.url_env())
                 .ok()
                 .filter(|url| !url.is_empty())
-                .map(|url| SharedStore { backend, url })
+                .map(|url| SharedStore::named(backend, url))
         });
         let first = named.next();
         if let (Some(first), Some(second)) = (&first, named.next()) {
@@ -408,7 +438,7 @@ fn env_millis(name: &str, zero_ok: bool) -> Result<Option<u64>, String> {
 
 /// Applies `settings` to a backend's store builder and builds the store: one body for
 /// every backend, whose builders have the same methods and no common trait.
-#[cfg(any(feature = "redis", feature = "postgres"))]
+#[cfg(any(feature = "redis", feature = "postgres", feature = "sqlite"))]
 macro_rules! build_with {
     ($builder:expr, $settings:expr) => {{
         let settings: &StoreSettings = $settings;
@@ -442,7 +472,7 @@ impl SharedStore {
     /// store could not be opened, with the cause the backend gave (refused, no such socket,
     /// timed out); or, for a server built without the backend's feature, which feature.
     #[cfg_attr(
-        not(any(feature = "redis", feature = "postgres")),
+        not(any(feature = "redis", feature = "postgres", feature = "sqlite")),
         allow(unused_variables)
     )]
     pub fn open(&self, settings: &StoreSettings) -> Result<Store, String> {
@@ -462,6 +492,11 @@ impl SharedStore {
                 };
                 Some(build_with!(builder, settings))
             }
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Some(build_with!(
+                mcp_tasks_sqlite::SqliteTaskStore::builder(sqlite_path(url)),
+                settings
+            )),
             // Reached only for a backend this build leaves out.
             #[allow(unreachable_patterns)]
             _ => None,
@@ -486,6 +521,18 @@ impl SharedStore {
             )),
         }
     }
+}
+
+/// The file an SQLite store URL names: `sqlite:PATH` is `PATH` (relative to the working
+/// directory, or absolute), `sqlite:///abs/path` is `/abs/path` (`sqlite://rel` is `rel`);
+/// anything else (the path `--sqlite` and [`SQLITE_PATH_ENV`] give) is the path itself.
+#[must_use]
+pub fn sqlite_path(url: &str) -> &str {
+    let path = url
+        .strip_prefix("sqlite:")
+        .or_else(|| url.strip_prefix("SQLITE:"))
+        .unwrap_or(url);
+    path.strip_prefix("//").unwrap_or(path)
 }
 
 /// `err`'s message, then in parentheses its causes, each once: a cause whose text the line
@@ -600,6 +647,29 @@ mod tests {
         let (store, others) = read_all(&["--conformance", "--postgresql"]).unwrap();
         assert_eq!(store, StoreArgs::default());
         assert_eq!(others, ["--conformance", "--postgresql"]);
+    }
+
+    #[test]
+    fn an_sqlite_url_names_a_file() {
+        for (url, path) in [
+            ("sqlite:tasks.db", "tasks.db"),
+            ("sqlite:///var/lib/mcp/tasks.db", "/var/lib/mcp/tasks.db"),
+            ("sqlite://tasks.db", "tasks.db"),
+            ("sqlite:/tmp/t.db", "/tmp/t.db"),
+        ] {
+            let shared = SharedStore::parse(url).unwrap();
+            assert_eq!(shared.backend, Backend::Sqlite, "{url}");
+            assert_eq!(sqlite_path(&shared.url), path, "{url}");
+        }
+        let (store, _) = read_all(&["--sqlite", "data/tasks.db"]).unwrap();
+        let given = store.given.expect("a store");
+        assert_eq!(given.backend, Backend::Sqlite);
+        assert_eq!(
+            given.url, "sqlite:data/tasks.db",
+            "reads back as the same store"
+        );
+        assert_eq!(SharedStore::parse(&given.url).unwrap(), given);
+        assert_eq!(sqlite_path(&given.url), "data/tasks.db");
     }
 
     #[test]

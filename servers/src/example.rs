@@ -32,9 +32,10 @@ impl Options {
     pub fn parse(program: &str, args: impl IntoIterator<Item = String>) -> Result<Self, String> {
         let usage = || {
             format!(
-                "usage: {program} [--store URL | --redis URL | --postgres URL] [{CONFORMANCE_FLAG}] \
-                 (or MCP_TASKS_STORE=URL, {CONFORMANCE_ENV}=1); URL: memory, redis://host:6379, \
-                 redis+unix:///path/redis.sock, postgres://user@host/db"
+                "usage: {program} [--store URL | --redis URL | --postgres URL | --sqlite PATH] \
+                 [{CONFORMANCE_FLAG}] (or MCP_TASKS_STORE=URL, {CONFORMANCE_ENV}=1); URL: memory, \
+                 redis://host:6379, redis+unix:///path/redis.sock, postgres://user@host/db, \
+                 sqlite:tasks.db"
             )
         };
         let (settings, rest) =

@@ -1,5 +1,5 @@
 //! Tasks that outlive their process: a fleet of `mcp_http` instances (the `http/` crate,
-//! built with `--features redis,postgres`) on one shared store, with short leases (1000 ms,
+//! built with `--features redis,postgres,sqlite`) on one shared store, with short leases (1000 ms,
 //! renewed every 125 ms), a 1000 ms shutdown grace and a 200 ms claim back-off, driven
 //! over the stateless 2026-07-28 wire (any instance answers for any task) while instances
 //! are stopped and started again:
@@ -20,14 +20,14 @@
 //! Every test runs on each store: `redis::NAME` on a `redis-server` of its own
 //! (`mcp_tasks_test_support::redis`, feature `redis`), `postgres::NAME` in a schema of its
 //! own on the test process's PostgreSQL server (`mcp_tasks_test_support::postgres`,
-//! feature `postgres`); without the server installed a test says `SKIPPED` and passes. One
-//! test runs at a time.
+//! feature `postgres`), `sqlite::NAME` on an SQLite file of its own (feature `sqlite`);
+//! without the server installed a test says `SKIPPED` and passes. One test runs at a time.
 //!
 //! The figures are printed on lines starting with `fleet: STORE:`. `MCP_TASKS_FLEET_TASKS`
 //! sets the number of tasks of the two restart tests (default 60: under a minute on 2
 //! cores; the figure is 200). Every process is killed when its test ends, also when
 //! it fails; every loop is bounded in count and time.
-#![cfg(any(feature = "redis", feature = "postgres"))]
+#![cfg(any(feature = "redis", feature = "postgres", feature = "sqlite"))]
 
 mod support;
 
@@ -1114,7 +1114,7 @@ fn a_2025_client_answers_a_rerun_in_a_new_session(backend: Backend) {
     );
 }
 
-/// Each test, on each store built in: `redis::NAME` and `postgres::NAME`.
+/// Each test, on each store built in: `redis::NAME`, `postgres::NAME` and `sqlite::NAME`.
 macro_rules! on_each_store {
     ($($test:ident),* $(,)?) => {
         #[cfg(feature = "redis")]
@@ -1129,6 +1129,13 @@ macro_rules! on_each_store {
             $(#[test]
             fn $test() {
                 super::$test(super::Backend::Postgres);
+            })*
+        }
+        #[cfg(feature = "sqlite")]
+        mod sqlite {
+            $(#[test]
+            fn $test() {
+                super::$test(super::Backend::Sqlite);
             })*
         }
     };

@@ -7,14 +7,14 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-/// The environment variable naming a prebuilt `mcp_http` (built with the `redis` and
-/// `postgres` features) for the tests to run instead of building one: CI builds the whole
+/// The environment variable naming a prebuilt `mcp_http` (built with the `redis`,
+/// `postgres` and `sqlite` features) for the tests to run instead of building one: CI builds the whole
 /// workspace once and sets it, so no test builds the HTTP stack a second time with other
 /// features.
 pub const BIN_ENV: &str = "MCP_TASKS_HTTP_BIN";
 
 /// The `mcp_http` to run: the one [`BIN_ENV`] names, or one built now with
-/// `cargo build -p mcp-tasks-http --features redis,postgres` (the one build serves the tests
+/// `cargo build -p mcp-tasks-http --features redis,postgres,sqlite` (the one build serves the tests
 /// with and without a shared store: without a store's URL it keeps tasks in process),
 /// hard-linked to `mcp_http.<name>` (`name` says whose it is) so that a later build with
 /// other features, which replaces `mcp_http`, does not change the binary the caller runs.
@@ -42,12 +42,12 @@ pub fn build(name: &str) -> PathBuf {
         "-p",
         "mcp-tasks-http",
         "--features",
-        "redis,postgres",
+        "redis,postgres,sqlite",
         "--bin",
         "mcp_http",
         "--message-format=json-render-diagnostics",
     ]);
-    let shown = "cargo build -p mcp-tasks-http --features redis,postgres";
+    let shown = "cargo build -p mcp-tasks-http --features redis,postgres,sqlite";
     let output = command
         .stderr(Stdio::inherit())
         .output()

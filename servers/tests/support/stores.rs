@@ -1,5 +1,5 @@
-//! The example servers on a shared store (Redis or PostgreSQL), for the tests of either:
-//! a database of the test's own, `mcp_http` instances on it with a 2025-11-25 session, and
+//! The example servers on a shared store (Redis, PostgreSQL or an SQLite file), for the
+//! tests of each: a database of the test's own, `mcp_http` instances on it with a 2025-11-25 session, and
 //! the checks both stores must pass (a store that is down at start-up, an instance killed
 //! mid-task).
 
@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub use mcp_tasks_server::store_url::Backend;
-use mcp_tasks_server::store_url::{POSTGRES_SCHEMA_ENV, redacted};
+use mcp_tasks_server::store_url::{POSTGRES_SCHEMA_ENV, STORE_ENV, redacted};
 use mcp_tasks_test_support::postgres;
 use mcp_tasks_test_support::redis::RedisServer;
 use serde_json::{Value, json};
@@ -22,14 +22,24 @@ use super::Http;
 /// connect timeout, far below a hang.
 pub const GIVE_UP: Duration = Duration::from_secs(15);
 
-/// A shared store's database for one test: a `redis-server` of its own, or a fresh schema
-/// on the test process's PostgreSQL server (`postgres::shared_url`). Dropping it stops the
-/// `redis-server`; a schema stays until the PostgreSQL server stops with the process.
+/// A shared store's database for one test: a `redis-server` of its own, a fresh schema
+/// on the test process's PostgreSQL server (`postgres::shared_url`), or an SQLite file in
+/// a fresh directory. Dropping it stops the `redis-server` and removes the SQLite file's
+/// directory; a schema stays until the PostgreSQL server stops with the process.
 pub struct Db {
     backend: Backend,
     url: String,
     schema: Option<String>,
     redis: Option<RedisServer>,
+    dir: Option<std::path::PathBuf>,
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }
 
 impl Db {
@@ -43,7 +53,20 @@ impl Db {
                 url: postgres::shared_url()?,
                 schema: Some(format!("t{}", uuid::Uuid::new_v4().simple())),
                 redis: None,
+                dir: None,
             }),
+            Backend::Sqlite => {
+                let dir = std::env::temp_dir()
+                    .join(format!("mcpt-sqlite-{}", uuid::Uuid::new_v4().simple()));
+                std::fs::create_dir_all(&dir).expect("a directory for the SQLite file");
+                Some(Db {
+                    backend,
+                    url: format!("sqlite:{}", dir.join("tasks.db").display()),
+                    schema: None,
+                    redis: None,
+                    dir: Some(dir),
+                })
+            }
         }
     }
 
@@ -54,6 +77,7 @@ impl Db {
             url: redis.url(),
             schema: None,
             redis: Some(redis),
+            dir: None,
         }
     }
 
@@ -69,10 +93,14 @@ impl Db {
         self.backend
     }
 
-    /// The environment that points a server at this database: the backend's URL variable,
-    /// and for PostgreSQL the schema.
+    /// The environment that points a server at this database: the backend's URL variable
+    /// (for SQLite, `MCP_TASKS_STORE=sqlite:PATH`), and for PostgreSQL the schema.
     pub fn env(&self) -> Vec<(&'static str, String)> {
-        let mut env = vec![(self.backend.url_env(), self.url.clone())];
+        let name = match self.backend {
+            Backend::Sqlite => STORE_ENV,
+            backend => backend.url_env(),
+        };
+        let mut env = vec![(name, self.url.clone())];
         if let Some(schema) = &self.schema {
             env.push((POSTGRES_SCHEMA_ENV, schema.clone()));
         }
@@ -86,7 +114,9 @@ pub fn clear_store_env(command: &mut Command) -> &mut Command {
     for backend in Backend::ALL {
         command.env_remove(backend.url_env());
     }
-    command.env_remove(POSTGRES_SCHEMA_ENV)
+    command
+        .env_remove(STORE_ENV)
+        .env_remove(POSTGRES_SCHEMA_ENV)
 }
 
 /// A child process, killed (and reaped) on drop.
@@ -244,11 +274,20 @@ impl Instance {
     /// default), serving the conformance fixtures too (`slow_compute` is a long task that
     /// runs once).
     pub fn start_leased(db: &Db, lease_ms: &str) -> Instance {
+        let lease = if lease_ms.is_empty() {
+            Vec::new()
+        } else {
+            vec![("MCP_TASKS_LEASE_MS", lease_ms.to_owned())]
+        };
+        Self::start_with(db, &lease)
+    }
+
+    /// An instance on `db` with `more` in its environment, serving the conformance
+    /// fixtures too.
+    pub fn start_with(db: &Db, more: &[(&'static str, String)]) -> Instance {
         let mut env = db.env();
         env.push(("MCP_TASKS_CONFORMANCE", "1".to_owned()));
-        if !lease_ms.is_empty() {
-            env.push(("MCP_TASKS_LEASE_MS", lease_ms.to_owned()));
-        }
+        env.extend(more.iter().cloned());
         let http = Http::start_with(&env);
         let answer = http.post(&rpc(
             0,
