@@ -371,6 +371,25 @@ impl TaskRegistry {
         purged
     }
 
+    /// Up to `limit` stored tasks of every owner after the creation sequence number
+    /// `after`, oldest first, with their owners and sequence numbers (the admin view,
+    /// [`TaskAdmin`](crate::admin::TaskAdmin)). Each shard is locked in turn, never two at
+    /// once; expired tasks are left out.
+    pub(crate) fn every_owner_after(
+        &self,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Vec<(u64, Owner, AnyTask)> {
+        let now = self.now();
+        let mut found = Vec::new();
+        for index in 0..self.shared.shards.len() {
+            found.extend(self.lock_shard(index).every_owner_after(after, limit, now));
+        }
+        found.sort_unstable_by_key(|(seq, _, _)| *seq);
+        found.truncate(limit);
+        found
+    }
+
     /// The number of stored tasks (expired ones count until they are purged or looked up).
     #[must_use]
     pub fn len(&self) -> usize {

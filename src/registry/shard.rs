@@ -281,6 +281,40 @@ impl Inner {
             .map(|(&seq, &slot)| (seq, slot))
     }
 
+    /// Every owner's tasks here with a creation sequence number after `after`, at most
+    /// `limit`, oldest first, with their owners, leaving out those expired at `now`: a
+    /// page of an operator's view of the whole registry (sequence numbers are the
+    /// registry's, unique over every shard).
+    pub(crate) fn every_owner_after(
+        &self,
+        after: Option<u64>,
+        limit: usize,
+        now: Timestamp,
+    ) -> Vec<(u64, Owner, AnyTask)> {
+        let start = after.map_or(0, |seq| seq.saturating_add(1));
+        let mut found: Vec<(u64, u32)> = self
+            .owners
+            .values()
+            .flat_map(|keys| {
+                keys.range(start..)
+                    .map(|(&seq, &slot)| (seq, slot))
+                    .filter(|&(_, slot)| {
+                        self.task_at(slot).is_some_and(|task| !task.is_expired(now))
+                    })
+                    .take(limit)
+            })
+            .collect();
+        found.sort_unstable_by_key(|&(seq, _)| seq);
+        found.truncate(limit);
+        found
+            .into_iter()
+            .filter_map(|(seq, slot)| {
+                let entry = self.slots.get(slot as usize)?.as_ref()?;
+                Some((seq, entry.owner.clone(), entry.task.clone()))
+            })
+            .collect()
+    }
+
     /// The task in `slot`, if any.
     pub(crate) fn task_at(&self, slot: u32) -> Option<&AnyTask> {
         self.slots
