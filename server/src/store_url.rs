@@ -19,6 +19,9 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use mcp_tasks::admin::TaskAdmin;
 use mcp_tasks::{ClaimBackoff, LeasePolicy, Limits, TtlPolicy};
 
 use crate::server::Store;
@@ -428,9 +431,7 @@ macro_rules! build_with {
         if let Some(limits) = settings.limits {
             builder = builder.limits(limits);
         }
-        builder
-            .build()
-            .map(|store| std::sync::Arc::new(store) as Store)
+        builder.build()
     }};
 }
 
@@ -449,10 +450,10 @@ impl SharedStore {
         let url = &self.url;
         let opened: Option<Result<Store, mcp_tasks::Error>> = match self.backend {
             #[cfg(feature = "redis")]
-            Backend::Redis => Some(build_with!(
-                mcp_tasks_redis::RedisTaskStore::builder(url),
-                settings
-            )),
+            Backend::Redis => Some(
+                build_with!(mcp_tasks_redis::RedisTaskStore::builder(url), settings)
+                    .map(|store| std::sync::Arc::new(store) as Store),
+            ),
             #[cfg(feature = "postgres")]
             Backend::Postgres => {
                 let builder = mcp_tasks_postgres::PostgresTaskStore::builder(url);
@@ -460,12 +461,64 @@ impl SharedStore {
                     Some(schema) => builder.schema(schema),
                     None => builder,
                 };
-                Some(build_with!(builder, settings))
+                Some(
+                    build_with!(builder, settings).map(|store| std::sync::Arc::new(store) as Store),
+                )
             }
             // Reached only for a backend this build leaves out.
             #[allow(unreachable_patterns)]
             _ => None,
         };
+        self.opened(opened)
+    }
+
+    /// Opens the store as [`open`](Self::open) does, for an operator's console: as a
+    /// [`TaskAdmin`] (every owner's tasks), under the instance name `instance` (the name
+    /// its writes and hand-overs are made under).
+    ///
+    /// # Errors
+    /// As for [`open`](Self::open).
+    #[cfg_attr(
+        not(any(feature = "redis", feature = "postgres")),
+        allow(unused_variables)
+    )]
+    pub fn open_admin(
+        &self,
+        settings: &StoreSettings,
+        instance: &str,
+    ) -> Result<Arc<dyn TaskAdmin>, String> {
+        let url = &self.url;
+        let opened: Option<Result<Arc<dyn TaskAdmin>, mcp_tasks::Error>> = match self.backend {
+            #[cfg(feature = "redis")]
+            Backend::Redis => Some(
+                build_with!(
+                    mcp_tasks_redis::RedisTaskStore::builder(url).instance_name(instance),
+                    settings
+                )
+                .map(|store| Arc::new(store) as Arc<dyn TaskAdmin>),
+            ),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => {
+                let builder =
+                    mcp_tasks_postgres::PostgresTaskStore::builder(url).instance_name(instance);
+                let builder = match &settings.postgres_schema {
+                    Some(schema) => builder.schema(schema),
+                    None => builder,
+                };
+                Some(
+                    build_with!(builder, settings)
+                        .map(|store| Arc::new(store) as Arc<dyn TaskAdmin>),
+                )
+            }
+            #[allow(unreachable_patterns)]
+            _ => None,
+        };
+        self.opened(opened)
+    }
+
+    /// What opening the store came to, as one line for the operator.
+    fn opened<T>(&self, opened: Option<Result<T, mcp_tasks::Error>>) -> Result<T, String> {
+        let url = &self.url;
         let backend = self.backend;
         match opened {
             Some(Ok(store)) => Ok(store),
