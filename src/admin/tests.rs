@@ -331,3 +331,46 @@ fn show_cancel_fail_and_purge_go_through_the_transitions() {
         "no leases, no instances"
     );
 }
+
+#[test]
+fn a_working_task_stalls_once_its_lease_lapsed_and_nothing_picks_it_up() {
+    let now = Timestamp::from_unix_millis(10_000_000);
+    let row = |max_attempts: Option<u32>, leased_until: Option<i64>| {
+        let id = uuid::Uuid::new_v4();
+        let task = crate::Task::new(crate::TaskId::from_uuid(id), now);
+        let task = match max_attempts {
+            Some(max) => task.with_attempts(max).into_any(),
+            None => task.into_any(),
+        };
+        StoredRow {
+            key: TaskKey::new(Owner::new("o"), id),
+            position: Position { seq: 1, id },
+            task,
+            leased_until: leased_until.map(Timestamp::from_unix_millis),
+            lease_holder: leased_until.map(|_| "web-1".to_owned()),
+        }
+    };
+    let grace = Duration::from_secs(60);
+    let stalled = TaskQuery::all().in_view(View::Stalled { grace });
+    let lapsed_ago = |secs: i64| Some(now.unix_millis() - secs * 1_000);
+    // Runs once, lease lapsed: nothing claims it.
+    assert!(stalled.matches_row(&row(None, lapsed_ago(1)), now));
+    // Last attempt, lapsed: not claimable either.
+    assert!(stalled.matches_row(&row(Some(1), lapsed_ago(1)), now));
+    // Claimable, lapsed a moment ago: another instance is about to claim it.
+    assert!(!stalled.matches_row(&row(Some(3), lapsed_ago(1)), now));
+    // Claimable, but unclaimed past the grace: no live instance claims.
+    assert!(stalled.matches_row(&row(Some(3), lapsed_ago(61)), now));
+    // A live lease, or none at all (driven by id): not stalled.
+    assert!(!stalled.matches_row(&row(None, lapsed_ago(-30)), now));
+    assert!(!stalled.matches_row(&row(None, None), now));
+    // Held by: the holder's unfinished tasks only.
+    let held = TaskQuery::all().held_by("web-1");
+    assert!(held.matches_row(&row(None, lapsed_ago(-30)), now));
+    assert!(!held.matches_row(&row(None, None), now));
+    assert!(
+        !TaskQuery::all()
+            .held_by("web-2")
+            .matches_row(&row(None, lapsed_ago(-30)), now)
+    );
+}
