@@ -614,20 +614,16 @@ impl TaskAdmin for crate::TaskRegistry {
     ) -> Result<Scan, Error> {
         let limit = limit.max(1);
         // Sequence numbers are the registry's, one per task: the id never breaks a tie.
-        let found = self.every_owner_after(after.map(|at| at.seq), limit);
-        let full = found.len() == limit;
-        let mut next = None;
+        let (found, last) = self.every_owner_after(after.map(|at| at.seq), limit);
         let mut rows = Vec::with_capacity(found.len());
         for (seq, owner, task) in found {
             let Some(id) = task.id().as_uuid() else {
                 continue;
             };
-            let position = Position { seq, id };
-            next = Some(position);
             if filter.matches(&task) {
                 rows.push(StoredRow {
                     key: TaskKey::new(owner, id),
-                    position,
+                    position: Position { seq, id },
                     task,
                     leased_until: None,
                     lease_holder: None,
@@ -636,7 +632,10 @@ impl TaskAdmin for crate::TaskRegistry {
         }
         Ok(Scan {
             rows,
-            next: next.filter(|_| full),
+            next: last.map(|seq| Position {
+                seq,
+                id: uuid::Uuid::max(),
+            }),
         })
     }
 

@@ -3,7 +3,8 @@
 //!
 //! Everything here runs inside the shard's critical section; nothing here calls user code.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
@@ -281,38 +282,36 @@ impl Inner {
             .map(|(&seq, &slot)| (seq, slot))
     }
 
-    /// Every owner's tasks here with a creation sequence number after `after`, at most
-    /// `limit`, oldest first, with their owners, leaving out those expired at `now`: a
-    /// page of an operator's view of the whole registry (sequence numbers are the
-    /// registry's, unique over every shard).
-    pub(crate) fn every_owner_after(
+    /// Calls `visit` on every owner's tasks here with a creation sequence number after
+    /// `after`, oldest first, until it answers `false`. Each owner's keyset is in order:
+    /// they are merged by their heads, so a visit costs what it visits (and a look at each
+    /// owner's first task), however many tasks the owners have.
+    pub(crate) fn each_after(
         &self,
         after: Option<u64>,
-        limit: usize,
-        now: Timestamp,
-    ) -> Vec<(u64, Owner, AnyTask)> {
+        mut visit: impl FnMut(u64, &Entry) -> bool,
+    ) {
         let start = after.map_or(0, |seq| seq.saturating_add(1));
-        let mut found: Vec<(u64, u32)> = self
+        let mut lanes: Vec<_> = self
             .owners
             .values()
-            .flat_map(|keys| {
-                keys.range(start..)
-                    .map(|(&seq, &slot)| (seq, slot))
-                    .filter(|&(_, slot)| {
-                        self.task_at(slot).is_some_and(|task| !task.is_expired(now))
-                    })
-                    .take(limit)
-            })
+            .map(|keys| keys.range(start..).map(|(&seq, &slot)| (seq, slot)))
             .collect();
-        found.sort_unstable_by_key(|&(seq, _)| seq);
-        found.truncate(limit);
-        found
-            .into_iter()
-            .filter_map(|(seq, slot)| {
-                let entry = self.slots.get(slot as usize)?.as_ref()?;
-                Some((seq, entry.owner.clone(), entry.task.clone()))
-            })
-            .collect()
+        let mut heads: BinaryHeap<Reverse<(u64, u32, usize)>> = lanes
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(lane, keys)| keys.next().map(|(seq, slot)| Reverse((seq, slot, lane))))
+            .collect();
+        while let Some(Reverse((seq, slot, lane))) = heads.pop() {
+            if let Some((seq, slot)) = lanes[lane].next() {
+                heads.push(Reverse((seq, slot, lane)));
+            }
+            if let Some(entry) = self.slots.get(slot as usize).and_then(Option::as_ref)
+                && !visit(seq, entry)
+            {
+                return;
+            }
+        }
     }
 
     /// The task in `slot`, if any.
