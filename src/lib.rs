@@ -111,6 +111,7 @@
 //! forever.
 #![deny(missing_docs)]
 
+pub mod admin;
 mod any;
 pub mod backend;
 mod clock;

@@ -184,6 +184,10 @@ mod pages {
     #[doc = include_str!("../../docs/redelivery.md")]
     pub struct Redelivery;
 
+    /// docs/operations-console.md: the operations console.
+    #[doc = include_str!("../../docs/operations-console.md")]
+    pub struct OperationsConsole;
+
     /// docs/stores.md: choosing a store.
     #[doc = include_str!("../../docs/stores.md")]
     pub struct Stores;

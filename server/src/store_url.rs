@@ -21,6 +21,9 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use mcp_tasks::admin::TaskAdmin;
 use mcp_tasks::{ClaimBackoff, LeasePolicy, Limits, TtlPolicy};
 
 use crate::server::Store;
@@ -458,9 +461,7 @@ macro_rules! build_with {
         if let Some(limits) = settings.limits {
             builder = builder.limits(limits);
         }
-        builder
-            .build()
-            .map(|store| std::sync::Arc::new(store) as Store)
+        builder.build()
     }};
 }
 
@@ -471,36 +472,87 @@ impl SharedStore {
     /// One line for the operator: the backend, the URL (its password hidden) and why the
     /// store could not be opened, with the cause the backend gave (refused, no such socket,
     /// timed out); or, for a server built without the backend's feature, which feature.
+    pub fn open(&self, settings: &StoreSettings) -> Result<Store, String> {
+        self.open_as(settings, None).map(|store| store as Store)
+    }
+
+    /// Opens the store as [`open`](Self::open) does, for an operator's console: as a
+    /// [`TaskAdmin`] (every owner's tasks), under the instance name `instance` (the name
+    /// its writes and hand-overs are made under).
+    ///
+    /// # Errors
+    /// As for [`open`](Self::open).
+    pub fn open_admin(
+        &self,
+        settings: &StoreSettings,
+        instance: &str,
+    ) -> Result<Arc<dyn TaskAdmin>, String> {
+        self.open_as(settings, Some(instance))
+    }
+
+    /// Opens the store with `settings`, under the instance name `instance` if given (else
+    /// the backend's default): one body for [`open`](Self::open) and
+    /// [`open_admin`](Self::open_admin).
     #[cfg_attr(
         not(any(feature = "redis", feature = "postgres", feature = "sqlite")),
         allow(unused_variables)
     )]
-    pub fn open(&self, settings: &StoreSettings) -> Result<Store, String> {
+    fn open_as(
+        &self,
+        settings: &StoreSettings,
+        instance: Option<&str>,
+    ) -> Result<Arc<dyn TaskAdmin>, String> {
+        /// Names the instance, when asked to.
+        #[cfg(any(feature = "redis", feature = "postgres", feature = "sqlite"))]
+        macro_rules! named {
+            ($builder:expr) => {{
+                let builder = $builder;
+                match instance {
+                    Some(name) => builder.instance_name(name),
+                    None => builder,
+                }
+            }};
+        }
         let url = &self.url;
-        let opened: Option<Result<Store, mcp_tasks::Error>> = match self.backend {
+        let opened: Option<Result<Arc<dyn TaskAdmin>, mcp_tasks::Error>> = match self.backend {
             #[cfg(feature = "redis")]
-            Backend::Redis => Some(build_with!(
-                mcp_tasks_redis::RedisTaskStore::builder(url),
-                settings
-            )),
+            Backend::Redis => Some(
+                build_with!(
+                    named!(mcp_tasks_redis::RedisTaskStore::builder(url)),
+                    settings
+                )
+                .map(|store| Arc::new(store) as Arc<dyn TaskAdmin>),
+            ),
             #[cfg(feature = "postgres")]
             Backend::Postgres => {
-                let builder = mcp_tasks_postgres::PostgresTaskStore::builder(url);
+                let builder = named!(mcp_tasks_postgres::PostgresTaskStore::builder(url));
                 let builder = match &settings.postgres_schema {
                     Some(schema) => builder.schema(schema),
                     None => builder,
                 };
-                Some(build_with!(builder, settings))
+                Some(
+                    build_with!(builder, settings)
+                        .map(|store| Arc::new(store) as Arc<dyn TaskAdmin>),
+                )
             }
             #[cfg(feature = "sqlite")]
-            Backend::Sqlite => Some(build_with!(
-                mcp_tasks_sqlite::SqliteTaskStore::builder(sqlite_path(url)),
-                settings
-            )),
+            Backend::Sqlite => Some(
+                build_with!(
+                    named!(mcp_tasks_sqlite::SqliteTaskStore::builder(sqlite_path(url))),
+                    settings
+                )
+                .map(|store| Arc::new(store) as Arc<dyn TaskAdmin>),
+            ),
             // Reached only for a backend this build leaves out.
             #[allow(unreachable_patterns)]
             _ => None,
         };
+        self.opened(opened)
+    }
+
+    /// What opening the store came to, as one line for the operator.
+    fn opened<T>(&self, opened: Option<Result<T, mcp_tasks::Error>>) -> Result<T, String> {
+        let url = &self.url;
         let backend = self.backend;
         match opened {
             Some(Ok(store)) => Ok(store),

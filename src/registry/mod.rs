@@ -371,6 +371,49 @@ impl TaskRegistry {
         purged
     }
 
+    /// Up to `limit` stored tasks of every owner after the creation sequence number
+    /// `after`, oldest first, with their owners and sequence numbers (the admin view,
+    /// [`TaskAdmin`](crate::admin::TaskAdmin)), and whether more may follow. Each shard is
+    /// locked in turn, never two at once, twice: once to find the page's last sequence
+    /// number (without copying a task), once to copy the tasks up to it. Expired tasks
+    /// are left out.
+    pub(crate) fn every_owner_after(
+        &self,
+        after: Option<u64>,
+        limit: usize,
+    ) -> (Vec<(u64, Owner, AnyTask)>, Option<u64>) {
+        let now = self.now();
+        let mut seqs = Vec::new();
+        for index in 0..self.shared.shards.len() {
+            let mut taken = 0;
+            self.lock_shard(index).each_after(after, |seq, entry| {
+                if !entry.task.is_expired(now) {
+                    seqs.push(seq);
+                    taken += 1;
+                }
+                taken < limit
+            });
+        }
+        seqs.sort_unstable();
+        // The page ends at its `limit`-th task; a full page may have more behind.
+        let last = (seqs.len() >= limit).then(|| seqs[limit - 1]);
+        let upto = last.unwrap_or(u64::MAX);
+        let mut found = Vec::new();
+        for index in 0..self.shared.shards.len() {
+            self.lock_shard(index).each_after(after, |seq, entry| {
+                if seq > upto {
+                    return false;
+                }
+                if !entry.task.is_expired(now) {
+                    found.push((seq, entry.owner.clone(), entry.task.clone()));
+                }
+                true
+            });
+        }
+        found.sort_unstable_by_key(|(seq, _, _)| *seq);
+        (found, last)
+    }
+
     /// The number of stored tasks (expired ones count until they are purged or looked up).
     #[must_use]
     pub fn len(&self) -> usize {

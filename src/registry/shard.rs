@@ -3,7 +3,8 @@
 //!
 //! Everything here runs inside the shard's critical section; nothing here calls user code.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
@@ -279,6 +280,38 @@ impl Inner {
             .flat_map(move |keys| keys.range(start..))
             .take(limit)
             .map(|(&seq, &slot)| (seq, slot))
+    }
+
+    /// Calls `visit` on every owner's tasks here with a creation sequence number after
+    /// `after`, oldest first, until it answers `false`. Each owner's keyset is in order:
+    /// they are merged by their heads, so a visit costs what it visits (and a look at each
+    /// owner's first task), however many tasks the owners have.
+    pub(crate) fn each_after(
+        &self,
+        after: Option<u64>,
+        mut visit: impl FnMut(u64, &Entry) -> bool,
+    ) {
+        let start = after.map_or(0, |seq| seq.saturating_add(1));
+        let mut lanes: Vec<_> = self
+            .owners
+            .values()
+            .map(|keys| keys.range(start..).map(|(&seq, &slot)| (seq, slot)))
+            .collect();
+        let mut heads: BinaryHeap<Reverse<(u64, u32, usize)>> = lanes
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(lane, keys)| keys.next().map(|(seq, slot)| Reverse((seq, slot, lane))))
+            .collect();
+        while let Some(Reverse((seq, slot, lane))) = heads.pop() {
+            if let Some((seq, slot)) = lanes[lane].next() {
+                heads.push(Reverse((seq, slot, lane)));
+            }
+            if let Some(entry) = self.slots.get(slot as usize).and_then(Option::as_ref)
+                && !visit(seq, entry)
+            {
+                return;
+            }
+        }
     }
 
     /// The task in `slot`, if any.

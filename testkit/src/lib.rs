@@ -50,6 +50,7 @@
 use mcp_tasks::backend::Driver;
 use mcp_tasks::{Limits, TaskStore, TtlPolicy};
 
+pub mod admin;
 pub mod drivers;
 pub mod suite;
 pub mod support;
@@ -255,6 +256,35 @@ macro_rules! store_suite {
             fn $test() {
                 if let Some(backend) = $backend {
                     $crate::suite::$test(&backend);
+                }
+            }
+        )+
+    };
+}
+
+/// Instantiates every test of the [`admin`] suite for one backend whose store is a
+/// [`TaskAdmin`](mcp_tasks::admin::TaskAdmin), each a `#[test]` in a module of its own
+/// named `$module`; `$backend` as for [`store_suite!`].
+#[macro_export]
+macro_rules! admin_suite {
+    ($module:ident, $backend:expr) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::admin_suite!(@tests $backend;
+            admin_lists_across_owners_with_filters_and_pages,
+            admin_shows_cancels_and_fails,
+            admin_hands_over_and_drains,
+            admin_purges_finished_tasks,
+            );
+        }
+    };
+    (@tests $backend:expr; $($test:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                if let Some(backend) = $backend {
+                    $crate::admin::$test(&backend);
                 }
             }
         )+

@@ -20,3 +20,4 @@ impl Backend for Registry {
 }
 
 mcp_tasks_testkit::store_suite!(registry, Some(Registry));
+mcp_tasks_testkit::admin_suite!(registry_admin, Some(Registry));

@@ -42,3 +42,4 @@ impl Backend for Postgres {
 }
 
 mcp_tasks_testkit::store_suite!(postgres, Postgres::start());
+mcp_tasks_testkit::admin_suite!(postgres_admin, Postgres::start());

@@ -42,3 +42,4 @@ impl Backend for Redis {
 }
 
 mcp_tasks_testkit::store_suite!(redis, Redis::start());
+mcp_tasks_testkit::admin_suite!(redis_admin, Redis::start());

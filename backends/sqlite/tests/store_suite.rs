@@ -42,3 +42,4 @@ fn start() -> Option<Sqlite> {
 }
 
 mcp_tasks_testkit::store_suite!(sqlite, start());
+mcp_tasks_testkit::admin_suite!(sqlite_admin, start());
