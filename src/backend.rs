@@ -129,6 +129,7 @@ mod driver;
 mod leases;
 mod settings;
 mod store;
+mod urls;
 mod waits;
 
 #[doc(inline)]
@@ -143,6 +144,7 @@ pub use settings::{
     StoreSettings,
 };
 pub use store::{AsSharedStore, SharedStore};
+pub use urls::{hide_password, redact_with, unparsable};
 
 pub use crate::error::shorten;
 pub use crate::store::copies::StoredParts;

@@ -184,7 +184,7 @@ use mcp_tasks::{Error, Timestamp};
 
 pub use builder::{
     DEFAULT_FALLBACK_POLL, DEFAULT_IO_TIMEOUT, DEFAULT_OUTAGE_TIMEOUT, DEFAULT_POOL_SIZE,
-    DEFAULT_SCHEMA, PostgresStoreBuilder,
+    DEFAULT_SCHEMA, PostgresStoreBuilder, redacted_url,
 };
 use connection::Engine;
 pub use connection::POOL_NAME;
@@ -264,10 +264,7 @@ impl PostgresTaskStore {
     /// [`Error::InvalidConfig`] for a bad URL; [`Error::Store`] if PostgreSQL cannot be
     /// reached or refuses a migration (nothing of it is applied then).
     pub fn migrate(url: &str, schema: &str) -> Result<i32, Error> {
-        use std::str::FromStr;
-        let config = tokio_postgres::Config::from_str(url).map_err(|err| {
-            Error::InvalidConfig(format!("`{url}` is not a PostgreSQL URL: {err}"))
-        })?;
+        let config = builder::parse_url(url)?;
         let engine = Engine::start(config, 1, DEFAULT_IO_TIMEOUT)?;
         builder::prepare_schema(&engine, schema, true)
     }
