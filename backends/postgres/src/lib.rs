@@ -55,7 +55,9 @@
 //!   down, notifications are lost, so waits read their task every
 //!   [fallback poll](PostgresStoreBuilder::fallback_poll) (1 s by default); when it is
 //!   back, every wait reads once more. The connection is checked with a `SELECT 1` after
-//!   a second of silence, so a hung server takes it down like a lost one.
+//!   a second of silence, which must answer within a second, so a hung server (or a hung
+//!   listening session) takes it down like a lost one: a change is then heard within
+//!   about two seconds plus the fallback poll, not the 10 s I/O timeout.
 //! - **Subscribers** of every instance see the changes made on any instance, in order,
 //!   from the moment [`build`](PostgresStoreBuilder::build) returns; changes made while an
 //!   instance's listening connection is down reach its waits but not its subscribers

@@ -841,6 +841,63 @@ fn a_waiter_whose_listener_is_cut_wakes_within_the_fallback_poll() {
     assert!(notified <= WAKE, "notified {notified:?} after the change");
 }
 
+/// (d') One instance's listening connection hangs (its backend frozen with `SIGSTOP`:
+/// open, silent): a waiter on that instance is answered within about two seconds of a
+/// change made through another instance (a second of silence, then a check bounded to a
+/// second, then a fresh listening connection), not after the 10 s I/O timeout.
+#[test]
+fn a_waiter_whose_listener_hangs_wakes_within_seconds() {
+    let _load = timing();
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    server.psql("CREATE ROLE hung LOGIN SUPERUSER");
+    let schema = fresh_schema();
+    let finisher = instance(&server.url(), &schema);
+    let hung_url = format!("postgres://hung@127.0.0.1:{}/postgres", server.port());
+    let hung = builder(&hung_url, &schema)
+        .fallback_poll(FALLBACK)
+        .build()
+        .unwrap();
+    assert!(hung.listening());
+    let pid: u32 = server
+        .psql(&format!(
+            "SELECT pid FROM pg_stat_activity \
+             WHERE application_name = '{LISTENER_NAME}' AND usename = 'hung'"
+        ))
+        .parse()
+        .expect("the instance's listening backend");
+    let owner = alice();
+    let id = finisher.insert(&owner, req(1)).unwrap().id().to_string();
+    let waiter = {
+        let (hung, owner, id) = (hung.clone(), owner.clone(), id.clone());
+        thread::spawn(move || (hung.wait(&owner, &id, Some(BOUND)), Instant::now()))
+    };
+    thread::sleep(ms(100));
+    assert!(
+        !waiter.is_finished(),
+        "the waiter waits while the task works"
+    );
+
+    let frozen = server.freeze_backend(pid);
+    let finished = Instant::now();
+    finisher
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("unheard"))
+        .unwrap();
+    let (answer, woke) = join_within(waiter, BOUND, "the waiter whose listener hangs");
+    let latency = woke - finished;
+    drop(frozen);
+    let task = answer.expect("the waiter gets the task");
+    assert!(completed_with(&task, "unheard"), "{task:?}");
+    eventually("the instance listens again", || hung.listening());
+    eprintln!("listener hung: the waiter woke {latency:?} after the change");
+    assert!(
+        latency <= Duration::from_secs(2) + FALLBACK + SLACK,
+        "the waiter woke {latency:?} after the change: a hung listener must cost about \
+         what a lost one does"
+    );
+}
+
 /// The lease of the instances of (e), and its renewal interval and claim back-off.
 const LEASE: Duration = Duration::from_secs(1);
 const INTERVAL: Duration = Duration::from_millis(250);
