@@ -173,6 +173,7 @@
 
 #![deny(missing_docs)]
 
+mod announce;
 mod builder;
 mod connection;
 mod driver;
@@ -184,6 +185,7 @@ mod statements;
 use mcp_tasks::backend::{AsSharedStore, SharedStore};
 use mcp_tasks::{Error, Timestamp};
 
+pub use announce::ANNOUNCER_NAME;
 pub use builder::{
     DEFAULT_FALLBACK_POLL, DEFAULT_IO_TIMEOUT, DEFAULT_OUTAGE_TIMEOUT, DEFAULT_POOL_SIZE,
     DEFAULT_SCHEMA, PostgresStoreBuilder, redacted_url,

@@ -473,7 +473,8 @@ fn reply_cut<T: Send + 'static>(
 /// back, is sent again on a fresh connection with the same write id, and the replay
 /// answers as the first write would have: a commit is not refused as an illegal
 /// transition and moves the task one version, a create makes one task, a removal is not
-/// "not found"; and the replay sends no second notification.
+/// "not found"; and the replay sends no second notification (and none at all if the
+/// replay was lost too: the instance announces only the writes it saw commit).
 #[test]
 fn a_write_cut_between_statement_and_reply_is_applied_once() {
     /// The I/O timeout of the instance whose writes are cut.
@@ -589,7 +590,18 @@ fn a_write_cut_between_statement_and_reply_is_applied_once() {
         .into_any();
     assert!(completed_with(&done, "late"), "{done:?}");
     assert_eq!(version(&server, &schema, &id), "2", "one version step");
-    assert_eq!(terminal_changes(&seen, &done), 1, "one notification");
+    // At most one notification: none here, in fact, since the instance never learned that
+    // its write committed (the reply and the replay were both lost), so it announced
+    // nothing; other instances' waits read the task at their fallback poll.
+    thread::sleep(ms(200));
+    let told = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|change| change.task.id() == done.id() && change.task.is_terminal())
+        .count();
+    assert!(told <= 1, "at most one notification: {told}");
+    assert_eq!(direct.get(&owner, &done.id().to_string()).unwrap(), done);
     eprintln!(
         "writes cut between statement and reply ({reset} connections reset at the commit): \
          the commit, the create and the removal each applied once, the replays answered as \
@@ -895,6 +907,55 @@ fn a_waiter_whose_listener_hangs_wakes_within_seconds() {
         latency <= Duration::from_secs(2) + FALLBACK + SLACK,
         "the waiter woke {latency:?} after the change: a hung listener must cost about \
          what a lost one does"
+    );
+}
+
+/// (d'') A change committed whose event was never sent (its instance stopped between the
+/// commit and its announcement: played by committing it with `commit_task` and no
+/// channel, as an instance does, and announcing nothing) reaches a waiter on another
+/// instance by its fallback poll, while that instance's listening connection is up.
+#[test]
+fn a_change_whose_event_was_never_sent_is_read_within_the_fallback_poll() {
+    let _load = timing();
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let schema = fresh_schema();
+    let creator = instance(&server.url(), &schema);
+    let waiting = builder(&server.url(), &schema)
+        .fallback_poll(FALLBACK)
+        .build()
+        .unwrap();
+    let owner = alice();
+    let id = creator.insert(&owner, req(1)).unwrap().id().to_string();
+    let waiter = {
+        let (waiting, owner, id) = (waiting.clone(), owner.clone(), id.clone());
+        thread::spawn(move || (waiting.wait(&owner, &id, Some(BOUND)), Instant::now()))
+    };
+    thread::sleep(ms(100));
+    assert!(
+        !waiter.is_finished(),
+        "the waiter waits while the task works"
+    );
+    let finished = Instant::now();
+    let outcome = server.psql(&format!(
+        "SELECT c.outcome FROM \"{schema}\".tasks t, \"{schema}\".commit_task(t.id, t.owner, \
+         t.version, 'cancelled', t.body, false, NULL, true, gen_random_uuid(), '', NULL, NULL, \
+         NULL, NULL, false, NULL) c WHERE t.id = '{id}'"
+    ));
+    assert_eq!(outcome, "ok", "the change committed, unannounced");
+    let (answer, woke) = join_within(waiter, BOUND, "the waiter of an unannounced change");
+    let latency = woke - finished;
+    let task = answer.expect("the waiter gets the task");
+    assert_eq!(task.status(), TaskStatus::Cancelled, "{task:?}");
+    assert!(waiting.listening(), "it woke by polling, while listening");
+    eprintln!(
+        "an unannounced change: the waiter woke {latency:?} after it (fallback poll \
+         {FALLBACK:?})"
+    );
+    assert!(
+        latency <= FALLBACK + SLACK,
+        "the waiter woke {latency:?} after the change, beyond the fallback poll"
     );
 }
 
