@@ -67,7 +67,10 @@
 //!   each task's changes, as a [`ChangeEvent`] (the text form [`ChangeEvent::parse`] reads
 //!   is the in-repo engines'); a feed that may have missed changes says so
 //!   ([`FeedSink::down`]). A driver without a feed answers [`Listening::Polling`] and the
-//!   store's waits poll ([`StoreSettings::fallback_poll`]).
+//!   store's waits poll ([`StoreSettings::fallback_poll`]); one that sends a change's event
+//!   after the write committed, apart from it (an event lost if its writer stops in
+//!   between; each instance's events in the order its writes were answered), answers
+//!   [`Listening::FeedAfterCommit`] and the waits poll while the feed is up too.
 //! - **Leases.** A lease is a deadline on the engine's clock, the attempt it runs and the
 //!   name of the instance that took it ([`NewTask::holder`], [`Write::holder`] for a
 //!   claim). [`Driver::renew`] renews, releases or hands over many in one step;
@@ -129,6 +132,7 @@ mod driver;
 mod leases;
 mod settings;
 mod store;
+mod urls;
 mod waits;
 
 #[doc(inline)]
@@ -143,6 +147,7 @@ pub use settings::{
     StoreSettings,
 };
 pub use store::{AsSharedStore, SharedStore};
+pub use urls::{hide_password, redact_with, unparsable};
 
 pub use crate::error::shorten;
 pub use crate::store::copies::StoredParts;

@@ -200,7 +200,7 @@ impl SharedStore {
                 return Err(format!(
                     "the store URL `{}` names no store: use memory, redis://…, \
                      redis+unix://…, postgres://…, postgresql://… or sqlite:PATH",
-                    redacted(url)
+                    mcp_tasks::backend::hide_password(url)
                 ));
             }
         };
@@ -558,8 +558,9 @@ impl SharedStore {
             Some(Ok(store)) => Ok(store),
             // The store's own message may quote the URL (a URL it cannot parse): hidden too.
             Some(Err(err)) => Err(format!(
-                "cannot open the {} task store at {url}: {}",
+                "cannot open the {} task store at {}: {}",
                 backend.name(),
+                redacted(url),
                 with_causes(&err)
             )
             .replace(url.as_str(), &redacted(url))),
@@ -609,45 +610,21 @@ fn with_causes(err: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
-/// `url` with its password, if any, replaced by `***`: in the user information of a URL
-/// (`scheme://user:password@host`), and as a `password=` parameter (a query's, or a
-/// PostgreSQL key/value string's, quoted or not).
+/// `url` with its password, if any, replaced by `***`, read as its store reads it: with
+/// the backend built in, by the backend's own parser (`tokio-postgres`'s, the `redis`
+/// crate's), and a URL that parser refuses shows its scheme alone, never the rest; else
+/// on the side of hiding too much ([`hide_password`](mcp_tasks::backend::hide_password):
+/// the user information's password up to the last `@`, and `password=` / `pass=`
+/// parameters, quoted or not).
 #[must_use]
 pub fn redacted(url: &str) -> String {
-    let mut shown = url.to_owned();
-    if let Some(start) = shown.find("://").map(|at| at + 3) {
-        let authority_end = shown[start..]
-            .find(['/', '?', '#'])
-            .map_or(shown.len(), |end| start + end);
-        if let Some(at) = shown[start..authority_end].rfind('@').map(|at| start + at)
-            && let Some(colon) = shown[start..at].find(':').map(|colon| start + colon)
-        {
-            shown.replace_range(colon + 1..at, "***");
-        }
+    match SharedStore::parse(url).map(|store| store.backend) {
+        #[cfg(feature = "redis")]
+        Ok(Backend::Redis) => mcp_tasks_redis::redacted_url(url),
+        #[cfg(feature = "postgres")]
+        Ok(Backend::Postgres) => mcp_tasks_postgres::redacted_url(url),
+        _ => mcp_tasks::backend::hide_password(url),
     }
-    let mut from = 0;
-    while let Some(found) = shown[from..].find("password=").map(|at| from + at) {
-        let value = found + "password=".len();
-        let end = if shown[value..].starts_with('\'') {
-            // A quoted key/value: up to the closing quote that no backslash escapes.
-            let mut escaped = false;
-            shown[value + 1..]
-                .char_indices()
-                .find(|&(_, c)| {
-                    let closes = c == '\'' && !escaped;
-                    escaped = c == '\\' && !escaped;
-                    closes
-                })
-                .map_or(shown.len(), |(at, _)| value + 1 + at + 1)
-        } else {
-            shown[value..]
-                .find([' ', '&', '#'])
-                .map_or(shown.len(), |end| value + end)
-        };
-        shown.replace_range(value..end, "***");
-        from = value + 3;
-    }
-    shown
 }
 
 #[cfg(test)]
@@ -745,13 +722,13 @@ mod tests {
             ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
             ("redis://:s3cret@h:6379/0", "redis://:***@h:6379/0"),
             (
-                "postgres://mcp:pa:ss@h/db?x=1",
-                "postgres://mcp:***@h/db?x=1",
+                "postgres://mcp:pa:ss@h/db?connect_timeout=1",
+                "postgres://mcp:***@h/db?connect_timeout=1",
             ),
             ("postgres://mcp@h/db", "postgres://mcp@h/db"),
             (
-                "postgres://h/db?user=u&password=pw&x=1",
-                "postgres://h/db?user=u&password=***&x=1",
+                "postgres://h/db?user=u&password=pw&connect_timeout=1",
+                "postgres://h/db?user=u&password=***&connect_timeout=1",
             ),
             (
                 "host=h password=pw dbname=d",
@@ -768,6 +745,60 @@ mod tests {
     }
 
     #[test]
+    fn a_password_holding_url_delimiters_is_never_shown() {
+        // What each parser reads as the password varies (tokio-postgres: up to the first
+        // `@`; the url crate: up to the last `@` before `/`, `?`, `#`), so none of it shows.
+        for url in [
+            "postgresql://user:s3c?ret@host/db",
+            "postgres://u:a/b#s3cret@h/db",
+            "postgres://u:s3c@ret@h/db",
+            "postgres://u:s3c/ret@h:5432/db?application_name=x",
+            "redis://:s3c?ret@h:6379/0",
+            "redis://u:a/b#s3cret@h/0",
+            "redis://:s3c@ret@h:6379",
+            "redis+unix:///tmp/r.sock?pass=s3cret&db=1",
+            "host=h password = s3cret dbname=d",
+            "frob://u:s3c?ret@h/x",
+        ] {
+            let shown = redacted(url);
+            assert!(!shown.contains("s3c"), "{url} shown as {shown}");
+            let named = SharedStore::parse(url).map_or_else(|err| err, |_| String::new());
+            assert!(!named.contains("s3c"), "{url}: {named}");
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_postgres_url_its_driver_cannot_parse_is_not_shown() {
+        assert_eq!(
+            redacted("postgres://u:s3cret@127.0.0.1:notaport/db"),
+            "postgres://(unparsable URL, not shown)"
+        );
+        assert_eq!(
+            redacted("host=h password=s3cret nosuchkey=1"),
+            "(unparsable connection string, not shown)"
+        );
+        // It parses: the user information's password is hidden, the rest shown.
+        assert_eq!(
+            redacted("postgresql://user:s3c?ret@host/db"),
+            "postgresql://user:***@host/db"
+        );
+    }
+
+    #[cfg(feature = "redis")]
+    #[test]
+    fn a_redis_url_its_driver_cannot_parse_is_not_shown() {
+        assert_eq!(
+            redacted("redis://:s3c?ret@h:6379/0"),
+            "redis://(unparsable URL, not shown)"
+        );
+        assert_eq!(
+            redacted("redis://:s3cret@h:6379/0"),
+            "redis://:***@h:6379/0"
+        );
+    }
+
+    #[test]
     fn a_password_in_the_stores_own_message_is_hidden_too() {
         let url = "postgres://u:s3cret@127.0.0.1:notaport/db";
         let shared = SharedStore {
@@ -778,10 +809,12 @@ mod tests {
             panic!("a URL that does not parse opens no store");
         };
         assert!(!line.contains("s3cret"), "{line}");
-        assert!(
-            line.contains("postgres://u:***@127.0.0.1:notaport/db"),
-            "{line}"
-        );
+        let shown = if cfg!(feature = "postgres") {
+            "postgres://(unparsable URL, not shown)"
+        } else {
+            "postgres://u:***@127.0.0.1:notaport/db"
+        };
+        assert!(line.contains(shown), "{line}");
     }
 
     #[test]

@@ -41,6 +41,48 @@ fn the_servers_exit_with_one_clear_line_when_postgres_is_down() {
     );
 }
 
+/// A password holding `?`, `#` or `/` unencoded (which the PostgreSQL URL parser
+/// takes as credentials, up to the `@`) never shows in `mcp_http --postgres URL`'s
+/// start-up error, nor does a password in a URL its driver cannot parse: the line names
+/// the URL with `***` (or its scheme alone) and says why.
+#[test]
+fn a_password_with_url_delimiters_never_shows_at_start_up() {
+    let (addr, refused) = stores::closed_port();
+    for (url, cause) in [
+        (
+            format!("postgresql://user:s3c?ret@{addr}/db"),
+            refused.as_str(),
+        ),
+        (
+            format!("postgres://u:a/b#s3cr3t@{addr}/db"),
+            refused.as_str(),
+        ),
+        (
+            format!("postgres://u:s3cret@{addr}/db?nosuchoption=1"),
+            "unparsable URL, not shown",
+        ),
+    ] {
+        let mut http = std::process::Command::new(support::mcp_http());
+        stores::clear_store_env(&mut http)
+            .args(["--postgres", &url])
+            .env("MCP_TASKS_TOKENS", "alice=token-a")
+            .env_remove("MCP_TASKS_TOKENS_FILE")
+            .env("MCP_TASKS_HTTP_ADDR", "127.0.0.1:0");
+        let (status, stdout, stderr) = stores::run_to_exit(http);
+        assert_eq!(status.code(), Some(1), "{url}: exits 1, got {status}");
+        assert!(stdout.is_empty(), "{url}: it never served: {stdout:?}");
+        assert!(
+            !stderr.contains("s3c"),
+            "{url}: the password shows: {stderr}"
+        );
+        assert!(
+            stderr.contains(cause),
+            "{url}: says why (`{cause}`): {stderr}"
+        );
+        eprintln!("{stderr}");
+    }
+}
+
 /// The ids of the tasks `instance` lists (every page).
 fn listed(instance: &Instance, id: u64) -> BTreeSet<String> {
     let mut ids = BTreeSet::new();

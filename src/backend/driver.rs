@@ -140,7 +140,9 @@ pub trait Driver: Send + Sync + std::fmt::Debug + 'static {
     /// [`FeedSink::down`] whenever changes may have gone unheard (a lost connection) and
     /// `up` once they are heard again. It stops once the sink answers that the store is
     /// gone. A driver without a feed answers [`Listening::Polling`]: the store's waits
-    /// then read their task every fallback poll.
+    /// then read their task every fallback poll; one whose events may be lost by a writer
+    /// that stops between its commit and its event answers [`Listening::FeedAfterCommit`]:
+    /// the waits then poll too, while the feed is up.
     ///
     /// # Errors
     /// [`Error::Store`] if the feed cannot be started.
@@ -546,6 +548,11 @@ pub enum Listening {
     /// It does: waits sleep until their task's change (polling only while the feed is
     /// down).
     Feed,
+    /// It does, but sends a change's event after the write committed, apart from it (so
+    /// that events do not serialize the engine's commits): a writer that stops in between
+    /// loses that event, so waits also read their task every fallback poll while the feed
+    /// is up, and sleep until their task's change or that poll, whichever comes first.
+    FeedAfterCommit,
     /// It has no feed: waits read their task every fallback poll.
     Polling,
 }

@@ -1,5 +1,6 @@
 //! [`SharedStore`]: the one [`TaskStore`] of every engine, over its [`Driver`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -88,6 +89,9 @@ pub(crate) struct Inner<D> {
     pub(crate) copies: Copies<TaskKey>,
     /// The leases of running tasks, unless the lease policy is to leave them.
     pub(crate) leases: Option<Leases>,
+    /// Whether the feed may lose a change while it is up ([`Listening::FeedAfterCommit`]):
+    /// then the waits poll while it is up too.
+    pub(crate) lossy_feed: AtomicBool,
 }
 
 /// The error of an unknown task.
@@ -129,9 +133,13 @@ impl<D: Driver> SharedStore<D> {
             notifier: Notifier::default(),
             copies: Copies::default(),
             leases,
+            lossy_feed: AtomicBool::new(false),
         });
         let target: Weak<dyn FeedTarget> = Arc::downgrade(&inner) as Weak<dyn FeedTarget>;
         let listening = inner.driver.listen(FeedSink::new(target))?;
+        inner
+            .lossy_feed
+            .store(listening == Listening::FeedAfterCommit, Ordering::Relaxed);
         let interval = inner
             .settings
             .leases()
@@ -143,7 +151,7 @@ impl<D: Driver> SharedStore<D> {
             .spawn(move || super::leases::run(&weak, interval))
             .map_err(|err| Error::store_caused("cannot start the lease thread", err))?;
         let io = inner.settings.io();
-        if listening == Listening::Feed && !inner.feed.wait_live(io) {
+        if listening != Listening::Polling && !inner.feed.wait_live(io) {
             return Err(Error::store(format!(
                 "the store's change feed did not come up within {io:?}"
             )));

@@ -1,10 +1,11 @@
 //! Waits of a shared store: each probe reads the task once; between probes a wait sleeps
 //! until its task's change is heard, its expiry, and while the change feed is down (or the
-//! driver has none) the fallback poll. A read that fails is tried again every fallback
+//! driver has none, or its feed may lose a change while up) the fallback poll. A read that fails is tried again every fallback
 //! poll, up to the outage timeout (and the wait's own deadline), then answered as
 //! [`Error::Store`], never as a state. The core's wait primitive runs the probes blocking
 //! or as futures.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::driver::{Driver, TaskKey, Versioned};
@@ -81,8 +82,9 @@ impl<D: Driver> Inner<D> {
             Ok(Check::Again) => Probe::Again,
             Ok(Check::Wait) => {
                 let mut bound = expires_in.map(|left| left.max(Duration::from_millis(1)));
-                if !live {
-                    // Changes may go unheard until the feed is back: poll.
+                if !live || self.lossy_feed.load(Ordering::Relaxed) {
+                    // Changes may go unheard until the feed is back (or, for a feed that
+                    // sends after commit, if their writer stopped in between): poll.
                     let poll = self.settings.poll();
                     bound = Some(bound.map_or(poll, |bound| bound.min(poll)));
                 }

@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo bench -p mcp-tasks-suites --features redis,postgres --bench shared_concurrency          # 3 s windows
 //! cargo bench -p mcp-tasks-suites --features redis,postgres --bench shared_concurrency -- 10    # 10 s windows
+//! cargo bench -p mcp-tasks-suites --features redis,postgres --bench shared_concurrency -- postgres   # one engine
 //! ```
 //!
 //! It starts a private `redis-server` (`mcp_tasks_test_support::redis`: a unix socket, no
@@ -18,9 +19,10 @@
 //! with a progress message, a handler's checkpoints), store result (`completed` with a
 //! one-block tool result). **A change** is one store call that writes a task (a create, a
 //! status update, a store result), counted when the call returned, i.e. once the engine
-//! acknowledged it; each is one request (Redis: one `EVALSHA`; PostgreSQL: one statement,
-//! committed on its own) that also publishes the task to the other instances (`PUBLISH`,
-//! `pg_notify`). A task is `UPDATES + 2` changes. Counted over a window (3 s, or the
+//! acknowledged it; each is one request (Redis: one `EVALSHA`, which also publishes the
+//! task to the other instances; PostgreSQL: one statement, committed on its own, whose
+//! event the instance's announcer sends after the commit, batched with the others it has,
+//! in a `pg_notify` transaction of its own connection). A task is `UPDATES + 2` changes. Counted over a window (3 s, or the
 //! seconds given) after [`WARM_UP`]; the instances are opened for it and closed after it.
 //!
 //! **The engine**, from as many clients, alone:
@@ -219,15 +221,25 @@ fn main() {
             .unwrap_or(WINDOW_SECS)
             .max(1),
     );
+    // `redis` or `postgres` among the arguments: that engine alone.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| arg == "redis" || arg == "postgres")
+        .collect();
+    let runs = |engine: &str| only.is_empty() || only.iter().any(|arg| arg == engine);
     let mut lines = Vec::new();
     let mut notes = Notes::new();
-    match RedisServer::start() {
-        Some(server) => lines.push(redis(&server, window, &mut notes)),
-        None => notes.push("redis-server not found: no Redis line".to_owned()),
+    if runs("redis") {
+        match RedisServer::start() {
+            Some(server) => lines.push(redis(&server, window, &mut notes)),
+            None => notes.push("redis-server not found: no Redis line".to_owned()),
+        }
     }
-    match PostgresServer::start() {
-        Some(server) => lines.extend(postgres(&server, window, &mut notes)),
-        None => notes.push("PostgreSQL not found: no PostgreSQL lines".to_owned()),
+    if runs("postgres") {
+        match PostgresServer::start() {
+            Some(server) => lines.extend(postgres(&server, window, &mut notes)),
+            None => notes.push("PostgreSQL not found: no PostgreSQL lines".to_owned()),
+        }
     }
     report(&lines, &notes, window);
 }

@@ -291,6 +291,20 @@ impl PostgresServer {
         stdout
     }
 
+    /// Freezes the backend process `pid` of this server (`SIGSTOP`), one of
+    /// `pg_stat_activity`'s: its connection stays open and nothing answers on it, as with a
+    /// hung session. It runs again (`SIGCONT`) when the guard is dropped, also when a test
+    /// fails.
+    ///
+    /// # Panics
+    /// If `pid` is the postmaster's (freeze a backend, not the server).
+    #[must_use = "the backend runs again when the guard is dropped"]
+    pub fn freeze_backend(&self, pid: u32) -> FrozenBackend {
+        assert_ne!(pid, self.pid(), "freeze a backend, not the postmaster");
+        sys::signal(pid, sys::SIGSTOP);
+        FrozenBackend { pid }
+    }
+
     /// The last lines of the server's log (`postgres.log` in its temporary directory), for
     /// assertions and failure messages.
     #[must_use]
@@ -751,11 +765,31 @@ fn skip_notice(why: &str) {
 }
 
 /// The few system calls needed, declared here (the crate does not depend on `libc`).
+/// A backend [frozen](PostgresServer::freeze_backend) until this is dropped.
+#[derive(Debug)]
+pub struct FrozenBackend {
+    pid: u32,
+}
+
+impl Drop for FrozenBackend {
+    fn drop(&mut self) {
+        sys::signal(self.pid, sys::SIGCONT);
+    }
+}
+
 mod sys {
     use std::ffi::c_int;
 
     pub(super) const SIGINT: c_int = 2;
     pub(super) const SIGKILL: c_int = 9;
+    #[cfg(not(any(target_os = "macos", target_os = "ios", target_os = "freebsd")))]
+    pub(super) const SIGCONT: c_int = 18;
+    #[cfg(not(any(target_os = "macos", target_os = "ios", target_os = "freebsd")))]
+    pub(super) const SIGSTOP: c_int = 19;
+    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+    pub(super) const SIGCONT: c_int = 19;
+    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+    pub(super) const SIGSTOP: c_int = 17;
 
     unsafe extern "C" {
         /// The effective user id (`uid_t` is `u32` on the unix systems Rust supports).

@@ -1400,7 +1400,7 @@ pub fn a_store_reports_its_waits_feed_and_name<B: DriverBackend>(backend: &B) {
             .another(&driver)
             .listen(FeedSink::new(target))
             .unwrap()
-            == Listening::Feed
+            != Listening::Polling
     };
     let settings = settings()
         .instance_name("kit-named")

@@ -118,9 +118,7 @@ impl PostgresStoreBuilder {
     /// As for [`build`](Self::build).
     pub fn build_driver(self) -> Result<PostgresDriver, Error> {
         self.settings.validate()?;
-        let config = Config::from_str(&self.url).map_err(|err| {
-            Error::InvalidConfig(format!("`{}` is not a PostgreSQL URL: {err}", self.url))
-        })?;
+        let config = parse_url(&self.url)?;
         if self.schema.is_empty()
             || self.schema.len() > 40
             || !self
@@ -160,5 +158,35 @@ pub(crate) fn prepare_schema(engine: &Engine, schema: &str, migrate: bool) -> Re
             schema::check(&client, &schema).await
         }
         .map_err(Error::store)
+    })
+}
+
+/// `url` parsed as the driver connects with it.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] saying why it does not parse, without quoting it (it may hold a
+/// password).
+pub(crate) fn parse_url(url: &str) -> Result<Config, Error> {
+    Config::from_str(url).map_err(|err| {
+        Error::InvalidConfig(format!(
+            "`{}` is not a PostgreSQL URL: {err}",
+            mcp_tasks::backend::unparsable(url)
+        ))
+    })
+}
+
+/// `url` with its password hidden, as the store reads it: a URL or key/value string that
+/// `tokio-postgres` cannot parse shows its scheme alone; one it parses has its user
+/// information's password, its `password` parameter, and the password the parser read
+/// (wherever it appears) replaced by `***`. For messages that name the store.
+#[must_use]
+pub fn redacted_url(url: &str) -> String {
+    mcp_tasks::backend::redact_with(url, |url| {
+        let config = Config::from_str(url).ok()?;
+        Some(
+            config
+                .get_password()
+                .map(|password| String::from_utf8_lossy(password).into_owned()),
+        )
     })
 }

@@ -6,12 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks::backend::{
-    Condition, Driver, FeedSink, Inserted, LapsedLease, LeaseCall, Listed, Listening, NewTask,
-    Position, Renewal, Scan, StoredOrigin, StoredRow, TaskFilter, TaskKey, Versioned, Write, Wrote,
+    Condition, Driver, FeedSink, Inserted, LapsedLease, LeaseCall, LeaseOp, Listed, Listening,
+    NewTask, Position, Renewal, Scan, StoredOrigin, StoredRow, TaskFilter, TaskKey, Versioned,
+    Write, Wrote,
 };
 use mcp_tasks::{AnyTask, Error, LimitScope, Owner, TaskStatus, Timestamp};
 use tokio_postgres::Row;
 
+use crate::announce::{self, Announcer};
 use crate::connection::{Engine, Params};
 use crate::rows::{bigint, column, task_at, unexpected, write_id};
 use crate::statements::Statements;
@@ -31,6 +33,8 @@ pub struct PostgresDriver {
     pub(crate) schema: String,
     pub(crate) channel: String,
     sql: Statements,
+    /// Sends the events of this instance's committed writes.
+    announcer: Announcer,
 }
 
 impl std::fmt::Debug for PostgresDriver {
@@ -44,9 +48,11 @@ impl std::fmt::Debug for PostgresDriver {
 
 impl PostgresDriver {
     pub(crate) fn new(engine: Engine, schema: String) -> Self {
+        let channel = format!("mcp_tasks_{schema}");
         PostgresDriver {
             sql: Statements::new(&schema),
-            channel: format!("mcp_tasks_{schema}"),
+            announcer: Announcer::start(&engine, &channel),
+            channel,
             schema,
             engine,
         }
@@ -100,16 +106,28 @@ impl Driver for PostgresDriver {
                 Box::new(write_id()),
                 Box::new(lease),
                 Box::new(new.job.map(str::to_owned)),
-                Box::new(self.channel.clone()),
+                // No channel: the write sends no event; the announcer does, once committed.
+                Box::new(None::<String>),
                 Box::new(new.holder.to_owned()),
             ],
         )?;
         let row = rows.first().ok_or_else(|| unexpected("no row"))?;
         let outcome: String = column(row, 0)?;
         match outcome.as_str() {
-            "ok" => Ok(Inserted::Created(Timestamp::from_unix_millis(column(
-                row, 1,
-            )?))),
+            "ok" => {
+                let created: i64 = column(row, 1)?;
+                self.announcer.announce(announce::written(
+                    &new.key.owner_tag(),
+                    &new.key.id(),
+                    false,
+                    1,
+                    TaskStatus::Working.as_str(),
+                    created,
+                    created,
+                    new.body,
+                ));
+                Ok(Inserted::Created(Timestamp::from_unix_millis(created)))
+            }
             "limit" => Ok(Inserted::Full(LimitScope::PerOwner)),
             other => Err(unexpected(other)),
         }
@@ -145,7 +163,7 @@ impl Driver for PostgresDriver {
                 Box::new(backoff),
                 Box::new(lease),
                 Box::new(attempt),
-                Box::new(self.channel.clone()),
+                Box::new(None::<String>),
                 Box::new(write.keep_updated),
                 Box::new(write.holder.to_owned()),
             ],
@@ -154,7 +172,20 @@ impl Driver for PostgresDriver {
         let outcome: String = column(row, 0)?;
         match outcome.as_str() {
             "ok" => Ok(Wrote::Written {
-                at: Timestamp::from_unix_millis(column(row, 5)?),
+                at: {
+                    let updated: i64 = column(row, 5)?;
+                    self.announcer.announce(announce::written(
+                        &write.key.owner_tag(),
+                        &write.key.id(),
+                        write.notify,
+                        column(row, 1)?,
+                        write.task.status().as_str(),
+                        column(row, 4)?,
+                        updated,
+                        write.body,
+                    ));
+                    Timestamp::from_unix_millis(updated)
+                },
                 job: match write.condition {
                     Condition::Claim { .. } => {
                         Some(column::<Option<String>>(row, 6)?.unwrap_or_default())
@@ -183,13 +214,19 @@ impl Driver for PostgresDriver {
             key,
             vec![
                 Box::new(write_id()),
-                Box::new(self.channel.clone()),
+                Box::new(None::<String>),
                 Box::new(REPLAY_WINDOW_MS),
             ],
         )?;
-        rows.first()
+        let removed = rows
+            .first()
             .map(|row| task_at(row, &key.id(), 0))
-            .transpose()
+            .transpose()?;
+        if removed.is_some() {
+            self.announcer
+                .announce(announce::removed(&key.owner_tag(), &key.id()));
+        }
+        Ok(removed)
     }
 
     fn page(&self, owner: &Owner, after: Option<u64>, limit: usize) -> Result<Vec<Listed>, Error> {
@@ -294,11 +331,17 @@ impl Driver for PostgresDriver {
                 Box::new(ops),
                 Box::new(attempts),
                 Box::new(bigint(lease.as_millis().max(1))),
-                Box::new(self.channel.clone()),
+                Box::new(None::<String>),
             ],
         )?;
         let row = rows.first().ok_or_else(|| unexpected("no renewal"))?;
         let verdicts: Vec<String> = column(row, 0)?;
+        for (call, verdict) in calls.iter().zip(&verdicts) {
+            if call.op == LeaseOp::HandOver && verdict == "released" {
+                self.announcer
+                    .announce(announce::claimable(&call.key.owner_tag(), &call.key.id()));
+            }
+        }
         Ok(verdicts
             .iter()
             .map(|verdict| Renewal::from_verdict(verdict))
@@ -324,7 +367,7 @@ impl Driver for PostgresDriver {
 
     fn listen(&self, sink: FeedSink) -> Result<Listening, Error> {
         crate::events::start(&self.engine, &self.channel, sink)?;
-        Ok(Listening::Feed)
+        Ok(Listening::FeedAfterCommit)
     }
 
     fn share_secret(&self, mine: u128) -> Result<u128, Error> {

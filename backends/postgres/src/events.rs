@@ -2,7 +2,8 @@
 //! store's channel and hands each notification, in order, to the instance's event thread,
 //! which hands it to the store's [`FeedSink`] (off the runtime: the store may read a task
 //! too large for its notification, and its subscribers are user code). It checks the connection
-//! with a `SELECT 1` after a second of silence; when the connection is lost it tells the
+//! with a `SELECT 1` after a second of silence, which must answer within a second (a hung
+//! connection counts as lost); when the connection is lost it tells the
 //! waits (they poll until it is back, then read again, since notifications sent meanwhile
 //! are lost), backs off (10 ms doubling to 1 s) and connects again.
 
@@ -22,6 +23,12 @@ pub const LISTENER_NAME: &str = "mcp-tasks-listener";
 
 /// How long the listening connection may stay silent before it is checked.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// How long the check (`SELECT 1`) may take before the connection counts as hung (at most
+/// the I/O timeout): bounded apart from the I/O timeout (10 s), so that a hung listening
+/// connection costs the waits about what a lost one does (their fallback poll starts
+/// within two seconds), not ten seconds of unheard changes.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What the listening connection tells the event thread, in order.
 enum Event {
@@ -127,7 +134,7 @@ async fn session(
             () = tokio::time::sleep(IDLE_CHECK) => {
                 // Silent for a while: is PostgreSQL still there? (A hung server counts as
                 // gone: the waits poll meanwhile.)
-                tokio::time::timeout(io_timeout, client.simple_query("SELECT 1"))
+                tokio::time::timeout(io_timeout.min(PROBE_TIMEOUT), client.simple_query("SELECT 1"))
                     .await
                     .map_err(|_| "the listening connection hung".to_owned())?
                     .map_err(|err| err.to_string())?;

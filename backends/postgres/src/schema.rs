@@ -18,22 +18,27 @@
 //! rows to decide a write except the per-owner count, which runs after the owner's row is
 //! locked.
 //!
-//! Events. `create_task` and `commit_task` send the task as written with its version on
-//! the store's channel, in the writing transaction (delivered at commit, in commit order):
+//! Events. The event of a write is the task as written with its version,
 //! `tag\nid\nnotify\nversion\nstatus\ncreated\nupdated\nrecord`, or without the record
-//! (and the two times) when it would not fit a notification; `remove_task` sends
-//! `tag\nid\n0`; a hand-over `tag\nid\nclaimable`.
+//! (and the two times) when it would not fit a notification; of a removal `tag\nid\n0`; of
+//! a hand-over `tag\nid\nclaimable`. Up to version 2, `create_task`, `commit_task` and
+//! `remove_task` sent it in the writing transaction; since version 3 they send nothing when
+//! their channel is `NULL`, which this build passes: the instance sends the events of its
+//! committed writes itself, many in one transaction of a connection of its own
+//! ([`announce`](crate::announce)), since PostgreSQL commits notifying transactions one at
+//! a time. (An instance of an older build, still running while the schema is migrated,
+//! passes its channel and keeps notifying in its writes.)
 
 use tokio_postgres::Client;
 
 /// The schema version this build writes and reads.
-pub(crate) const VERSION: i32 = 2;
+pub(crate) const VERSION: i32 = 3;
 
 /// The advisory lock key migrations hold (any 64-bit number unlikely to be another's).
 const MIGRATION_LOCK: i64 = 0x6d63_705f_7461_736b;
 
 /// The migrations, in order: version and SQL (`{s}` stands for the quoted schema name).
-const MIGRATIONS: &[(i32, &str)] = &[(1, V1), (2, V2)];
+const MIGRATIONS: &[(i32, &str)] = &[(1, V1), (2, V2), (3, V3)];
 
 const V1: &str = r#"
 CREATE TABLE {s}.tasks (
@@ -440,6 +445,184 @@ BEGIN
     p_version + 1, p_status, cur.created, stamp, p_body);
   RETURN QUERY SELECT 'ok'::text, p_version + 1, NULL::text, NULL::text, NULL::bigint, stamp,
     CASE WHEN p_condition = 'claim' THEN coalesce(cur.job, '') ELSE NULL END;
+END
+$$;
+"#;
+
+/// Version 3: the writes may leave their events to the instance. `event`, `remove_task`
+/// and `renew_leases` send nothing for a `NULL` channel; `commit_task` answers the task's creation time with
+/// `ok` (the instance needs it for the event it sends).
+const V3: &str = r#"
+CREATE OR REPLACE FUNCTION {s}.event(channel text, tag text, id uuid, notify text,
+    version bigint, status text, created bigint, updated bigint, body text)
+  RETURNS void LANGUAGE plpgsql AS
+$$
+DECLARE
+  head text;
+BEGIN
+  IF channel IS NULL THEN
+    RETURN;
+  END IF;
+  head := tag || E'\n' || id::text || E'\n' || notify || E'\n' || version::text || E'\n'
+    || status;
+  IF octet_length(head) + octet_length(body) + 42 <= 7900 THEN
+    PERFORM pg_notify(channel, head || E'\n' || created::text || E'\n' || updated::text
+      || E'\n' || body);
+  ELSE
+    PERFORM pg_notify(channel, head);
+  END IF;
+END
+$$;
+
+-- Version 1's remove_task, sending nothing for a NULL p_channel.
+CREATE OR REPLACE FUNCTION {s}.remove_task(p_id uuid, p_owner text, p_write uuid,
+    p_channel text, p_window bigint)
+  RETURNS TABLE (status text, body text, created bigint, updated bigint) LANGUAGE plpgsql AS
+$$
+DECLARE
+  gone record;
+  now bigint := {s}.now_ms();
+BEGIN
+  DELETE FROM {s}.tasks t
+    WHERE t.id = p_id AND t.owner = p_owner AND (t.expires IS NULL OR t.expires > now)
+    RETURNING t.status, t.body, t.created, t.updated INTO gone;
+  IF FOUND THEN
+    DELETE FROM {s}.removed r WHERE r.at < now - p_window;
+    INSERT INTO {s}.removed (id, write_id, status, body, created, updated, at)
+      VALUES (p_id, p_write, gone.status, gone.body, gone.created, gone.updated, now)
+      ON CONFLICT (id) DO NOTHING;
+    IF p_channel IS NOT NULL THEN
+      PERFORM pg_notify(p_channel, p_owner || E'\n' || p_id::text || E'\n0');
+    END IF;
+    RETURN QUERY SELECT gone.status, gone.body, gone.created, gone.updated;
+    RETURN;
+  END IF;
+  RETURN QUERY SELECT r.status, r.body, r.created, r.updated FROM {s}.removed r
+    WHERE r.id = p_id AND r.write_id = p_write;
+END
+$$;
+
+-- Version 2's commit_task, answering the task's creation time with 'ok' too.
+CREATE OR REPLACE FUNCTION {s}.commit_task(p_id uuid, p_owner text, p_version bigint,
+    p_status text, p_body text, p_ttl_set boolean, p_ttl bigint, p_notify boolean,
+    p_write uuid, p_condition text, p_backoff bigint, p_lease bigint, p_attempt integer,
+    p_channel text, p_keep boolean, p_holder text)
+  RETURNS TABLE (outcome text, version bigint, status text, body text, created bigint,
+    updated bigint, job text) LANGUAGE plpgsql AS
+$$
+DECLARE
+  cur record;
+  now bigint := {s}.now_ms();
+  v_lease bigint;
+  v_attempt integer;
+  v_holder text;
+  stamp bigint;
+BEGIN
+  SELECT t.version, t.status, t.body, t.created, t.updated, t.write_id, t.lease,
+      t.lease_attempt, t.job, t.lease_holder
+    INTO cur FROM {s}.tasks t
+    WHERE t.id = p_id AND t.owner = p_owner AND (t.expires IS NULL OR t.expires > now)
+    FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'gone'::text, NULL::bigint, NULL::text, NULL::text, NULL::bigint,
+      NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  IF cur.version <> p_version THEN
+    IF cur.write_id = p_write AND cur.version = p_version + 1 THEN
+      RETURN QUERY SELECT 'ok'::text, cur.version, cur.status, NULL::text, cur.created,
+        cur.updated, cur.job;
+    ELSE
+      RETURN QUERY SELECT 'stale'::text, cur.version, cur.status, cur.body, cur.created,
+        cur.updated, NULL::text;
+    END IF;
+    RETURN;
+  END IF;
+  v_lease := cur.lease;
+  v_attempt := cur.lease_attempt;
+  v_holder := cur.lease_holder;
+  IF p_condition = 'lapsed' THEN
+    IF cur.lease IS NULL OR cur.lease > now THEN
+      RETURN QUERY SELECT 'renewed'::text, NULL::bigint, NULL::text, NULL::text,
+        NULL::bigint, NULL::bigint, NULL::text;
+      RETURN;
+    END IF;
+  ELSIF p_condition = 'claim' THEN
+    IF cur.lease IS NULL OR cur.lease + p_backoff > now THEN
+      RETURN QUERY SELECT 'renewed'::text, NULL::bigint, NULL::text, NULL::text,
+        NULL::bigint, NULL::bigint, NULL::text;
+      RETURN;
+    END IF;
+    v_lease := now + p_lease;
+    v_attempt := p_attempt;
+    v_holder := p_holder;
+  END IF;
+  -- The spec's table: an unfinished status moves to any other; a finished one to none.
+  IF cur.status <> p_status AND {s}.finished(cur.status) THEN
+    RETURN QUERY SELECT 'illegal'::text, NULL::bigint, cur.status, NULL::text, NULL::bigint,
+      NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  -- A finished task holds no lease (nothing renews or reaps it).
+  IF {s}.finished(p_status) THEN
+    v_lease := NULL;
+  END IF;
+  stamp := CASE WHEN p_keep THEN cur.updated ELSE greatest(now, cur.updated) END;
+  UPDATE {s}.tasks t SET version = p_version + 1, status = p_status, body = p_body,
+      updated = stamp, write_id = p_write, lease = v_lease,
+      lease_attempt = v_attempt, lease_holder = v_holder,
+      expires = CASE WHEN NOT p_ttl_set THEN t.expires
+                     WHEN p_ttl IS NULL THEN NULL ELSE t.created + p_ttl END
+    WHERE t.id = p_id;
+  PERFORM {s}.event(p_channel, p_owner, p_id, CASE WHEN p_notify THEN '1' ELSE '0' END,
+    p_version + 1, p_status, cur.created, stamp, p_body);
+  RETURN QUERY SELECT 'ok'::text, p_version + 1, p_status, NULL::text, cur.created, stamp,
+    CASE WHEN p_condition = 'claim' THEN coalesce(cur.job, '') ELSE NULL END;
+END
+$$;
+
+-- Version 1's renew_leases, sending nothing for a NULL p_channel.
+-- Renews, or gives up, the leases an instance holds, in id order (so that two renewals
+-- never wait on each other's rows). Per lease: the op 'k' (keep: renew), 'r' (release:
+-- the handle was detached) or 'h' (hand over: the lease lapses now, and the task is
+-- claimable at once by another instance, told on the channel), and the attempt the lease
+-- runs (NULL for a task that runs once): a lease of another attempt is not this one's.
+-- Answers per lease, in the order given: 'ok' (renewed), 'released', 'gone' (gone,
+-- finished, or holding no lease of this attempt) or 'lapsed' (too late).
+CREATE OR REPLACE FUNCTION {s}.renew_leases(p_ids uuid[], p_ops text[], p_attempts integer[],
+    p_lease bigint, p_channel text)
+  RETURNS text[] LANGUAGE plpgsql AS
+$$
+DECLARE
+  now bigint := {s}.now_ms();
+  fields record;
+  verdicts text[] := array_fill(''::text, ARRAY[coalesce(array_length(p_ids, 1), 0)]);
+  i integer;
+BEGIN
+  FOR i IN SELECT o.i FROM generate_subscripts(p_ids, 1) AS o(i) ORDER BY p_ids[o.i] LOOP
+    SELECT t.owner, t.status, t.lease, t.lease_attempt INTO fields FROM {s}.tasks t
+      WHERE t.id = p_ids[i] FOR UPDATE;
+    IF NOT FOUND OR fields.lease IS NULL OR {s}.finished(fields.status) THEN
+      verdicts[i] := 'gone';
+    ELSIF p_attempts[i] IS NOT NULL AND fields.lease_attempt IS DISTINCT FROM p_attempts[i] THEN
+      verdicts[i] := 'gone';
+    ELSIF p_ops[i] = 'r' THEN
+      UPDATE {s}.tasks SET lease = NULL WHERE id = p_ids[i];
+      verdicts[i] := 'released';
+    ELSIF fields.lease < now THEN
+      verdicts[i] := 'lapsed';
+    ELSIF p_ops[i] = 'h' THEN
+      UPDATE {s}.tasks SET lease = 0 WHERE id = p_ids[i];
+      IF p_channel IS NOT NULL THEN
+        PERFORM pg_notify(p_channel, fields.owner || E'\n' || p_ids[i]::text || E'\nclaimable');
+      END IF;
+      verdicts[i] := 'released';
+    ELSE
+      UPDATE {s}.tasks SET lease = now + p_lease WHERE id = p_ids[i];
+      verdicts[i] := 'ok';
+    END IF;
+  END LOOP;
+  RETURN verdicts;
 END
 $$;
 "#;

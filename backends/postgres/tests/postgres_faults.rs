@@ -476,7 +476,8 @@ fn reply_cut<T: Send + 'static>(
 /// back, is sent again on a fresh connection with the same write id, and the replay
 /// answers as the first write would have: a commit is not refused as an illegal
 /// transition and moves the task one version, a create makes one task, a removal is not
-/// "not found"; and the replay sends no second notification.
+/// "not found"; and the replay sends no second notification (and none at all if the
+/// replay was lost too: the instance announces only the writes it saw commit).
 #[test]
 fn a_write_cut_between_statement_and_reply_is_applied_once() {
     /// The I/O timeout of the instance whose writes are cut.
@@ -592,7 +593,18 @@ fn a_write_cut_between_statement_and_reply_is_applied_once() {
         .into_any();
     assert!(completed_with(&done, "late"), "{done:?}");
     assert_eq!(version(&server, &schema, &id), "2", "one version step");
-    assert_eq!(terminal_changes(&seen, &done), 1, "one notification");
+    // At most one notification: none here, in fact, since the instance never learned that
+    // its write committed (the reply and the replay were both lost), so it announced
+    // nothing; other instances' waits read the task at their fallback poll.
+    thread::sleep(ms(200));
+    let told = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|change| change.task.id() == done.id() && change.task.is_terminal())
+        .count();
+    assert!(told <= 1, "at most one notification: {told}");
+    assert_eq!(direct.get(&owner, &done.id().to_string()).unwrap(), done);
     eprintln!(
         "writes cut between statement and reply ({reset} connections reset at the commit): \
          the commit, the create and the removal each applied once, the replays answered as \
@@ -842,6 +854,112 @@ fn a_waiter_whose_listener_is_cut_wakes_within_the_fallback_poll() {
         "the waiter woke {latency:?} after the change, beyond the fallback poll"
     );
     assert!(notified <= WAKE, "notified {notified:?} after the change");
+}
+
+/// (d') One instance's listening connection hangs (its backend frozen with `SIGSTOP`:
+/// open, silent): a waiter on that instance is answered within about two seconds of a
+/// change made through another instance (a second of silence, then a check bounded to a
+/// second, then a fresh listening connection), not after the 10 s I/O timeout.
+#[test]
+fn a_waiter_whose_listener_hangs_wakes_within_seconds() {
+    let _load = timing();
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    server.psql("CREATE ROLE hung LOGIN SUPERUSER");
+    let schema = fresh_schema();
+    let finisher = instance(&server.url(), &schema);
+    let hung_url = format!("postgres://hung@127.0.0.1:{}/postgres", server.port());
+    let hung = builder(&hung_url, &schema)
+        .fallback_poll(FALLBACK)
+        .build()
+        .unwrap();
+    assert!(hung.listening());
+    let pid: u32 = server
+        .psql(&format!(
+            "SELECT pid FROM pg_stat_activity \
+             WHERE application_name = '{LISTENER_NAME}' AND usename = 'hung'"
+        ))
+        .parse()
+        .expect("the instance's listening backend");
+    let owner = alice();
+    let id = finisher.insert(&owner, req(1)).unwrap().id().to_string();
+    let waiter = {
+        let (hung, owner, id) = (hung.clone(), owner.clone(), id.clone());
+        thread::spawn(move || (hung.wait(&owner, &id, Some(BOUND)), Instant::now()))
+    };
+    thread::sleep(ms(100));
+    assert!(
+        !waiter.is_finished(),
+        "the waiter waits while the task works"
+    );
+
+    let frozen = server.freeze_backend(pid);
+    let finished = Instant::now();
+    finisher
+        .store_result(&owner, &id, TaskStatus::Completed, tool_outcome("unheard"))
+        .unwrap();
+    let (answer, woke) = join_within(waiter, BOUND, "the waiter whose listener hangs");
+    let latency = woke - finished;
+    drop(frozen);
+    let task = answer.expect("the waiter gets the task");
+    assert!(completed_with(&task, "unheard"), "{task:?}");
+    eventually("the instance listens again", || hung.listening());
+    eprintln!("listener hung: the waiter woke {latency:?} after the change");
+    assert!(
+        latency <= Duration::from_secs(2) + FALLBACK + SLACK,
+        "the waiter woke {latency:?} after the change: a hung listener must cost about \
+         what a lost one does"
+    );
+}
+
+/// (d'') A change committed whose event was never sent (its instance stopped between the
+/// commit and its announcement: played by committing it with `commit_task` and no
+/// channel, as an instance does, and announcing nothing) reaches a waiter on another
+/// instance by its fallback poll, while that instance's listening connection is up.
+#[test]
+fn a_change_whose_event_was_never_sent_is_read_within_the_fallback_poll() {
+    let _load = timing();
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let schema = fresh_schema();
+    let creator = instance(&server.url(), &schema);
+    let waiting = builder(&server.url(), &schema)
+        .fallback_poll(FALLBACK)
+        .build()
+        .unwrap();
+    let owner = alice();
+    let id = creator.insert(&owner, req(1)).unwrap().id().to_string();
+    let waiter = {
+        let (waiting, owner, id) = (waiting.clone(), owner.clone(), id.clone());
+        thread::spawn(move || (waiting.wait(&owner, &id, Some(BOUND)), Instant::now()))
+    };
+    thread::sleep(ms(100));
+    assert!(
+        !waiter.is_finished(),
+        "the waiter waits while the task works"
+    );
+    let finished = Instant::now();
+    let outcome = server.psql(&format!(
+        "SELECT c.outcome FROM \"{schema}\".tasks t, \"{schema}\".commit_task(t.id, t.owner, \
+         t.version, 'cancelled', t.body, false, NULL, true, gen_random_uuid(), '', NULL, NULL, \
+         NULL, NULL, false, NULL) c WHERE t.id = '{id}'"
+    ));
+    assert_eq!(outcome, "ok", "the change committed, unannounced");
+    let (answer, woke) = join_within(waiter, BOUND, "the waiter of an unannounced change");
+    let latency = woke - finished;
+    let task = answer.expect("the waiter gets the task");
+    assert_eq!(task.status(), TaskStatus::Cancelled, "{task:?}");
+    assert!(waiting.listening(), "it woke by polling, while listening");
+    eprintln!(
+        "an unannounced change: the waiter woke {latency:?} after it (fallback poll \
+         {FALLBACK:?})"
+    );
+    assert!(
+        latency <= FALLBACK + SLACK,
+        "the waiter woke {latency:?} after the change, beyond the fallback poll"
+    );
 }
 
 /// The lease of the instances of (e), and its renewal interval and claim back-off.

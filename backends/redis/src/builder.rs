@@ -95,7 +95,10 @@ impl RedisStoreBuilder {
             )));
         }
         let client = Client::open(self.url.as_str()).map_err(|err| {
-            Error::InvalidConfig(format!("`{}` is not a Redis URL: {err}", self.url))
+            Error::InvalidConfig(format!(
+                "`{}` is not a Redis URL: {err}",
+                redacted_url(&self.url)
+            ))
         })?;
         let io_timeout = self.settings.io();
         let mut connection = connect(&client, io_timeout).map_err(store_error)?;
@@ -121,4 +124,21 @@ impl RedisStoreBuilder {
 fn in_cluster(connection: &mut Connection) -> redis::RedisResult<bool> {
     let info: String = redis::cmd("INFO").arg("cluster").query(connection)?;
     Ok(info.lines().any(|line| line.trim() == "cluster_enabled:1"))
+}
+
+/// `url` with its password hidden, as the store reads it: a URL the `redis` crate cannot
+/// parse shows its scheme alone; one it parses has its user information's password and
+/// its `pass` / `password` parameters, and the password the parser read (wherever it
+/// appears), replaced by `***`. For messages that name the store.
+#[must_use]
+pub fn redacted_url(url: &str) -> String {
+    mcp_tasks::backend::redact_with(url, |url| {
+        let parsed = redis::parse_redis_url(url)?;
+        redis::IntoConnectionInfo::into_connection_info(url).ok()?;
+        let query = parsed
+            .query_pairs()
+            .find(|(key, _)| key == "pass" || key == "password")
+            .map(|(_, value)| value.into_owned());
+        Some(parsed.password().map(str::to_owned).or(query))
+    })
 }

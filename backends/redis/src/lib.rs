@@ -248,7 +248,9 @@ mod subscriber;
 use mcp_tasks::backend::{AsSharedStore, SharedStore};
 use mcp_tasks::{Error, Timestamp};
 
-pub use builder::{DEFAULT_IO_TIMEOUT, DEFAULT_OUTAGE_TIMEOUT, DEFAULT_PREFIX, RedisStoreBuilder};
+pub use builder::{
+    DEFAULT_IO_TIMEOUT, DEFAULT_OUTAGE_TIMEOUT, DEFAULT_PREFIX, RedisStoreBuilder, redacted_url,
+};
 pub use driver::RedisDriver;
 /// The policy of a task's lease (re-exported from the core: every shared store has one).
 pub use mcp_tasks::LeasePolicy;

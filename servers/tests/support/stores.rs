@@ -130,7 +130,7 @@ impl Drop for Running {
 }
 
 /// Runs a server binary that should exit at once; returns its status, stdout and stderr.
-fn run_to_exit(mut command: Command) -> (ExitStatus, String, String) {
+pub fn run_to_exit(mut command: Command) -> (ExitStatus, String, String) {
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
