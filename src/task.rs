@@ -374,15 +374,16 @@ impl<S: TaskState> Task<S> {
             .and_then(|progress| progress.checkpoint.as_deref())
     }
 
-    /// Saves a handler's checkpoint in the task, without changing its status.
-    pub(crate) fn set_checkpoint(&mut self, checkpoint: serde_json::Value, at: Timestamp)
+    /// Saves a handler's checkpoint in the task, without changing its status nor its
+    /// `lastUpdatedAt`: a checkpoint is never on the wire, so the task as a client sees it
+    /// (and as its subscribers were last told) stays as it was.
+    pub(crate) fn set_checkpoint(&mut self, checkpoint: serde_json::Value)
     where
         S: NonTerminal,
     {
         if let Some(progress) = crate::status::StateData::progress_mut(&mut self.data) {
             progress.checkpoint = Some(Arc::new(checkpoint));
         }
-        self.last_updated_at = self.last_updated_at.max(at);
     }
 
     /// Moves a redeliverable task on to its next attempt (a claim), without changing its

@@ -208,8 +208,9 @@ impl Update {
     }
 
     /// A handler's checkpoint: a small progress value saved in the unfinished task (never
-    /// shown on the wire, never told to subscribers), which a later attempt reads back
-    /// ([`Claim::checkpoint`](crate::Claim)).
+    /// shown on the wire, never told to subscribers, and leaving the task's
+    /// `lastUpdatedAt` as it was: the task a client sees does not change), which a later
+    /// attempt reads back ([`Claim::checkpoint`](crate::Claim)).
     ///
     /// # Errors
     /// [`Error::InvalidParams`] for a checkpoint over
@@ -234,6 +235,14 @@ impl Update {
     /// one that is not redeliverable, or one whose attempts ran out.
     pub fn claim() -> Self {
         Update::from(Op::Claim)
+    }
+
+    /// Whether the task's `lastUpdatedAt` stays as stored when this update is written
+    /// (a checkpoint: nothing on the wire changes): a store that stamps its writes with
+    /// its own clock keeps the stored time ([`Write::keep_updated`](crate::backend::Write)).
+    #[must_use]
+    pub fn keeps_last_update(&self) -> bool {
+        matches!(self.op, Op::Checkpoint(_))
     }
 
     /// The same update, written by the handler of `attempt` (a redeliverable task's
@@ -358,11 +367,11 @@ impl Update {
             }
             Op::Checkpoint(checkpoint) => match task {
                 AnyTask::Working(mut task) => {
-                    task.set_checkpoint(checkpoint, now);
+                    task.set_checkpoint(checkpoint);
                     Step::Quiet(task.into_any())
                 }
                 AnyTask::InputRequired(mut task) => {
-                    task.set_checkpoint(checkpoint, now);
+                    task.set_checkpoint(checkpoint);
                     Step::Quiet(task.into_any())
                 }
                 finished => {

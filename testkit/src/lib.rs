@@ -245,6 +245,7 @@ macro_rules! store_suite {
             a_shared_dyn_store_is_a_store,
             cursors_reveal_nothing_of_other_owners,
             checkpoints_are_kept_quietly_and_bounded,
+            a_checkpoint_leaves_the_wire_view_and_last_update_as_they_were,
             a_handed_over_task_is_claimed_once_and_fences_its_old_holder,
             );
         }
