@@ -179,6 +179,7 @@ macro_rules! driver_suite {
             a_finishing_write_rides_out_an_outage_and_gives_up_after_it,
             a_store_that_cannot_read_answers_errors_never_states,
             a_lapsed_task_waits_its_claim_backoff_doubling_per_attempt,
+            a_task_that_saves_progress_runs_up_to_its_ceiling,
             a_lapsed_task_that_runs_once_fails,
             a_handed_over_task_is_claimed_at_once,
             a_change_after_the_instances_own_write_is_one_write,
