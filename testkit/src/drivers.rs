@@ -70,6 +70,8 @@ pub struct Counts {
     pub held_claims: AtomicUsize,
     /// Renewal rounds (and hand-overs).
     pub renewals: AtomicUsize,
+    /// Asks for lapsed leases.
+    pub lapsed_asks: AtomicUsize,
     /// Asks for the cursor secret.
     pub secret_asks: AtomicUsize,
 }
@@ -222,6 +224,7 @@ impl<D: Driver> Driver for Flaky<D> {
     }
 
     fn lapsed(&self, limit: usize) -> Result<Vec<LapsedLease>, Error> {
+        self.counts.lapsed_asks.fetch_add(1, Ordering::SeqCst);
         self.inner.lapsed(limit)
     }
 
@@ -1510,6 +1513,33 @@ pub fn leases_given_up_are_no_longer_renewed<B: DriverBackend>(backend: &B) {
         "no lease is held any more: nothing to renew"
     );
     drop(handed);
+}
+
+/// Checks: a reaper round whose batch of lapsed leases comes back short asks the driver
+/// once, not again until its next round.
+pub fn a_short_batch_of_lapsed_leases_is_asked_for_once<B: DriverBackend>(backend: &B) {
+    let driver = backend.driver();
+    let key = key_of(&alice());
+    insert(&driver, &key, Some(ms(100)), None);
+    thread::sleep(ms(150));
+    let interval = ms(1_000);
+    let started = Instant::now();
+    let reaper = store(
+        Flaky::new(backend.another(&driver)),
+        settings().lease_policy(LeasePolicy::fail_after(ms(10_000)).renewed_every(interval)),
+    );
+    while read(&driver, &key).task.status() != TaskStatus::Failed {
+        assert!(started.elapsed() < interval * 3, "not failed by the reaper");
+        thread::sleep(ms(10));
+    }
+    // Time for an ask right after the failing write, well within the round.
+    thread::sleep(ms(100));
+    let asks = reaper.driver().counts().lapsed_asks.load(Ordering::SeqCst);
+    let rounds = started.elapsed().as_millis() / interval.as_millis();
+    assert!(
+        u128::try_from(asks).unwrap() <= rounds.max(1),
+        "one ask per round, its batch of one lease being short: {asks} asks in {rounds} round(s)"
+    );
 }
 
 /// Checks: one lease round fails every task whose lease lapsed, however many (more than

@@ -186,6 +186,7 @@ macro_rules! driver_suite {
             a_store_reports_its_waits_feed_and_name,
             leases_given_up_are_no_longer_renewed,
             a_lease_round_fails_every_lapsed_task,
+            a_short_batch_of_lapsed_leases_is_asked_for_once,
             cursors_follow_the_secret_the_storage_keeps,
             );
         }
