@@ -1646,6 +1646,38 @@ pub fn cursors_follow_the_secret_the_storage_keeps<B: DriverBackend>(backend: &B
     assert_eq!(asked(), asks + 1);
 }
 
+/// Checks: an instance hands over only a redeliverable task with attempts left; a task
+/// that runs once, or on its last attempt, stays with it, running.
+pub fn only_a_task_with_attempts_left_is_handed_over<B: DriverBackend>(backend: &B) {
+    let settings =
+        settings().lease_policy(LeasePolicy::fail_after(ms(10_000)).renewed_every(ms(1_000)));
+    let store = store(backend.driver(), settings);
+    let (once, runs_once) = store.create(&alice(), req(1)).unwrap();
+    let (last, on_its_last) = store.create(&alice(), redeliverable(1)).unwrap();
+    for (what, task) in [
+        ("a task that runs once", &runs_once),
+        ("a task on its last attempt", &on_its_last),
+    ] {
+        let id = task.id().to_string();
+        assert!(
+            !store.hand_over(&alice(), &id).unwrap(),
+            "{what} is not handed over"
+        );
+        assert_eq!(
+            store.get(&alice(), &id).unwrap().status(),
+            TaskStatus::Working,
+            "{what} runs on"
+        );
+    }
+    let (_left, task) = store.create(&alice(), redeliverable(2)).unwrap();
+    assert!(
+        store.hand_over(&alice(), &task.id().to_string()).unwrap(),
+        "a task with attempts left is handed over"
+    );
+    let _ = once.complete(tool_result("done")).unwrap();
+    let _ = last.complete(tool_result("done")).unwrap();
+}
+
 /// Checks: a handed-over task is claimed by another instance at once (no back-off), told
 /// through the feed, with a fresh lease that instance renews.
 pub fn a_handed_over_task_is_claimed_at_once<B: DriverBackend>(backend: &B) {

@@ -182,6 +182,7 @@ macro_rules! driver_suite {
             a_task_that_saves_progress_runs_up_to_its_ceiling,
             a_lapsed_task_that_runs_once_fails,
             a_handed_over_task_is_claimed_at_once,
+            only_a_task_with_attempts_left_is_handed_over,
             a_change_after_the_instances_own_write_is_one_write,
             a_store_reports_its_waits_feed_and_name,
             leases_given_up_are_no_longer_renewed,
