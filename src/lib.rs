@@ -144,9 +144,10 @@ pub use status::{
     HasResult, InputRequired, NonTerminal, TaskState, TaskStatus, UnknownStatus, Working,
 };
 pub use store::{
-    Attempts, Claim, ClaimBackoff, Lease, LeasePolicy, Limits, MAX_ATTEMPTS, MAX_CHECKPOINT_BYTES,
-    MAX_PAGE_SIZE, Owner, Redelivery, StatusChange, Step, StoreFuture, Subscriber, SubscriptionId,
-    TaskHandle, TaskOrigin, TaskPage, TaskRequest, TaskStore, TtlPolicy, Update,
+    ATTEMPT_CEILING_FACTOR, Attempts, Claim, ClaimBackoff, Lease, LeasePolicy, Limits,
+    MAX_ATTEMPTS, MAX_CHECKPOINT_BYTES, MAX_PAGE_SIZE, Owner, Redelivery, StatusChange, Step,
+    StoreFuture, Subscriber, SubscriptionId, TaskHandle, TaskOrigin, TaskPage, TaskRequest,
+    TaskStore, TtlPolicy, Update,
 };
 pub use store::{Received, Recv, Watch, WatchCloser, WatchError, WatchLimits, Watches};
 pub use task::{Change, Finished, Task};

@@ -115,10 +115,9 @@ impl Task<Working> {
     /// `max_attempts` (clamped to `1..=`[`MAX_ATTEMPTS`](crate::MAX_ATTEMPTS)). A store
     /// does this for a request [`with_redelivery`](crate::TaskRequest::with_redelivery).
     pub fn with_attempts(mut self, max_attempts: u32) -> Self {
-        self.data.progress_mut().attempts = Some(crate::store::Attempts {
-            attempt: 1,
-            max: max_attempts.clamp(1, crate::store::MAX_ATTEMPTS),
-        });
+        self.data.progress_mut().attempts = Some(crate::store::Attempts::first(
+            max_attempts.clamp(1, crate::store::MAX_ATTEMPTS),
+        ));
         self
     }
 }
@@ -374,15 +373,21 @@ impl<S: TaskState> Task<S> {
             .and_then(|progress| progress.checkpoint.as_deref())
     }
 
-    /// Saves a handler's checkpoint in the task, without changing its status.
-    pub(crate) fn set_checkpoint(&mut self, checkpoint: serde_json::Value, at: Timestamp)
+    /// Saves a handler's checkpoint in the task, without changing its status nor its
+    /// `lastUpdatedAt`: a checkpoint is never on the wire, so the task as a client sees it
+    /// (and as its subscribers were last told) stays as it was. A checkpoint that differs
+    /// from the one stored is progress: the attempt saving it no longer counts against the
+    /// task's bound ([`Attempts`](crate::Attempts)).
+    pub(crate) fn set_checkpoint(&mut self, checkpoint: serde_json::Value)
     where
         S: NonTerminal,
     {
         if let Some(progress) = crate::status::StateData::progress_mut(&mut self.data) {
+            if progress.checkpoint.as_deref() != Some(&checkpoint) {
+                progress.attempts = progress.attempts.map(crate::store::Attempts::with_progress);
+            }
             progress.checkpoint = Some(Arc::new(checkpoint));
         }
-        self.last_updated_at = self.last_updated_at.max(at);
     }
 
     /// Moves a redeliverable task on to its next attempt (a claim), without changing its
@@ -393,10 +398,7 @@ impl<S: TaskState> Task<S> {
     {
         let progress = crate::status::StateData::progress_mut(&mut self.data)?;
         let attempts = progress.attempts.as_mut()?;
-        if !attempts.left() {
-            return None;
-        }
-        attempts.attempt += 1;
+        *attempts = attempts.next()?;
         Some(*attempts)
     }
 

@@ -542,11 +542,10 @@ fn start_claims(shared: &Arc<Shared>) {
         move |claimed| {
             match &claimed.job {
                 Ok(job) => log::info!(
-                    "claimed task {}: `{}`, attempt {} of {}",
+                    "claimed task {}: `{}`, {}",
                     claimed.task,
                     job.tool,
-                    claimed.attempts.attempt(),
-                    claimed.attempts.max()
+                    claimed.attempts
                 ),
                 Err(why) => log::warn!(
                     "claimed task {} whose job cannot run here: {why}",

@@ -177,11 +177,10 @@ impl Server {
                 |claimed| {
                     if let Ok(job) = &claimed.job {
                         log::info!(
-                            "claimed task {}: `{}`, attempt {} of {}",
+                            "claimed task {}: `{}`, {}",
                             claimed.task,
                             job.tool,
-                            claimed.attempts.attempt(),
-                            claimed.attempts.max()
+                            claimed.attempts
                         );
                     }
                     claimed.into_work().start();

@@ -9,6 +9,9 @@
 //!   results; the hand-over time and the longest time a task spent unowned are printed;
 //! - the same with `SIGKILL`: every task completes, resumed within lease + renewal
 //!   interval + back-off of the kill;
+//! - a rolling restart with `SIGKILL` under a 2 s lease, ordered so that `sleep` tasks
+//!   lose three attempts in a row, each having saved progress: every task completes (an
+//!   attempt that saved progress does not count against the tool's attempts);
 //! - a poison task (`abort`, test tools) that kills every instance that runs it ends
 //!   `failed` after its 3 attempts, and the tasks beside it complete;
 //! - a checkpointing task (`steps`) resumes after a kill from its last checkpoint: at most
@@ -744,6 +747,129 @@ fn every_task_completes_when_instances_are_killed(backend: Backend) {
     }
 }
 
+/// The lease of the progress roll: long against how often the roll kills (as in the
+/// field, where a lease outlives a pause), so a task may lose several attempts in a row.
+const PROGRESS_LEASE: &str = "2000";
+/// Its renewal interval.
+const PROGRESS_RENEW: &str = "250";
+/// How far apart the progress roll kills its instances (each attempt claimed after a kill
+/// runs about half of it before the next kill: long enough to save progress).
+const KILL_EVERY: Duration = Duration::from_millis(5_000);
+/// The number of tasks of the progress roll (`MCP_TASKS_FLEET_PROGRESS_TASKS`, default
+/// 150: created in a few seconds, before the first kill).
+fn progress_task_count() -> usize {
+    std::env::var("MCP_TASKS_FLEET_PROGRESS_TASKS")
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .filter(|n| (1..=1_000).contains(n))
+        .unwrap_or(150)
+}
+
+/// A rolling restart with `SIGKILL` under a 2 s lease: `sleep` tasks of 2–8 s, which
+/// checkpoint every second, all created before the first kill; each of the three instances
+/// in turn is killed (5 s apart) and started again. The order and the restarts make a task
+/// lose three attempts in a row: the first instance killed stays down until after the
+/// second kill, the second one killed is the one that claimed more of the first one's
+/// tasks, and its tasks can then only go to the third, killed next. Each of those attempts
+/// saved progress, so none counts against `sleep`'s 3 attempts and every task completes
+/// (counted, every task that ran a fourth attempt failed "after 3 of 3 attempts"). Prints
+/// how many tasks ran more than 3 attempts.
+fn a_rolling_kill_fails_no_task_that_saves_progress(backend: Backend) {
+    let _serial = one_at_a_time();
+    let Some(db) = Db::start(backend) else {
+        return;
+    };
+    let fleet = Fleet::start(
+        &db,
+        3,
+        &[
+            ("MCP_TASKS_LEASE_MS", PROGRESS_LEASE),
+            ("MCP_TASKS_LEASE_RENEW_MS", PROGRESS_RENEW),
+        ],
+    );
+    let count = progress_task_count();
+    let mut lcg = Lcg(0x0bad_5eed_f1ee_7001);
+    let began = Instant::now();
+    let mut tasks = Vec::new();
+    for n in 0..count {
+        let ms = 2_000 + lcg.next() % 6_000;
+        let (id, _) = create(&fleet, n % 3, "sleep", &json!({"ms": ms}));
+        tasks.push((id, ms));
+    }
+    let created = began.elapsed();
+    thread::sleep(Duration::from_millis(500));
+    let until = |at: Instant| thread::sleep(at.saturating_duration_since(Instant::now()));
+    let roll = fleet.kill(0);
+    until(roll + KILL_EVERY);
+    // The second to go: the one that claimed more of the first one's tasks.
+    let claimed_by = |slot: usize| {
+        fleet
+            .claims()
+            .iter()
+            .filter(|(at, by, _)| *at >= roll && *by == slot)
+            .count()
+    };
+    let (second, third) = if claimed_by(1) >= claimed_by(2) {
+        (1, 2)
+    } else {
+        (2, 1)
+    };
+    fleet.kill(second);
+    // The first comes back only once the third claimed the second's tasks.
+    until(roll + KILL_EVERY + KILL_EVERY * 3 / 5);
+    fleet.launch(0);
+    until(roll + KILL_EVERY * 2);
+    fleet.kill(third);
+    until(roll + KILL_EVERY * 2 + KILL_EVERY * 3 / 5);
+    fleet.launch(second);
+    fleet.launch(third);
+    let mut ends: HashMap<String, End> = HashMap::new();
+    let mut pick = 0;
+    let deadline = Instant::now() + Duration::from_secs(45);
+    while Instant::now() < deadline && ends.len() < count {
+        for (id, _) in &tasks {
+            if !ends.contains_key(id) {
+                pick += 1;
+                if let Some(end) = final_state(&fleet, id, pick) {
+                    ends.insert(id.clone(), end);
+                }
+            }
+        }
+        thread::sleep(Duration::from_millis(250));
+    }
+    let took = began.elapsed();
+    let mut claims: HashMap<String, usize> = HashMap::new();
+    for (_, _, task) in fleet.claims() {
+        *claims.entry(task).or_default() += 1;
+    }
+    // Claimed three times or more: ran a fourth attempt, or more.
+    let past_three = claims.values().filter(|&&n| n >= 3).count();
+    let most = claims.values().max().copied().unwrap_or_default() + 1;
+    let (mut completed, mut failed, mut lost) = (0, Vec::new(), Vec::new());
+    for (id, ms) in &tasks {
+        match ends.get(id) {
+            Some(End::Completed(text)) if *text == format!("slept {ms} ms") => completed += 1,
+            Some(other) => failed.push(format!(
+                "{id} ({ms} ms, {} claims): {other:?}",
+                claims.get(id).copied().unwrap_or_default()
+            )),
+            None => lost.push(id.clone()),
+        }
+    }
+    eprintln!(
+        "fleet: {}: progress roll: {count} tasks (created in {created:?}): completed {completed}, \
+         failed {}, lost {}; claims {}, {past_three} task(s) ran more than 3 attempts (at most \
+         {most}); took {took:?}",
+        backend.name(),
+        failed.len(),
+        lost.len(),
+        claims.values().sum::<usize>(),
+    );
+    assert!(failed.is_empty(), "failed: {failed:#?}");
+    assert!(lost.is_empty(), "lost: {lost:#?}");
+    assert_eq!(completed, count);
+}
+
 /// A poison task: `abort` aborts every instance that runs it. The harness starts dead
 /// instances again; the task is tried 3 times, at a slowing pace, then fails with
 /// `-32603` naming its attempts, while the `sleep` tasks beside it complete.
@@ -1144,6 +1270,7 @@ macro_rules! on_each_store {
 on_each_store!(
     a_rolling_restart_with_sigterm_loses_no_task,
     every_task_completes_when_instances_are_killed,
+    a_rolling_kill_fails_no_task_that_saves_progress,
     a_poison_task_fails_after_its_attempts_and_the_fleet_goes_on,
     a_rerun_starts_from_the_last_checkpoint,
     a_graceful_shutdown_hands_over_what_may_run_again_and_fails_the_rest,

@@ -47,8 +47,8 @@ pub use notify::{StatusChange, SubscriptionId};
 pub use owner::Owner;
 pub use policy::{Limits, TtlPolicy};
 pub use redelivery::{
-    Attempts, Claim, ClaimBackoff, MAX_ATTEMPTS, MAX_CHECKPOINT_BYTES, Redelivery,
-    attempts_exhausted,
+    ATTEMPT_CEILING_FACTOR, Attempts, Claim, ClaimBackoff, MAX_ATTEMPTS, MAX_CHECKPOINT_BYTES,
+    Redelivery, attempts_exhausted,
 };
 pub use update::{Step, Update};
 pub use update::{handle_conflict, take_answers};

@@ -58,6 +58,13 @@ struct Record {
     attempt: Option<u32>,
     #[serde(rename = "rm", default, skip_serializing_if = "Option::is_none")]
     max_attempts: Option<u32>,
+    /// Of the earlier attempts, those that counted against the bound (saved no progress);
+    /// missing (a task stored before it was kept): every earlier attempt.
+    #[serde(rename = "rs", default, skip_serializing_if = "Option::is_none")]
+    spent: Option<u32>,
+    /// The attempt running now saved progress.
+    #[serde(rename = "rp", default, skip_serializing_if = "is_false")]
+    progressed: bool,
     /// The handler's last checkpoint.
     #[serde(rename = "c", default, skip_serializing_if = "Option::is_none")]
     checkpoint: Option<serde_json::Value>,
@@ -117,6 +124,8 @@ pub fn encode(task: &AnyTask) -> String {
         record.issued = p.issued.clone();
         record.attempt = p.attempts.map(|attempts| attempts.attempt);
         record.max_attempts = p.attempts.map(|attempts| attempts.max);
+        record.spent = p.attempts.map(|attempts| attempts.spent);
+        record.progressed = p.attempts.is_some_and(|attempts| attempts.progressed);
         record.checkpoint = p.checkpoint.as_deref().cloned();
     };
     match task {
@@ -164,8 +173,20 @@ pub fn decode(
     let status: TaskStatus = status.parse().map_err(|err| corrupt(format!("{err}")))?;
     let record: Record = serde_json::from_str(body).map_err(|err| corrupt(err.to_string()))?;
     let attempts = match (record.attempt, record.max_attempts) {
-        (Some(attempt), Some(max)) if (1..=max).contains(&attempt) => {
-            Some(crate::store::Attempts { attempt, max })
+        (Some(attempt), Some(max)) if attempt >= 1 && max >= 1 => {
+            let attempts = crate::store::Attempts {
+                attempt,
+                max,
+                // Stored before progress was kept: every earlier attempt counted.
+                spent: record.spent.unwrap_or(attempt - 1),
+                progressed: record.progressed,
+            };
+            let fits =
+                attempt <= attempts.ceiling() && attempts.spent < attempt && attempts.spent < max;
+            if !fits {
+                return Err(corrupt("an attempt outside its bound".to_owned()));
+            }
+            Some(attempts)
         }
         (None, None) => None,
         _ => return Err(corrupt("an attempt outside its bound".to_owned())),
@@ -330,6 +351,37 @@ mod tests {
             .apply(Transition::Cancel, Change::at(t0.plus_millis(8)))
             .unwrap();
         round_trip(any);
+    }
+
+    #[test]
+    fn attempts_stored_before_progress_was_kept_read_as_all_counted() {
+        let read = |body: &str| decode("t", "working", 0, 0, body).map(|task| task.attempts());
+        // No `rs`: every earlier attempt counted, as before.
+        let old = read(r#"{"ra":2,"rm":3}"#).unwrap().unwrap();
+        assert_eq!(
+            (old.attempt(), old.spent(), old.progressed()),
+            (2, 1, false)
+        );
+        let new = read(r#"{"ra":5,"rm":3,"rs":1,"rp":true}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!((new.attempt(), new.spent(), new.progressed()), (5, 1, true));
+        for body in [
+            // Past the bound without a count of those spared.
+            r#"{"ra":4,"rm":3}"#,
+            // Past the ceiling.
+            r#"{"ra":13,"rm":3,"rs":0}"#,
+            // More spent than ran, or than the bound allows.
+            r#"{"ra":2,"rm":3,"rs":2}"#,
+            r#"{"ra":5,"rm":3,"rs":3}"#,
+            r#"{"ra":0,"rm":3}"#,
+        ] {
+            assert!(
+                matches!(read(body), Err(Error::Store { .. })),
+                "{body}: {:?}",
+                read(body)
+            );
+        }
     }
 
     #[test]

@@ -44,30 +44,137 @@ pub const MAX_CHECKPOINT_BYTES: usize = 64 * 1024;
 /// The most attempts a task may declare.
 pub const MAX_ATTEMPTS: u32 = 100;
 
-/// A task's attempts: which attempt runs it now (from 1), and how many it may take.
+/// How many times its bound a task may run in all, however much progress each run saves
+/// (see [`Attempts`]): the ceiling that keeps a task which saves progress and then dies,
+/// every time, from running forever.
+pub const ATTEMPT_CEILING_FACTOR: u32 = 4;
+
+/// A task's attempts: which attempt runs it now (from 1), how many it may take, and how
+/// many of the earlier ones counted against that bound.
+///
+/// **An attempt that saves progress does not count.** An attempt counts against the bound
+/// ([`max`](Self::max)) only if it saved no new checkpoint (one that differs from the
+/// checkpoint it started from) before it stopped: a task whose instances die under it
+/// while it makes progress (a rolling restart, a crash, a lease lost in a pause) is not
+/// taken for a poison task, while one that dies before saving anything (a poison task)
+/// still fails after its bound. So that nothing runs forever, a task runs at most
+/// [`ceiling`](Self::ceiling) times in all ([`ATTEMPT_CEILING_FACTOR`] times its bound),
+/// progress or not; a task declared with one attempt never runs again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Attempts {
     pub(crate) attempt: u32,
     pub(crate) max: u32,
+    /// Earlier attempts that counted against `max` (they saved no progress).
+    pub(crate) spent: u32,
+    /// Whether this attempt saved progress (a new checkpoint) since it started.
+    pub(crate) progressed: bool,
 }
 
 impl Attempts {
+    /// The first attempt of at most `max` (already clamped).
+    pub(crate) const fn first(max: u32) -> Self {
+        Attempts {
+            attempt: 1,
+            max,
+            spent: 0,
+            progressed: false,
+        }
+    }
+
     /// The attempt running the task now (1 for the first run).
     #[must_use]
     pub const fn attempt(&self) -> u32 {
         self.attempt
     }
 
-    /// The most attempts the task may take.
+    /// The most attempts without progress the task may take.
     #[must_use]
     pub const fn max(&self) -> u32 {
         self.max
     }
 
-    /// Whether another attempt may follow this one.
+    /// How many earlier attempts counted against [`max`](Self::max): those that stopped
+    /// without saving progress.
+    #[must_use]
+    pub const fn spent(&self) -> u32 {
+        self.spent
+    }
+
+    /// Whether this attempt saved progress (a checkpoint that differs from the one it
+    /// started from): if it stops now, it does not count against the bound.
+    #[must_use]
+    pub const fn progressed(&self) -> bool {
+        self.progressed
+    }
+
+    /// The attempts counted against the bound if this one stopped now: the earlier ones
+    /// that did, and this one unless it saved progress.
+    #[must_use]
+    pub const fn counted(&self) -> u32 {
+        self.spent + if self.progressed { 0 } else { 1 }
+    }
+
+    /// The most attempts the task runs in all, progress or not: [`ATTEMPT_CEILING_FACTOR`]
+    /// times its bound (1 for a task declared with one attempt: it never runs again).
+    #[must_use]
+    pub const fn ceiling(&self) -> u32 {
+        if self.max <= 1 {
+            self.max
+        } else {
+            self.max.saturating_mul(ATTEMPT_CEILING_FACTOR)
+        }
+    }
+
+    /// Whether another attempt may follow this one: fewer than [`max`](Self::max) attempts
+    /// counted (this one included, unless it saved progress), and fewer than
+    /// [`ceiling`](Self::ceiling) ran.
     #[must_use]
     pub const fn left(&self) -> bool {
-        self.attempt < self.max
+        self.counted() < self.max && self.attempt < self.ceiling()
+    }
+
+    /// Whether the attempts ran out at the ceiling (rather than at the bound: each run
+    /// but fewer than [`max`](Self::max) saved progress).
+    #[must_use]
+    pub const fn at_ceiling(&self) -> bool {
+        self.counted() < self.max && self.attempt >= self.ceiling()
+    }
+
+    /// The attempt after this one, if another may follow ([`left`](Self::left)).
+    pub(crate) const fn next(&self) -> Option<Self> {
+        if !self.left() {
+            return None;
+        }
+        Some(Attempts {
+            attempt: self.attempt + 1,
+            max: self.max,
+            spent: self.counted(),
+            progressed: false,
+        })
+    }
+
+    /// This attempt, having saved progress.
+    pub(crate) const fn with_progress(self) -> Self {
+        Attempts {
+            progressed: true,
+            ..self
+        }
+    }
+}
+
+/// `attempt 2 of 3` while every earlier attempt counted; `attempt 5: 1 of 3 spent
+/// without progress` once some did not.
+impl std::fmt::Display for Attempts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.spent + 1 == self.attempt {
+            write!(f, "attempt {} of {}", self.attempt, self.max)
+        } else {
+            write!(
+                f,
+                "attempt {}: {} of {} spent without progress",
+                self.attempt, self.spent, self.max
+            )
+        }
     }
 }
 
@@ -160,13 +267,29 @@ impl ClaimBackoff {
     }
 }
 
-/// The message (and `-32603` error) of a task whose attempts ran out: how many ran, and why
-/// the last one stopped.
+/// The message (and `-32603` error) of a task whose attempts ran out: how many ran (and,
+/// at the [ceiling](Attempts::ceiling), that it was reached), and why the last one
+/// stopped.
 #[must_use]
 pub fn attempts_exhausted(attempts: Attempts, why: &str) -> String {
+    let ran = attempts.attempt;
+    if attempts.at_ceiling() {
+        return format!(
+            "the task failed after {ran} attempts (ceiling): it runs at most {} times, even \
+             when its attempts save progress; the last one stopped because {why}",
+            attempts.ceiling()
+        );
+    }
+    let counted = attempts.counted();
+    let spared = if ran > counted {
+        format!(" without progress ({ran} in all)")
+    } else {
+        String::new()
+    };
     format!(
-        "the task failed after {} of {} attempts: the last one stopped because {why}",
-        attempts.attempt, attempts.max
+        "the task failed after {counted} of {} attempts{spared}: the last one stopped because \
+         {why}",
+        attempts.max
     )
 }
 
@@ -200,17 +323,124 @@ mod tests {
 
     #[test]
     fn attempts_say_whether_another_may_follow() {
-        let attempts = Attempts { attempt: 2, max: 3 };
+        let attempts = Attempts {
+            attempt: 2,
+            ..Attempts::first(3)
+        };
         assert!(attempts.left());
-        assert!(!Attempts { attempt: 3, max: 3 }.left());
+        let last = Attempts {
+            attempt: 3,
+            spent: 2,
+            ..Attempts::first(3)
+        };
+        assert!(!last.left());
         assert_eq!(
-            attempts_exhausted(Attempts { attempt: 3, max: 3 }, "it crashed"),
+            attempts_exhausted(last, "it crashed"),
             "the task failed after 3 of 3 attempts: the last one stopped because it crashed"
         );
         assert_eq!(Redelivery::new(0, JsonObject::new()).max_attempts(), 1);
         assert_eq!(
             Redelivery::new(u32::MAX, JsonObject::new()).max_attempts(),
             MAX_ATTEMPTS
+        );
+    }
+
+    /// Runs attempts from the first of `max`, each saving progress or not as `progress`
+    /// says, until none is left; answers the last one.
+    fn run(max: u32, mut progress: impl FnMut(u32) -> bool) -> Attempts {
+        let mut attempts = Attempts::first(max);
+        loop {
+            if progress(attempts.attempt) {
+                attempts = attempts.with_progress();
+            }
+            match attempts.next() {
+                Some(next) => {
+                    assert_eq!(next.attempt, attempts.attempt + 1);
+                    assert!(!next.progressed, "a new attempt has saved nothing yet");
+                    attempts = next;
+                }
+                None => return attempts,
+            }
+            assert!(attempts.attempt <= 1_000, "runs forever");
+        }
+    }
+
+    #[test]
+    fn attempts_without_progress_run_out_at_the_bound() {
+        let last = run(3, |_| false);
+        assert_eq!((last.attempt(), last.counted(), last.spent()), (3, 3, 2));
+        assert!(!last.at_ceiling());
+        assert_eq!(
+            attempts_exhausted(last, "it crashed"),
+            "the task failed after 3 of 3 attempts: the last one stopped because it crashed"
+        );
+    }
+
+    #[test]
+    fn an_attempt_that_saves_progress_does_not_count() {
+        // Progress in attempts 1 and 3: they do not count; 2, 4 and 5 do.
+        let last = run(3, |attempt| attempt == 1 || attempt == 3);
+        assert_eq!((last.attempt(), last.counted()), (5, 3));
+        assert!(!last.at_ceiling());
+        assert_eq!(
+            attempts_exhausted(last, "it crashed"),
+            "the task failed after 3 of 3 attempts without progress (5 in all): the last one \
+             stopped because it crashed"
+        );
+        // The attempt running now, having saved progress, leaves room for another.
+        let saved = Attempts {
+            attempt: 3,
+            spent: 2,
+            ..Attempts::first(3)
+        };
+        assert!(
+            !saved.left(),
+            "without progress, the third of three is the last"
+        );
+        assert!(saved.with_progress().left(), "with it, another may follow");
+        assert_eq!(saved.with_progress().next().map(|a| a.spent), Some(2));
+    }
+
+    #[test]
+    fn attempts_that_always_save_progress_stop_at_the_ceiling() {
+        assert_eq!(ATTEMPT_CEILING_FACTOR, 4);
+        let last = run(3, |_| true);
+        assert_eq!(last.ceiling(), 12);
+        assert_eq!((last.attempt(), last.counted()), (12, 0));
+        assert!(last.at_ceiling());
+        assert_eq!(
+            attempts_exhausted(last, "it crashed"),
+            "the task failed after 12 attempts (ceiling): it runs at most 12 times, even when \
+             its attempts save progress; the last one stopped because it crashed"
+        );
+        // Progress but the last: the ceiling still holds.
+        let last = run(3, |attempt| attempt < 12);
+        assert_eq!(last.attempt(), 12);
+        assert!(last.at_ceiling());
+        // A task declared with one attempt never runs again, progress or not.
+        let once = run(1, |_| true);
+        assert_eq!((once.attempt(), once.ceiling()), (1, 1));
+        // The largest bound's ceiling does not overflow.
+        assert_eq!(Attempts::first(MAX_ATTEMPTS).ceiling(), MAX_ATTEMPTS * 4);
+    }
+
+    #[test]
+    fn attempts_read_as_their_count() {
+        assert_eq!(Attempts::first(3).to_string(), "attempt 1 of 3");
+        let counted = Attempts {
+            attempt: 2,
+            spent: 1,
+            ..Attempts::first(3)
+        };
+        assert_eq!(counted.to_string(), "attempt 2 of 3");
+        let spared = Attempts {
+            attempt: 5,
+            spent: 1,
+            ..Attempts::first(3)
+        };
+        assert_eq!(
+            spared.to_string(),
+            "attempt 5: 1 of 3 spent without progress"
         );
     }
 }

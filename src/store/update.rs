@@ -208,8 +208,9 @@ impl Update {
     }
 
     /// A handler's checkpoint: a small progress value saved in the unfinished task (never
-    /// shown on the wire, never told to subscribers), which a later attempt reads back
-    /// ([`Claim::checkpoint`](crate::Claim)).
+    /// shown on the wire, never told to subscribers, and leaving the task's
+    /// `lastUpdatedAt` as it was: the task a client sees does not change), which a later
+    /// attempt reads back ([`Claim::checkpoint`](crate::Claim)).
     ///
     /// # Errors
     /// [`Error::InvalidParams`] for a checkpoint over
@@ -234,6 +235,14 @@ impl Update {
     /// one that is not redeliverable, or one whose attempts ran out.
     pub fn claim() -> Self {
         Update::from(Op::Claim)
+    }
+
+    /// Whether the task's `lastUpdatedAt` stays as stored when this update is written
+    /// (a checkpoint: nothing on the wire changes): a store that stamps its writes with
+    /// its own clock keeps the stored time ([`Write::keep_updated`](crate::backend::Write)).
+    #[must_use]
+    pub fn keeps_last_update(&self) -> bool {
+        matches!(self.op, Op::Checkpoint(_))
     }
 
     /// The same update, written by the handler of `attempt` (a redeliverable task's
@@ -358,11 +367,11 @@ impl Update {
             }
             Op::Checkpoint(checkpoint) => match task {
                 AnyTask::Working(mut task) => {
-                    task.set_checkpoint(checkpoint, now);
+                    task.set_checkpoint(checkpoint);
                     Step::Quiet(task.into_any())
                 }
                 AnyTask::InputRequired(mut task) => {
-                    task.set_checkpoint(checkpoint, now);
+                    task.set_checkpoint(checkpoint);
                     Step::Quiet(task.into_any())
                 }
                 finished => {
@@ -398,11 +407,7 @@ impl Update {
                     };
                     return refuse(working.into_any(), why);
                 };
-                let message = format!(
-                    "resumed on another server instance: attempt {} of {}",
-                    attempts.attempt(),
-                    attempts.max()
-                );
+                let message = format!("resumed on another server instance: {attempts}");
                 let mut task = working.into_any();
                 match task.set_status_message(Some(message), now) {
                     Ok(()) => Step::Changed(task),
@@ -596,12 +601,10 @@ mod tests {
             Some(&json!({"step": 4})),
             "kept for attempt 2"
         );
-        assert!(
-            claimed
-                .status_message()
-                .is_some_and(|m| m.contains("attempt 2 of 3")),
-            "{:?}",
-            claimed.status_message()
+        assert_eq!(
+            claimed.status_message(),
+            Some("resumed on another server instance: attempt 2: 0 of 3 spent without progress"),
+            "attempt 1 saved progress: it did not count"
         );
         // The old holder (attempt 1) can no longer finish or checkpoint the task.
         for late in [
@@ -679,6 +682,46 @@ mod tests {
             Update::claim().apply(finished, t0),
             Step::Refused(_, Error::IllegalTransition { .. })
         ));
+    }
+
+    #[test]
+    fn only_a_new_checkpoint_is_progress_and_spares_its_attempt() {
+        let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
+        let save = |task: AnyTask, value: Value, attempt: u32| {
+            stored(
+                Update::checkpoint(value)
+                    .unwrap()
+                    .fenced(Some(attempt))
+                    .apply(task, t0.plus_millis(1)),
+            )
+        };
+        let claim = |task: AnyTask| stored(Update::claim().apply(task, t0.plus_millis(2)));
+        let spent = |task: &AnyTask| task.attempts().map(|a| (a.attempt(), a.spent()));
+        let task = Task::new(TaskId::random(), t0).with_attempts(2).into_any();
+        // Attempt 1 saves {"step": 1}: progress, it does not count.
+        let saved = save(task, json!({"step": 1}), 1);
+        assert!(saved.attempts().is_some_and(|a| a.progressed()));
+        assert_eq!(
+            saved.last_updated_at(),
+            t0,
+            "a checkpoint leaves lastUpdatedAt"
+        );
+        let second = claim(saved);
+        assert_eq!(spent(&second), Some((2, 0)));
+        // Attempt 2 saves the checkpoint it started from again: no progress, it counts.
+        let same = save(second, json!({"step": 1}), 2);
+        assert!(same.attempts().is_some_and(|a| !a.progressed()));
+        let third = claim(same);
+        assert_eq!(spent(&third), Some((3, 1)));
+        assert!(third.status_message().is_some_and(|m| m.contains("1 of 2")));
+        // Attempt 3 saves nothing: the second attempt counted, none is left.
+        assert!(matches!(
+            Update::claim().apply(third.clone(), t0.plus_millis(3)),
+            Step::Refused(_, Error::IllegalTransition { .. })
+        ));
+        // Saving something new, it may run again.
+        let fourth = claim(save(third, json!({"step": 2}), 3));
+        assert_eq!(spent(&fourth), Some((4, 1)));
     }
 
     #[test]

@@ -178,7 +178,7 @@ pub fn lapse(task: AnyTask, backoff: &ClaimBackoff, handed_over: bool) -> Lapse 
             return Lapse::Claimable(if handed_over {
                 Duration::ZERO
             } else {
-                backoff.after(attempts.attempt())
+                backoff.after(attempts.counted())
             });
         }
         Some(attempts) => attempts_exhausted(attempts, LAPSED_WHY),
@@ -196,7 +196,8 @@ pub fn lapse(task: AnyTask, backoff: &ClaimBackoff, handed_over: bool) -> Lapse 
 /// and the attempt the claim runs. `None` if the task is not claimable.
 #[must_use]
 pub fn claim_next(task: AnyTask, backoff: &ClaimBackoff) -> Option<(AnyTask, Duration, u32)> {
-    let stopped = task.attempts()?.attempt();
+    // The back-off doubles per attempt counted: one that saved progress is no poison.
+    let stopped = task.attempts()?.counted();
     let at = task.last_updated_at();
     let claimed = match Update::claim().apply(task, at) {
         Step::Changed(task) | Step::Quiet(task) => task,
@@ -553,6 +554,51 @@ mod tests {
         assert!(
             claim_next(working(), &backoff).is_none(),
             "a task that runs once is never claimed"
+        );
+    }
+
+    #[test]
+    fn a_lapsed_last_attempt_that_saved_progress_is_claimable_again() {
+        let backoff = ClaimBackoff::new(Duration::from_secs(1), Duration::from_secs(60));
+        let t0 = crate::clock::Timestamp::from_unix_millis(1_000);
+        let first = Task::new(TaskId::random(), t0).with_attempts(2).into_any();
+        let (last, after, attempt) = claim_next(first, &backoff).expect("claimable");
+        assert_eq!((after, attempt), (backoff.after(1), 2));
+        // The last of two attempts, without progress: the task fails.
+        match lapse(last.clone(), &backoff, false) {
+            Lapse::Fail(task) => assert_eq!(
+                task.status_message(),
+                Some(
+                    "the task failed after 2 of 2 attempts: the last one stopped because its \
+                     server instance stopped (its lease lapsed)"
+                )
+            ),
+            other => panic!("fails: {other:?}"),
+        }
+        // Having saved progress, it is claimable again, after the back-off of the one
+        // attempt counted.
+        let Step::Quiet(saved) = Update::checkpoint(serde_json::json!({"step": 1}))
+            .unwrap()
+            .apply(last, t0)
+        else {
+            panic!("saved");
+        };
+        assert!(
+            matches!(lapse(saved.clone(), &backoff, false), Lapse::Claimable(wait) if wait == backoff.after(1))
+        );
+        let (claimed, after, attempt) = claim_next(saved, &backoff).expect("claimable");
+        assert_eq!((after, attempt), (backoff.after(1), 3));
+        assert_eq!(claimed.attempts().map(|a| a.spent()), Some(1));
+        // Its third attempt, without progress, is the last: the second one counted.
+        let Lapse::Fail(failed) = lapse(claimed, &backoff, false) else {
+            panic!("fails");
+        };
+        assert!(
+            failed
+                .status_message()
+                .is_some_and(|m| m.contains("after 2 of 2 attempts without progress (3 in all)")),
+            "{:?}",
+            failed.status_message()
         );
     }
 }

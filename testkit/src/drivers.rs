@@ -70,6 +70,8 @@ pub struct Counts {
     pub held_claims: AtomicUsize,
     /// Renewal rounds (and hand-overs).
     pub renewals: AtomicUsize,
+    /// Asks for lapsed leases.
+    pub lapsed_asks: AtomicUsize,
     /// Asks for the cursor secret.
     pub secret_asks: AtomicUsize,
 }
@@ -222,6 +224,7 @@ impl<D: Driver> Driver for Flaky<D> {
     }
 
     fn lapsed(&self, limit: usize) -> Result<Vec<LapsedLease>, Error> {
+        self.counts.lapsed_asks.fetch_add(1, Ordering::SeqCst);
         self.inner.lapsed(limit)
     }
 
@@ -1280,8 +1283,10 @@ fn claim_within<S: TaskStore>(store: &S, limit: Duration) -> (mcp_tasks::Claim, 
 }
 
 /// Checks: a redeliverable task whose instance stopped renewing is claimed only after its
-/// claim back-off, which doubles with each attempt, with its checkpoint (up to the limit);
-/// once its attempts ran out, it fails saying how many ran.
+/// claim back-off, which doubles with each attempt counted against its bound, with its
+/// checkpoint (up to the limit); an attempt that saved progress (a new checkpoint) does
+/// not count, so the task runs once more than its bound; once its attempts ran out, it
+/// fails saying how many ran.
 pub fn a_lapsed_task_waits_its_claim_backoff_doubling_per_attempt<B: DriverBackend>(backend: &B) {
     let (lease, base) = (ms(400), ms(600));
     let settings = settings()
@@ -1293,53 +1298,102 @@ pub fn a_lapsed_task_waits_its_claim_backoff_doubling_per_attempt<B: DriverBacke
     let (handle, task) = stopped.create(&alice(), redeliverable(3)).unwrap();
     let created = Instant::now();
     let id = task.id().to_string();
-    // A checkpoint just under the limit is kept for the next attempt.
+    // A checkpoint just under the limit is kept for the next attempt: attempt 1 saved
+    // progress, it does not count (its back-off is the base).
     let big = Value::String("x".repeat(mcp_tasks::MAX_CHECKPOINT_BYTES - 2));
     handle.checkpoint(big.clone()).unwrap();
 
-    let (first, at) = claim_within(&stopped, BOUND);
-    let waited = at - created;
-    assert!(
-        waited >= lease + base - ms(150),
-        "claimed {waited:?} after it was created: before its lease and back-off ({:?})",
-        lease + base
-    );
-    assert!(
-        waited < lease + base + ms(2_000),
-        "claimed late: {waited:?}"
-    );
-    assert_eq!(first.task.id().to_string(), id);
-    assert_eq!(first.attempts.attempt(), 2);
-    assert_eq!(
-        first.checkpoint.as_ref(),
-        Some(&big),
-        "the checkpoint, whole"
-    );
-
-    let (second, later) = claim_within(&stopped, BOUND);
-    let waited = later - at;
-    assert!(
-        waited >= lease + base * 2 - ms(150),
-        "the second back-off doubles: claimed {waited:?} after the first claim"
-    );
-    assert!(
-        waited < lease + base * 2 + ms(2_000),
-        "claimed late: {waited:?}"
-    );
-    assert_eq!(second.attempts.attempt(), 3);
+    let mut at = created;
+    let mut claims = Vec::new();
+    // Attempts 2, 3 and 4 are claimed after a back-off of the attempts counted so far
+    // (0, 1, then 2: the base, the base, twice the base); none of them saves progress.
+    for (attempt, backoff) in [(2, base), (3, base), (4, base * 2)] {
+        let (claim, now) = claim_within(&stopped, BOUND);
+        let waited = now - at;
+        assert!(
+            waited >= lease + backoff - ms(150),
+            "attempt {attempt} claimed {waited:?} after the last: before its lease and \
+             back-off ({:?})",
+            lease + backoff
+        );
+        assert!(
+            waited < lease + backoff + ms(2_000),
+            "attempt {attempt} claimed late: {waited:?}"
+        );
+        assert_eq!(claim.task.id().to_string(), id);
+        assert_eq!(claim.attempts.attempt(), attempt);
+        assert_eq!(
+            claim.attempts.spent(),
+            attempt - 2,
+            "attempt 1 did not count"
+        );
+        assert_eq!(
+            claim.checkpoint.as_ref(),
+            Some(&big),
+            "the checkpoint, whole"
+        );
+        at = now;
+        claims.push(claim);
+    }
 
     // The last attempt lapses too: the task fails, saying how many ran.
     let failed = stopped.wait(&alice(), &id, Some(BOUND)).unwrap();
     assert_eq!(failed.status(), TaskStatus::Failed);
     let message = failed.status_message().unwrap_or_default();
-    assert!(message.contains("3 of 3 attempts"), "{message}");
+    assert!(
+        message.contains("after 3 of 3 attempts without progress (4 in all)"),
+        "{message}"
+    );
     assert!(stopped.claim().unwrap().is_none(), "nothing left to claim");
     let held = stopped.driver().counts().held_claims.load(Ordering::SeqCst);
     assert!(
-        held <= 2,
+        held <= 3,
         "{held} claims were tried before their back-off passed (a candidate waits for it)"
     );
-    drop((first, second, handle));
+    drop((claims, handle));
+}
+
+/// Checks: a redeliverable task whose every attempt saves progress and then lapses runs
+/// again past its bound, up to its ceiling ([`Attempts::ceiling`](mcp_tasks::Attempts),
+/// four times the bound), then fails saying it reached the ceiling.
+pub fn a_task_that_saves_progress_runs_up_to_its_ceiling<B: DriverBackend>(backend: &B) {
+    let settings = settings()
+        .lease_policy(LeasePolicy::fail_after(ms(200)).renewed_every(ms(40)))
+        .claim_backoff(ClaimBackoff::new(ms(20), ms(20)));
+    let stopped = store(Flaky::new(backend.driver()), settings);
+    stopped.driver().fail_renewals(true);
+    let (first, task) = stopped.create(&alice(), redeliverable(2)).unwrap();
+    let id = task.id().to_string();
+    first.checkpoint(json!({"attempt": 1})).unwrap();
+    let mut handles = vec![first];
+    let started = Instant::now();
+    loop {
+        let Some(claim) = stopped.claim().unwrap() else {
+            if stopped.get(&alice(), &id).unwrap().is_terminal() {
+                break;
+            }
+            assert!(
+                started.elapsed() < BOUND * 4,
+                "stuck: {:?}",
+                started.elapsed()
+            );
+            stopped.wait_for_claimable(Some(ms(20))).unwrap();
+            continue;
+        };
+        let attempt = claim.attempts.attempt();
+        assert!(attempt <= 8, "attempt {attempt}: past the ceiling of 2 × 4");
+        assert_eq!(claim.attempts.spent(), 0, "no attempt counted");
+        assert_eq!(claim.checkpoint, Some(json!({"attempt": attempt - 1})));
+        let handle = TaskHandle::claimed(stopped.clone(), claim);
+        handle.checkpoint(json!({"attempt": attempt})).unwrap();
+        handles.push(handle);
+    }
+    assert_eq!(handles.len(), 8, "ran 8 times: the ceiling");
+    let failed = stopped.get(&alice(), &id).unwrap();
+    assert_eq!(failed.status(), TaskStatus::Failed);
+    let message = failed.status_message().unwrap_or_default();
+    assert!(message.contains("after 8 attempts (ceiling)"), "{message}");
+    drop(handles);
 }
 
 /// Checks: a task that runs once, whose instance stopped renewing its lease, fails with
@@ -1461,6 +1515,33 @@ pub fn leases_given_up_are_no_longer_renewed<B: DriverBackend>(backend: &B) {
     drop(handed);
 }
 
+/// Checks: a reaper round whose batch of lapsed leases comes back short asks the driver
+/// once, not again until its next round.
+pub fn a_short_batch_of_lapsed_leases_is_asked_for_once<B: DriverBackend>(backend: &B) {
+    let driver = backend.driver();
+    let key = key_of(&alice());
+    insert(&driver, &key, Some(ms(100)), None);
+    thread::sleep(ms(150));
+    let interval = ms(1_000);
+    let started = Instant::now();
+    let reaper = store(
+        Flaky::new(backend.another(&driver)),
+        settings().lease_policy(LeasePolicy::fail_after(ms(10_000)).renewed_every(interval)),
+    );
+    while read(&driver, &key).task.status() != TaskStatus::Failed {
+        assert!(started.elapsed() < interval * 3, "not failed by the reaper");
+        thread::sleep(ms(10));
+    }
+    // Time for an ask right after the failing write, well within the round.
+    thread::sleep(ms(100));
+    let asks = reaper.driver().counts().lapsed_asks.load(Ordering::SeqCst);
+    let rounds = started.elapsed().as_millis() / interval.as_millis();
+    assert!(
+        u128::try_from(asks).unwrap() <= rounds.max(1),
+        "one ask per round, its batch of one lease being short: {asks} asks in {rounds} round(s)"
+    );
+}
+
 /// Checks: one lease round fails every task whose lease lapsed, however many (more than
 /// one batch of the driver's): a task whose instance died fails within the lease plus one
 /// renewal interval.
@@ -1563,6 +1644,38 @@ pub fn cursors_follow_the_secret_the_storage_keeps<B: DriverBackend>(backend: &B
         "asked again, and adopted"
     );
     assert_eq!(asked(), asks + 1);
+}
+
+/// Checks: an instance hands over only a redeliverable task with attempts left; a task
+/// that runs once, or on its last attempt, stays with it, running.
+pub fn only_a_task_with_attempts_left_is_handed_over<B: DriverBackend>(backend: &B) {
+    let settings =
+        settings().lease_policy(LeasePolicy::fail_after(ms(10_000)).renewed_every(ms(1_000)));
+    let store = store(backend.driver(), settings);
+    let (once, runs_once) = store.create(&alice(), req(1)).unwrap();
+    let (last, on_its_last) = store.create(&alice(), redeliverable(1)).unwrap();
+    for (what, task) in [
+        ("a task that runs once", &runs_once),
+        ("a task on its last attempt", &on_its_last),
+    ] {
+        let id = task.id().to_string();
+        assert!(
+            !store.hand_over(&alice(), &id).unwrap(),
+            "{what} is not handed over"
+        );
+        assert_eq!(
+            store.get(&alice(), &id).unwrap().status(),
+            TaskStatus::Working,
+            "{what} runs on"
+        );
+    }
+    let (_left, task) = store.create(&alice(), redeliverable(2)).unwrap();
+    assert!(
+        store.hand_over(&alice(), &task.id().to_string()).unwrap(),
+        "a task with attempts left is handed over"
+    );
+    let _ = once.complete(tool_result("done")).unwrap();
+    let _ = last.complete(tool_result("done")).unwrap();
 }
 
 /// Checks: a handed-over task is claimed by another instance at once (no back-off), told

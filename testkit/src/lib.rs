@@ -180,12 +180,15 @@ macro_rules! driver_suite {
             a_finishing_write_rides_out_an_outage_and_gives_up_after_it,
             a_store_that_cannot_read_answers_errors_never_states,
             a_lapsed_task_waits_its_claim_backoff_doubling_per_attempt,
+            a_task_that_saves_progress_runs_up_to_its_ceiling,
             a_lapsed_task_that_runs_once_fails,
             a_handed_over_task_is_claimed_at_once,
+            only_a_task_with_attempts_left_is_handed_over,
             a_change_after_the_instances_own_write_is_one_write,
             a_store_reports_its_waits_feed_and_name,
             leases_given_up_are_no_longer_renewed,
             a_lease_round_fails_every_lapsed_task,
+            a_short_batch_of_lapsed_leases_is_asked_for_once,
             cursors_follow_the_secret_the_storage_keeps,
             );
         }
@@ -246,6 +249,7 @@ macro_rules! store_suite {
             a_shared_dyn_store_is_a_store,
             cursors_reveal_nothing_of_other_owners,
             checkpoints_are_kept_quietly_and_bounded,
+            a_checkpoint_leaves_the_wire_view_and_last_update_as_they_were,
             a_handed_over_task_is_claimed_once_and_fences_its_old_holder,
             );
         }

@@ -2096,6 +2096,71 @@ pub fn checkpoints_are_kept_quietly_and_bounded<B: Backend>(backend: &B) {
     let _done = handle.complete(tool_result("done")).unwrap();
 }
 
+/// Checks that a checkpoint leaves the task as a client sees it exactly as it was: the
+/// same wire view (`lastUpdatedAt` included) from `tasks/get`, on this instance and any
+/// other, and no notification, so a client following the task with
+/// `subscriptions/listen` still holds what `tasks/get` answers. A status change after it
+/// moves `lastUpdatedAt` and is told, with the time `tasks/get` then answers.
+pub fn a_checkpoint_leaves_the_wire_view_and_last_update_as_they_were<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let other = backend.another_instance(&store);
+    let (seen, _) = recorder(&store);
+    let (handle, task) = store.create(&alice(), redeliverable(3)).unwrap();
+    let id = task.id().to_string();
+    let wire = |task: &AnyTask| serde_json::to_value(task).unwrap();
+    let before = store.get(&alice(), &id).unwrap();
+    settle(&store, &seen);
+    let told = changes_of(&seen, &id).len();
+    // Past the clock's resolution: a moving lastUpdatedAt would show.
+    thread::sleep(ms(20));
+    handle.checkpoint(json!({"step": 1})).unwrap();
+    thread::sleep(ms(5));
+    handle.checkpoint(json!({"step": 2})).unwrap();
+    let after = store.get(&alice(), &id).unwrap();
+    assert_eq!(
+        after.checkpoint(),
+        Some(&json!({"step": 2})),
+        "the checkpoint is kept"
+    );
+    assert_eq!(
+        after.last_updated_at(),
+        before.last_updated_at(),
+        "a checkpoint does not move lastUpdatedAt"
+    );
+    assert_eq!(wire(&after), wire(&before), "the wire view is as it was");
+    if let Some(other) = &other {
+        let there = other.get(&alice(), &id).unwrap();
+        assert_eq!(wire(&there), wire(&before), "on another instance too");
+    }
+    settle(&store, &seen);
+    assert_eq!(
+        changes_of(&seen, &id).len(),
+        told,
+        "a checkpoint is not told to subscribers"
+    );
+    // A status change after it moves lastUpdatedAt, and is told as tasks/get answers it.
+    thread::sleep(ms(20));
+    handle.set_status_message(Some("step 3".into())).unwrap();
+    let moved = store.get(&alice(), &id).unwrap();
+    assert!(
+        moved.last_updated_at() > before.last_updated_at(),
+        "a status change moves lastUpdatedAt: {:?} after {:?}",
+        moved.last_updated_at(),
+        before.last_updated_at()
+    );
+    assert_eq!(moved.checkpoint(), Some(&json!({"step": 2})));
+    eventually("the status change is told", || {
+        changes_of(&seen, &id).len() > told
+    });
+    let last = changes_of(&seen, &id).pop().unwrap();
+    assert_eq!(
+        wire(&last.task),
+        wire(&moved),
+        "the subscriber holds what tasks/get answers"
+    );
+    let _done = handle.complete(tool_result("done")).unwrap();
+}
+
 /// Checks redelivery across instances: a task handed over by one instance is claimed
 /// once, by another, with its job, next attempt and checkpoint; the old holder's late
 /// result is refused ([`Error::Superseded`]) and the new holder's is the one result. A

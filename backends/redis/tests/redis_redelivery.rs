@@ -29,7 +29,8 @@ const INTERVAL: Duration = Duration::from_millis(100);
 const BACKOFF: Duration = Duration::from_millis(200);
 
 /// Set in a child process that plays a dying instance: `create` (creates a redeliverable
-/// task, checkpoints, prints its id) or `claim` (claims one task, prints its id), then
+/// task, checkpoints, prints its id), `poison` (the same without a checkpoint: its attempt
+/// counts against the bound) or `claim` (claims one task, prints its id), then
 /// holds it until killed; the Redis URL and the prefix follow, space-separated.
 const CHILD: &str = "MCP_TASKS_REDELIVERY_CHILD";
 
@@ -83,9 +84,11 @@ fn child_process() {
     };
     let store = builder(url, prefix).build().expect("the child's store");
     let _held = match role {
-        "create" => {
+        "create" | "poison" => {
             let (handle, task) = store.create(&alice(), redeliverable(2)).unwrap();
-            handle.checkpoint(json!({"slept": 1500})).unwrap();
+            if role == "create" {
+                handle.checkpoint(json!({"slept": 1500})).unwrap();
+            }
             println!("TASK {}", task.id());
             handle
         }
@@ -143,7 +146,7 @@ fn a_handed_over_task_is_claimed_at_once_and_the_old_holder_is_fenced_out() {
     assert_eq!(seen.status(), TaskStatus::Working, "working throughout");
     assert!(
         seen.status_message()
-            .is_some_and(|m| m.contains("attempt 2 of 3")),
+            .is_some_and(|m| m.contains("attempt 2: 0 of 3 spent without progress")),
         "{:?}",
         seen.status_message()
     );
@@ -216,9 +219,10 @@ fn a_task_whose_attempts_run_out_fails_saying_how_many_ran() {
     };
     let prefix = fresh_prefix();
     let watcher = instance(&server, &prefix);
-    // Attempt 1 dies, attempt 2 (of 2) is claimed by another instance that dies too: a
-    // poison task. The surviving instance fails it and claims nothing.
-    let (mut first, id) = start_child(&server, &prefix, "create");
+    // Attempt 1 dies, attempt 2 (of 2) is claimed by another instance that dies too, and
+    // neither saved progress: a poison task. The surviving instance fails it and claims
+    // nothing.
+    let (mut first, id) = start_child(&server, &prefix, "poison");
     let _ = first.kill();
     let (mut second, claimed) = start_child(&server, &prefix, "claim");
     assert_eq!(

@@ -41,10 +41,9 @@ fn run(app: &Arc<App>, runtime: &tokio::runtime::Handle, claimed: Claimed) {
     };
     match &claimed.job {
         Ok(job) => log::info!(
-            "claimed: `{}`, attempt {} of {}{} task={}",
+            "claimed: `{}`, {}{} task={}",
             job.tool,
-            claimed.attempts.attempt(),
-            claimed.attempts.max(),
+            claimed.attempts,
             if session.is_some() {
                 ", for a session of this instance"
             } else {
