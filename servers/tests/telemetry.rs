@@ -666,3 +666,114 @@ fn the_store_gauges_see_claims_stalls_and_exhaustion_and_keep_their_values_when_
     assert!(recorder.value("mcp.task.store.scan.errors", &[]) >= errors);
     drop(claims);
 }
+
+/// The sampler's cost, for the record (`--release -- --ignored --nocapture`): one scan of
+/// 10,000 tasks on Redis (20 owners; a third working, the rest cancelled; no task has a
+/// job), cold (every task's job read once) and warm (tools known), in time and Redis
+/// commands (each a round trip: the store does not pipeline), with a plain pass over the
+/// store's pages (no job reads) and an idle period as baselines.
+#[cfg(feature = "redis")]
+#[test]
+#[ignore = "a measurement: run it with --release -- --ignored --nocapture"]
+fn measure_one_scan_of_10000_tasks_on_redis() {
+    use mcp_tasks::admin::SCAN_BATCH;
+    use mcp_tasks::backend::TaskFilter;
+    use mcp_tasks_server::store_url::{SharedStore, StoreSettings};
+    use mcp_tasks_server::telemetry::sampler::Sampler;
+    use mcp_tasks_test_support::redis::RedisServer;
+    use std::time::Instant;
+
+    let Some(redis) = RedisServer::start() else {
+        eprintln!("SKIPPED: no redis-server");
+        return;
+    };
+    let admin = SharedStore::parse(&redis.url())
+        .expect("the URL")
+        .open_admin(&StoreSettings::default(), "bench")
+        .expect("a store");
+    let owners: Vec<Owner> = (0..20).map(|n| Owner::new(format!("owner-{n}"))).collect();
+    for n in 0..10_000_i64 {
+        let owner = &owners[usize::try_from(n).expect("small") % owners.len()];
+        let task = admin
+            .insert(owner, mcp_tasks::TaskRequest::new(n, "tools/call"))
+            .expect("inserted");
+        if n % 3 != 0 {
+            let _ = admin
+                .cancel(owner, &task.id().to_string(), None)
+                .expect("cancelled");
+        }
+    }
+    // Every command the server ran, by name (those a script calls included).
+    let commands = || -> std::collections::BTreeMap<String, u64> {
+        redis
+            .command(&["INFO", "commandstats"])
+            .lines()
+            .filter_map(|line| {
+                let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+                let calls = rest.split(',').find_map(|kv| kv.strip_prefix("calls="))?;
+                Some((name.to_owned(), calls.parse().ok()?))
+            })
+            .collect()
+    };
+    let measure = |what: &str, f: &mut dyn FnMut()| {
+        let before = commands();
+        let started = Instant::now();
+        f();
+        let took = started.elapsed();
+        let after = commands();
+        let mut sent: Vec<String> = after
+            .iter()
+            .filter(|(name, _)| name.as_str() != "info")
+            .filter_map(|(name, calls)| {
+                let delta = calls - before.get(name).copied().unwrap_or(0);
+                (delta > 0).then(|| format!("{name}={delta}"))
+            })
+            .collect();
+        sent.sort();
+        eprintln!("{what}: {took:?}, Redis commands {}", sent.join(" "));
+    };
+    measure("idle 100 ms (baseline)", &mut || {
+        thread::sleep(Duration::from_millis(100));
+    });
+    measure("ping (one round trip)", &mut || {
+        let _ = redis.command(&["PING"]);
+    });
+    measure("pages only (baseline: clock + page_all)", &mut || {
+        let _ = admin.clock().expect("the clock");
+        let mut after = None;
+        let mut read = 0;
+        loop {
+            let page = admin
+                .scan(after, &TaskFilter::any(), SCAN_BATCH)
+                .expect("a page");
+            read += page.rows.len();
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(read, 10_000);
+    });
+    let mut sampler = Sampler::new(admin.clone(), quick_scan());
+    measure("sampler scan, cold (every job read)", &mut || {
+        let census = sampler.scan().expect("a census");
+        assert_eq!(census.scanned, 10_000);
+        assert!(!census.truncated);
+    });
+    measure("sampler scan, warm (tools known)", &mut || {
+        let census = sampler.scan().expect("a census");
+        assert_eq!(census.scanned, 10_000);
+    });
+    let mut capped = Sampler::new(
+        admin,
+        mcp_tasks_server::telemetry::StoreScan {
+            max_tasks: 1_000,
+            ..quick_scan()
+        },
+    );
+    let _ = capped.scan().expect("a census");
+    measure("sampler scan capped at 1,000, warm", &mut || {
+        let census = capped.scan().expect("a census");
+        assert!(census.truncated);
+    });
+}

@@ -90,31 +90,44 @@ impl Sampler {
         let mut seen: HashMap<u128, Arc<str>> = HashMap::with_capacity(self.tools.len());
         let mut truncated = false;
         let max = u64::try_from(self.scan.max_tasks).unwrap_or(u64::MAX);
-        'passes: for filter in &passes {
+        'passes: for (at, filter) in passes.iter().enumerate() {
+            if counts.scanned >= max {
+                truncated = self.any_in(None, &passes[at..])?;
+                break;
+            }
             let mut after: Option<Position> = None;
             loop {
-                let budget = max.saturating_sub(counts.scanned);
-                if budget == 0 {
-                    // Tasks may be left unread (this pass's, or the next one's).
-                    truncated = true;
-                    break 'passes;
-                }
-                let limit = usize::try_from(budget)
-                    .unwrap_or(usize::MAX)
-                    .min(SCAN_BATCH);
+                let budget = usize::try_from(max - counts.scanned).unwrap_or(usize::MAX);
+                let limit = budget.min(SCAN_BATCH);
                 let page = self.admin.scan(after, filter, limit)?;
                 for row in page.rows.iter().take(limit) {
                     let tool = self.tool_of(row, &mut seen)?;
                     counts.add(row, tool, now, self.scan.stalled_grace);
                 }
-                match page.next {
-                    Some(next) => after = Some(next),
-                    None => break,
+                let Some(next) = page.next else {
+                    break;
+                };
+                after = Some(next);
+                if counts.scanned >= max {
+                    truncated = self.any_in(after, &passes[at..])?;
+                    break 'passes;
                 }
             }
         }
         self.tools = seen;
         Ok(counts.census(now, truncated))
+    }
+
+    /// Whether a task is left unread: in the first of `passes` after `after`, or in the
+    /// others (a page of one task each, at most; a page empty with more behind counts).
+    fn any_in(&self, mut after: Option<Position>, passes: &[TaskFilter]) -> Result<bool, Error> {
+        for filter in passes {
+            let page = self.admin.scan(after.take(), filter, 1)?;
+            if !page.rows.is_empty() || page.next.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The tool of `row`'s task (its job's), from what earlier rounds read or the store.
