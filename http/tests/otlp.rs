@@ -320,10 +320,14 @@ fn mcp_http_exports_the_spans_and_metrics_of_a_task_over_otlp() {
 }
 
 /// `GET /metrics` with `MCP_TASKS_PROMETHEUS=1` (no collector): the metrics in
-/// Prometheus' text format, behind the bearer token like `/mcp`.
+/// Prometheus' text format, behind the bearer token like `/mcp`, with the store gauges of
+/// the sampler (`MCP_TASKS_METRICS_SCAN_MS`).
 #[test]
 fn mcp_http_serves_the_metrics_to_a_prometheus_scrape_behind_its_tokens() {
-    let server = Launch::new().env("MCP_TASKS_PROMETHEUS", "1").start();
+    let server = Launch::new()
+        .env("MCP_TASKS_PROMETHEUS", "1")
+        .env("MCP_TASKS_METRICS_SCAN_MS", "50")
+        .start();
     let mut session =
         Session::open(server.addr, ALICE, Duration::from_secs(10)).expect("a session");
     let created = session
@@ -378,4 +382,40 @@ fn mcp_http_serves_the_metrics_to_a_prometheus_scrape_behind_its_tokens() {
         ),
         "{text}"
     );
+
+    // The store gauges: the completed task, once a scan saw it (a memory store keeps no
+    // job: no tool).
+    let started = Instant::now();
+    let text = loop {
+        let text = scrape(Some(ALICE)).text();
+        let stored = text.lines().any(|line| {
+            line.starts_with("mcp_task_store_tasks{")
+                && line.contains("mcp_task_status=\"completed\"")
+                && line.contains("gen_ai_tool_name=\"_unknown\"")
+                && line.ends_with(" 1")
+        });
+        if stored {
+            break text;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no store gauge in:\n{text}"
+        );
+        thread::sleep(Duration::from_millis(50));
+    };
+    for expected in [
+        "# TYPE mcp_task_store_tasks gauge",
+        "# TYPE mcp_task_store_oldest_working_age_seconds gauge",
+        "mcp_task_store_oldest_working_age_seconds 0",
+        "mcp_task_store_awaiting_claim 0",
+        "mcp_task_store_stalled 0",
+        "mcp_task_store_exhausted 0",
+        "mcp_task_store_scan_tasks 1",
+        "mcp_task_store_scan_truncated 0",
+    ] {
+        assert!(
+            text.lines().any(|line| line == expected),
+            "{expected} in:\n{text}"
+        );
+    }
 }

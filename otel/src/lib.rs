@@ -59,8 +59,16 @@
 //!   redelivery where it is claimed.
 //! - `mcp.task.listen.subscriptions` (up-down counter): open `subscriptions/listen`
 //!   streams ([`Telemetry::listen_opened`]).
+//! - The store's tasks across owners, from a periodic scan ([`Fleet`], fed by the
+//!   application's sampler; nothing is observed before its first scan, and a failed scan
+//!   keeps the last values): `mcp.task.store.tasks` (gauge, by `mcp.task.status` and
+//!   `gen_ai.tool.name`), `mcp.task.store.oldest_working.age` (gauge, s),
+//!   `mcp.task.store.awaiting_claim`, `mcp.task.store.stalled`,
+//!   `mcp.task.store.exhausted`, `mcp.task.store.scan.tasks`,
+//!   `mcp.task.store.scan.truncated` (gauges) and `mcp.task.store.scan.errors` (counter).
 #![deny(missing_docs)]
 
+mod fleet;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -83,6 +91,7 @@ use opentelemetry::trace::{
 use opentelemetry::{Context, InstrumentationScope, KeyValue, Value as OtelValue};
 use serde_json::Value;
 
+pub use fleet::{Fleet, NO_TOOL, StoreCensus, WeakFleet};
 /// The OpenTelemetry API this crate is written against (install an SDK of the same
 /// version).
 pub use opentelemetry;
@@ -145,6 +154,7 @@ struct Inner {
     redeliveries: Counter<u64>,
     lease_lapses: Counter<u64>,
     listen: UpDownCounter<i64>,
+    fleet: Fleet,
 }
 
 /// Where a server's spans and metrics go: a tracer and a meter of the application's
@@ -268,6 +278,7 @@ impl Telemetry {
                 "{subscription}",
                 "Open subscriptions/listen streams.",
             ),
+            fleet: Fleet::register(meter),
         };
         Telemetry {
             inner: Some(Arc::new(inner)),
@@ -369,6 +380,13 @@ impl Telemetry {
             owner,
             store,
         )
+    }
+
+    /// The store gauges ([`Fleet`]: what a periodic scan of the store found), if anything
+    /// is recorded.
+    #[must_use]
+    pub fn fleet(&self) -> Option<Fleet> {
+        self.inner.as_ref().map(|inner| inner.fleet.clone())
     }
 
     /// Counts a task this instance claimed for another attempt.

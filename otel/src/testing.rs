@@ -76,7 +76,7 @@ impl Recorder {
     }
 
     /// The sum of the metric `name`'s data points that carry (at least) `attributes`: a
-    /// counter's value, a histogram's count.
+    /// counter's or a gauge's value, a histogram's count.
     ///
     /// # Panics
     /// If the metrics cannot be collected, or `name` is of a kind the servers do not
@@ -103,6 +103,16 @@ impl Recorder {
                     AggregatedMetrics::I64(MetricData::Sum(sum)) => points.extend(
                         sum.data_points()
                             .map(|p| (p.attributes().cloned().collect(), p.value() as f64)),
+                    ),
+                    AggregatedMetrics::U64(MetricData::Gauge(gauge)) => points.extend(
+                        gauge
+                            .data_points()
+                            .map(|p| (p.attributes().cloned().collect(), p.value() as f64)),
+                    ),
+                    AggregatedMetrics::F64(MetricData::Gauge(gauge)) => points.extend(
+                        gauge
+                            .data_points()
+                            .map(|p| (p.attributes().cloned().collect(), p.value())),
                     ),
                     other => panic!("{name}: unexpected data {other:?}"),
                 }

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
+use mcp_tasks::admin::TaskAdmin;
 use mcp_tasks::{JsonObject, Limits, TaskRegistry, TaskStore, TtlPolicy};
 use serde_json::Value;
 
@@ -12,7 +13,7 @@ use crate::mrtr::{self, States};
 use crate::server::{Identity, MethodHandler, Parts, Server, Store};
 use crate::settings::Settings;
 use crate::store_url::{self, StoreSettings};
-use crate::telemetry::{self, Telemetry};
+use crate::telemetry::{self, StoreScan, Telemetry};
 use crate::tool::{Tool, ToolError, Tools};
 
 /// How long tasks live unless their request says otherwise (ms): a minute.
@@ -89,6 +90,7 @@ pub struct ServerBuilder {
     page_size: usize,
     states: Option<Result<States, String>>,
     telemetry: Option<Telemetry>,
+    store_scan: StoreScan,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -122,6 +124,7 @@ impl Server {
             page_size: mcp_tasks::protocol::DEFAULT_PAGE_SIZE,
             states: None,
             telemetry: None,
+            store_scan: StoreScan::default(),
         }
     }
 }
@@ -271,6 +274,16 @@ impl ServerBuilder {
         if let Some(states) = settings.request_states {
             self.states = Some(Ok(states));
         }
+        self.store_scan = settings.store_scan;
+        self
+    }
+
+    /// How the store gauges are sampled (feature `otel`, with telemetry that records):
+    /// by default a scan every 15 s of at most 10,000 tasks ([`StoreScan`]). Only a store
+    /// this builder opens is scanned (`memory` or a store URL), by one sampler per
+    /// telemetry however many servers record into it.
+    pub fn store_scan(mut self, scan: StoreScan) -> Self {
+        self.store_scan = scan;
         self
     }
 
@@ -316,20 +329,28 @@ impl ServerBuilder {
         store_settings
             .poll_interval
             .get_or_insert(DEFAULT_POLL_INTERVAL_MS);
-        let (store, shared) = match self.store {
-            StoreChoice::Memory => (registry(&store_settings)?, false),
-            StoreChoice::Given { store, shared } => (store, shared),
+        let (store, shared, admin): (Store, bool, Option<Arc<dyn TaskAdmin>>) = match self.store {
+            StoreChoice::Given { store, shared } => (store, shared, None),
+            StoreChoice::Memory => {
+                let registry = registry(&store_settings)?;
+                (registry.clone(), false, Some(registry))
+            }
             StoreChoice::Url(url) if store_url::is_memory(&url) => {
-                (registry(&store_settings)?, false)
+                let registry = registry(&store_settings)?;
+                (registry.clone(), false, Some(registry))
             }
             StoreChoice::Url(url) => {
                 let opened = store_url::SharedStore::parse(&url)
                     .map_err(BuildError::Store)?
-                    .open(&store_settings)
+                    .open_shared(&store_settings)
                     .map_err(BuildError::Store)?;
-                (opened, true)
+                (opened.clone(), true, Some(opened))
             }
         };
+        let telemetry = self.telemetry.unwrap_or_else(telemetry::global);
+        if let Some(admin) = admin {
+            telemetry::sample_store(&telemetry, admin, self.store_scan);
+        }
         Ok(Server::from_parts(Parts {
             store,
             shared,
@@ -340,14 +361,14 @@ impl ServerBuilder {
             logging: self.logging,
             page_size: self.page_size,
             states,
-            telemetry: self.telemetry.unwrap_or_else(telemetry::global),
+            telemetry,
             timer: Arc::new(crate::work::RuntimeFreeTimer),
         }))
     }
 }
 
 /// The in-process registry, with the builder's policy and limits.
-fn registry(settings: &StoreSettings) -> Result<Store, BuildError> {
+fn registry(settings: &StoreSettings) -> Result<Arc<TaskRegistry>, BuildError> {
     let mut builder = TaskRegistry::builder()
         .poll_interval(settings.poll_interval)
         .limits(settings.limits_or_default());

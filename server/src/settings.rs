@@ -19,6 +19,7 @@
 
 use crate::mrtr::{self, States};
 use crate::store_url::{StoreArgs, StoreSettings};
+use crate::telemetry::StoreScan;
 
 /// The environment variable with the number of tasks a `tasks/list` page holds.
 pub const PAGE_SIZE_ENV: &str = "MCP_TASKS_PAGE_SIZE";
@@ -35,6 +36,8 @@ pub struct Settings {
     pub page_size: Option<usize>,
     /// The `requestState` key and lifetime, if set.
     pub request_states: Option<States>,
+    /// The store gauges' scans (`MCP_TASKS_METRICS_SCAN_MS`, `MCP_TASKS_METRICS_SCAN_MAX`).
+    pub store_scan: StoreScan,
 }
 
 impl Settings {
@@ -91,6 +94,7 @@ impl Settings {
                 store: StoreSettings::from_env()?,
                 page_size,
                 request_states,
+                store_scan: StoreScan::from_env()?,
             },
             rest,
         ))

@@ -20,6 +20,8 @@
 //! `MCP_TASKS_PROMETHEUS=1` the metrics are also kept for a Prometheus scrape
 //! ([`prometheus_text`]), with or without an OTLP endpoint.
 
+use std::time::Duration;
+
 use mcp_tasks::{JsonObject, JsonRpcError, Owner, TraceContext};
 use serde_json::Value;
 
@@ -36,6 +38,8 @@ pub use {mcp_tasks_otel, opentelemetry};
 mod otel;
 #[cfg(feature = "otel")]
 mod prometheus;
+#[cfg(feature = "otel")]
+pub mod sampler;
 #[cfg(feature = "otel")]
 pub use mcp_tasks_otel::{ListenGuard, TaskRun, Telemetry};
 #[cfg(feature = "otel")]
@@ -102,6 +106,110 @@ pub fn global() -> Telemetry {
     return otel::global();
     #[cfg(not(feature = "otel"))]
     Telemetry
+}
+
+/// How the store gauges are sampled: a scan of the store across owners every `every`, at
+/// most `max_tasks` tasks a round. [`StoreScan::from_env`] reads
+/// [`SCAN_ENV`] and [`SCAN_MAX_ENV`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreScan {
+    /// How long between two scans; zero: no scans (no store gauges).
+    pub every: Duration,
+    /// The most tasks one scan reads (the unfinished first): beyond it the counts are
+    /// lower bounds, and `mcp.task.store.scan.truncated` says so.
+    pub max_tasks: usize,
+    /// How long after its lease lapsed a claimable `working` task counts as stalled (as
+    /// the admin view's `--grace`).
+    pub stalled_grace: Duration,
+}
+
+/// The environment variable of the scan's interval in milliseconds ([`StoreScan`];
+/// default 15000, `0` turns the store gauges off).
+pub const SCAN_ENV: &str = "MCP_TASKS_METRICS_SCAN_MS";
+
+/// The environment variable of the most tasks one scan reads ([`StoreScan`]; default
+/// 10000).
+pub const SCAN_MAX_ENV: &str = "MCP_TASKS_METRICS_SCAN_MAX";
+
+impl Default for StoreScan {
+    /// Every 15 s, at most 10,000 tasks, stalled 60 s after a lease lapsed unclaimed.
+    fn default() -> Self {
+        StoreScan {
+            every: Duration::from_secs(15),
+            max_tasks: 10_000,
+            stalled_grace: Duration::from_secs(60),
+        }
+    }
+}
+
+impl StoreScan {
+    /// No scans.
+    #[must_use]
+    pub fn off() -> Self {
+        StoreScan {
+            every: Duration::ZERO,
+            ..StoreScan::default()
+        }
+    }
+
+    /// The defaults, with what [`SCAN_ENV`] and [`SCAN_MAX_ENV`] set.
+    ///
+    /// # Errors
+    /// A variable that is not a whole number (a maximum of 0 is refused too), naming it.
+    pub fn from_env() -> Result<Self, String> {
+        let mut scan = StoreScan::default();
+        let read = |name: &str| -> Result<Option<u64>, String> {
+            match std::env::var(name) {
+                Ok(value) if !value.trim().is_empty() => value
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| format!("{name} must be a whole number, not `{value}`")),
+                _ => Ok(None),
+            }
+        };
+        if let Some(ms) = read(SCAN_ENV)? {
+            scan.every = Duration::from_millis(ms);
+        }
+        if let Some(max) = read(SCAN_MAX_ENV)? {
+            if max == 0 {
+                return Err(format!("{SCAN_MAX_ENV} must be at least 1"));
+            }
+            scan.max_tasks = usize::try_from(max).unwrap_or(usize::MAX);
+        }
+        Ok(scan)
+    }
+
+    /// Whether scans are made.
+    #[must_use]
+    pub fn is_on(&self) -> bool {
+        !self.every.is_zero()
+    }
+}
+
+/// Starts the sampler of `telemetry`'s store gauges over `admin`, unless `telemetry`
+/// records nothing, `scan` is off, or a sampler feeds it already (one per telemetry: one
+/// per process with what [`init`] installed). Answers whether it started one.
+pub fn sample_store(
+    telemetry: &Telemetry,
+    admin: std::sync::Arc<dyn mcp_tasks::admin::TaskAdmin>,
+    scan: StoreScan,
+) -> bool {
+    #[cfg(feature = "otel")]
+    if scan.is_on()
+        && let Some(fleet) = telemetry.fleet()
+        && fleet.claim_sampling()
+    {
+        return match sampler::Sampler::new(admin, scan).start(fleet.downgrade()) {
+            Ok(_) => true,
+            Err(err) => {
+                log::warn!("cannot start the store scan of the task gauges: {err}");
+                false
+            }
+        };
+    }
+    let _ = (telemetry, admin, scan);
+    false
 }
 
 /// `store`, timed by backend and operation and noting the task each request touches, if

@@ -429,3 +429,351 @@ fn open_listens_are_counted_while_their_streams_live() {
     drop(second);
     assert_eq!(recorder.value("mcp.task.listen.subscriptions", &[]), 0.0);
 }
+
+/// How the store gauges' tests sample: often, all tasks, stalled as soon as a lease lapsed.
+fn quick_scan() -> mcp_tasks_server::telemetry::StoreScan {
+    mcp_tasks_server::telemetry::StoreScan {
+        every: Duration::from_millis(40),
+        max_tasks: 10_000,
+        stalled_grace: Duration::ZERO,
+    }
+}
+
+/// Waits (at most 10 s) until `ready` holds of `recorder`'s metrics.
+fn until(recorder: &Recorder, what: &str, ready: impl Fn(&Recorder) -> bool) {
+    let started = std::time::Instant::now();
+    while !ready(recorder) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "not within 10 s: {what}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Creates a task of `tool` with `arguments` for `owner` and answers its id and its work
+/// (not run).
+fn created_task(
+    server: &Server,
+    owner: &Owner,
+    id: i64,
+    tool: &str,
+    arguments: Value,
+) -> (String, mcp_tasks_server::work::Work) {
+    let params = json!({"name": tool, "arguments": arguments, "task": {}});
+    let Reply::ThenRun(created, work) = server.request(
+        owner,
+        &RequestId::from(id),
+        "tools/call",
+        Some(params),
+        Elicitation::Undeclared,
+    ) else {
+        panic!("{tool} runs as a task");
+    };
+    let task = created["task"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    (task, work)
+}
+
+/// The store gauges over a task registry: tasks by status across owners (a task that is
+/// not redeliverable keeps no job, so no tool), the oldest working task's age.
+#[test]
+fn the_store_gauges_count_every_owners_tasks_by_status_and_tool() {
+    let recorder = Recorder::new(Transport::Http.as_str());
+    let server = Server::builder()
+        .tools(tools::examples())
+        .telemetry(recorder.telemetry())
+        .store_scan(quick_scan())
+        .build()
+        .expect("the example server");
+    let (alice, bob) = (Owner::new("alice"), Owner::new("bob"));
+    let (_, done) = created_task(&server, &alice, 1, "sleep", json!({"ms": 1}));
+    done.run_here();
+    let (_, failed) = created_task(&server, &bob, 2, "fail", json!({}));
+    failed.run_here();
+    let (_, running) = created_task(&server, &bob, 3, "sleep", json!({"ms": 60_000}));
+    let (cancelled, _kept) = created_task(&server, &alice, 4, "sleep", json!({"ms": 60_000}));
+    let _ = server
+        .store()
+        .cancel(&alice, &cancelled, None)
+        .expect("cancelled");
+    thread::sleep(Duration::from_millis(50));
+    let tasks = |recorder: &Recorder, status: &str, tool: &str| {
+        recorder.value(
+            "mcp.task.store.tasks",
+            &[("mcp.task.status", status), ("gen_ai.tool.name", tool)],
+        )
+    };
+    // A registry's tasks are not redeliverable: it keeps no job, so no tool.
+    let statuses = ["working", "completed", "failed", "cancelled"];
+    until(&recorder, "one task in each status", |r| {
+        r.value("mcp.task.store.scan.tasks", &[]) == 4.0
+            && statuses
+                .iter()
+                .all(|status| tasks(r, status, "_unknown") == 1.0)
+    });
+    assert_eq!(recorder.value("mcp.task.store.tasks", &[]), 4.0);
+    let age = recorder.value("mcp.task.store.oldest_working.age", &[]);
+    assert!(age > 0.0 && age < 60.0, "oldest working age {age}");
+    // A registry has no leases: nothing awaits a claim or stalls.
+    assert_eq!(recorder.value("mcp.task.store.awaiting_claim", &[]), 0.0);
+    assert_eq!(recorder.value("mcp.task.store.stalled", &[]), 0.0);
+    assert_eq!(recorder.value("mcp.task.store.scan.truncated", &[]), 0.0);
+    assert_eq!(recorder.value("mcp.task.store.scan.errors", &[]), 0.0);
+    drop(running);
+}
+
+/// A scan capped below the store's tasks reads the unfinished first and says it stopped.
+#[test]
+fn a_capped_scan_reads_the_unfinished_tasks_first_and_says_it_was_truncated() {
+    let recorder = Recorder::new(Transport::Http.as_str());
+    let server = Server::builder()
+        .tools(tools::examples())
+        .telemetry(recorder.telemetry())
+        .store_scan(mcp_tasks_server::telemetry::StoreScan {
+            max_tasks: 2,
+            ..quick_scan()
+        })
+        .build()
+        .expect("the example server");
+    let owner = Owner::new("alice");
+    for n in 0..3 {
+        let (_, done) = created_task(&server, &owner, n, "sleep", json!({"ms": 1}));
+        done.run_here();
+    }
+    let (_, running) = created_task(&server, &owner, 9, "sleep", json!({"ms": 60_000}));
+    until(&recorder, "a truncated scan", |r| {
+        r.value("mcp.task.store.scan.truncated", &[]) == 1.0
+            && r.value("mcp.task.store.scan.tasks", &[]) == 2.0
+            && r.value("mcp.task.store.tasks", &[("mcp.task.status", "working")]) == 1.0
+    });
+    assert_eq!(
+        recorder.value("mcp.task.store.tasks", &[("mcp.task.status", "working")]),
+        1.0,
+        "the working task is read first"
+    );
+    assert_eq!(
+        recorder.value("mcp.task.store.tasks", &[("mcp.task.status", "completed")]),
+        1.0
+    );
+    drop(running);
+}
+
+/// The store gauges over a shared Redis: tasks by status and tool across owners, a task
+/// handed over and unclaimed (awaiting a claim, and stalled with no grace), one on its last
+/// attempt (exhausted); then Redis stops: the scans fail and are counted, and the gauges
+/// keep their last values (never zeros); back up, the scans work again.
+#[cfg(feature = "redis")]
+#[test]
+fn the_store_gauges_see_claims_stalls_and_exhaustion_and_keep_their_values_when_redis_stops() {
+    use mcp_tasks_server::store_url::{SharedStore, StoreSettings};
+    use mcp_tasks_test_support::redis::RedisServer;
+
+    let Some(mut redis) = RedisServer::start_aof() else {
+        eprintln!("SKIPPED: no redis-server");
+        return;
+    };
+    let url = redis.url();
+    let recorder = Recorder::new(Transport::Http.as_str());
+    let server = Server::builder()
+        .tools(tools::examples())
+        .telemetry(recorder.telemetry())
+        .store_url(url.clone())
+        .store_scan(quick_scan())
+        .build()
+        .expect("the example server on Redis");
+    let admin = SharedStore::parse(&url)
+        .expect("the URL")
+        .open_admin(&StoreSettings::default(), "ops")
+        .expect("an admin store");
+    let (alice, bob, carol) = (Owner::new("alice"), Owner::new("bob"), Owner::new("carol"));
+    let (_, done) = created_task(&server, &bob, 1, "sleep", json!({"ms": 1}));
+    done.run_here();
+    let (_, failed) = created_task(&server, &bob, 2, "fail", json!({}));
+    failed.run_here();
+    let (cancelled, _cancelled_work) =
+        created_task(&server, &carol, 3, "sleep", json!({"ms": 60_000}));
+    admin.cancel_task(&cancelled, "ops").expect("cancelled");
+    // On its last attempt: handed over and claimed twice.
+    let (last, _first_attempt) = created_task(&server, &alice, 4, "sleep", json!({"ms": 60_000}));
+    let mut claims = Vec::new();
+    for _ in 0..2 {
+        admin.hand_over_task(&last, "ops").expect("handed over");
+        let started = std::time::Instant::now();
+        let claimed = loop {
+            if let Some(claimed) = server.claim().expect("a claim") {
+                break claimed;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "not claimable");
+            thread::sleep(Duration::from_millis(20));
+        };
+        claims.push(claimed);
+    }
+    // Handed over and left unclaimed.
+    let (waiting, _waiting_work) = created_task(&server, &alice, 5, "sleep", json!({"ms": 60_000}));
+    admin.hand_over_task(&waiting, "ops").expect("handed over");
+
+    let tasks = |recorder: &Recorder, status: &str, tool: &str| {
+        recorder.value(
+            "mcp.task.store.tasks",
+            &[("mcp.task.status", status), ("gen_ai.tool.name", tool)],
+        )
+    };
+    until(&recorder, "the handed-over task awaiting a claim", |r| {
+        r.value("mcp.task.store.scan.tasks", &[]) == 5.0
+            && r.value("mcp.task.store.awaiting_claim", &[]) == 1.0
+            && r.value("mcp.task.store.stalled", &[]) == 1.0
+    });
+    assert_eq!(tasks(&recorder, "working", "sleep"), 2.0);
+    assert_eq!(tasks(&recorder, "completed", "sleep"), 1.0);
+    assert_eq!(tasks(&recorder, "cancelled", "sleep"), 1.0);
+    assert_eq!(
+        tasks(&recorder, "failed", "_unknown"),
+        1.0,
+        "fail runs once: no job"
+    );
+    assert_eq!(recorder.value("mcp.task.store.exhausted", &[]), 1.0);
+    let age = recorder.value("mcp.task.store.oldest_working.age", &[]);
+    assert!(
+        (0.0..60.0).contains(&age) && age > 0.0,
+        "oldest working age {age}"
+    );
+    assert_eq!(recorder.value("mcp.task.store.scan.errors", &[]), 0.0);
+
+    // Redis stops: the scans fail, the gauges keep what they said.
+    redis.stop();
+    until(&recorder, "two failed scans", |r| {
+        r.value("mcp.task.store.scan.errors", &[]) >= 2.0
+    });
+    assert_eq!(tasks(&recorder, "working", "sleep"), 2.0);
+    assert_eq!(recorder.value("mcp.task.store.tasks", &[]), 5.0);
+    assert_eq!(recorder.value("mcp.task.store.awaiting_claim", &[]), 1.0);
+    assert_eq!(recorder.value("mcp.task.store.stalled", &[]), 1.0);
+    assert_eq!(recorder.value("mcp.task.store.exhausted", &[]), 1.0);
+    assert_eq!(recorder.value("mcp.task.store.scan.tasks", &[]), 5.0);
+
+    // Back up (with what it had: AOF): the scans work again, the errors stay counted.
+    redis.resume();
+    let errors = recorder.value("mcp.task.store.scan.errors", &[]);
+    let (_, again) = created_task(&server, &bob, 6, "sleep", json!({"ms": 1}));
+    again.run_here();
+    // (A scan running while it finished may have read it working: wait for the next.)
+    until(&recorder, "a scan after the restart", |r| {
+        r.value("mcp.task.store.scan.tasks", &[]) == 6.0 && tasks(r, "completed", "sleep") == 2.0
+    });
+    assert!(recorder.value("mcp.task.store.scan.errors", &[]) >= errors);
+    drop(claims);
+}
+
+/// The sampler's cost, for the record (`--release -- --ignored --nocapture`): one scan of
+/// 10,000 tasks on Redis (20 owners; a third working, the rest cancelled; no task has a
+/// job), cold (every task's job read once) and warm (tools known), in time and Redis
+/// commands (each a round trip: the store does not pipeline), with a plain pass over the
+/// store's pages (no job reads) and an idle period as baselines.
+#[cfg(feature = "redis")]
+#[test]
+#[ignore = "a measurement: run it with --release -- --ignored --nocapture"]
+fn measure_one_scan_of_10000_tasks_on_redis() {
+    use mcp_tasks::admin::SCAN_BATCH;
+    use mcp_tasks::backend::TaskFilter;
+    use mcp_tasks_server::store_url::{SharedStore, StoreSettings};
+    use mcp_tasks_server::telemetry::sampler::Sampler;
+    use mcp_tasks_test_support::redis::RedisServer;
+    use std::time::Instant;
+
+    let Some(redis) = RedisServer::start() else {
+        eprintln!("SKIPPED: no redis-server");
+        return;
+    };
+    let admin = SharedStore::parse(&redis.url())
+        .expect("the URL")
+        .open_admin(&StoreSettings::default(), "bench")
+        .expect("a store");
+    let owners: Vec<Owner> = (0..20).map(|n| Owner::new(format!("owner-{n}"))).collect();
+    for n in 0..10_000_i64 {
+        let owner = &owners[usize::try_from(n).expect("small") % owners.len()];
+        let task = admin
+            .insert(owner, mcp_tasks::TaskRequest::new(n, "tools/call"))
+            .expect("inserted");
+        if n % 3 != 0 {
+            let _ = admin
+                .cancel(owner, &task.id().to_string(), None)
+                .expect("cancelled");
+        }
+    }
+    // Every command the server ran, by name (those a script calls included).
+    let commands = || -> std::collections::BTreeMap<String, u64> {
+        redis
+            .command(&["INFO", "commandstats"])
+            .lines()
+            .filter_map(|line| {
+                let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+                let calls = rest.split(',').find_map(|kv| kv.strip_prefix("calls="))?;
+                Some((name.to_owned(), calls.parse().ok()?))
+            })
+            .collect()
+    };
+    let measure = |what: &str, f: &mut dyn FnMut()| {
+        let before = commands();
+        let started = Instant::now();
+        f();
+        let took = started.elapsed();
+        let after = commands();
+        let mut sent: Vec<String> = after
+            .iter()
+            .filter(|(name, _)| name.as_str() != "info")
+            .filter_map(|(name, calls)| {
+                let delta = calls - before.get(name).copied().unwrap_or(0);
+                (delta > 0).then(|| format!("{name}={delta}"))
+            })
+            .collect();
+        sent.sort();
+        eprintln!("{what}: {took:?}, Redis commands {}", sent.join(" "));
+    };
+    measure("idle 100 ms (baseline)", &mut || {
+        thread::sleep(Duration::from_millis(100));
+    });
+    measure("ping (one round trip)", &mut || {
+        let _ = redis.command(&["PING"]);
+    });
+    measure("pages only (baseline: clock + page_all)", &mut || {
+        let _ = admin.clock().expect("the clock");
+        let mut after = None;
+        let mut read = 0;
+        loop {
+            let page = admin
+                .scan(after, &TaskFilter::any(), SCAN_BATCH)
+                .expect("a page");
+            read += page.rows.len();
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(read, 10_000);
+    });
+    let mut sampler = Sampler::new(admin.clone(), quick_scan());
+    measure("sampler scan, cold (every job read)", &mut || {
+        let census = sampler.scan().expect("a census");
+        assert_eq!(census.scanned, 10_000);
+        assert!(!census.truncated);
+    });
+    measure("sampler scan, warm (tools known)", &mut || {
+        let census = sampler.scan().expect("a census");
+        assert_eq!(census.scanned, 10_000);
+    });
+    let mut capped = Sampler::new(
+        admin,
+        mcp_tasks_server::telemetry::StoreScan {
+            max_tasks: 1_000,
+            ..quick_scan()
+        },
+    );
+    let _ = capped.scan().expect("a census");
+    measure("sampler scan capped at 1,000, warm", &mut || {
+        let census = capped.scan().expect("a census");
+        assert!(census.truncated);
+    });
+}

@@ -53,7 +53,7 @@ use crate::status::TaskStatus;
 use crate::store::{TaskStore, Update};
 use crate::{AnyTask, Transition};
 
-pub use query::{AdminCursor, TaskQuery, View};
+pub use query::{AdminCursor, TaskQuery, View, awaits_claim};
 pub use report::{
     AdminAction, AdminError, AdminPage, AdminRecord, DrainReport, InstanceInfo, JobSummary,
     PurgeProgress, TaskDetails, owner_name,

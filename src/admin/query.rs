@@ -179,16 +179,33 @@ impl TaskQuery {
         {
             return false;
         }
-        match self.view {
-            None => true,
-            Some(View::Stalled { grace }) => is_stalled(row, now, grace),
-            Some(View::InputRequiredLongerThan(bound)) => {
+        self.view.is_none_or(|view| view.holds(row, now))
+    }
+}
+
+impl View {
+    /// Whether the view holds `row`, at `now` on the store's clock.
+    #[must_use]
+    pub fn holds(&self, row: &StoredRow, now: Timestamp) -> bool {
+        let task = &row.task;
+        match *self {
+            View::Stalled { grace } => is_stalled(row, now, grace),
+            View::InputRequiredLongerThan(bound) => {
                 task.status() == TaskStatus::InputRequired
                     && now.saturating_since(task.last_updated_at()) > bound
             }
-            Some(View::Exhausted) => task.attempts().is_some_and(|a| !a.left()),
+            View::Exhausted => task.attempts().is_some_and(|a| !a.left()),
         }
     }
+}
+
+/// Whether `row` is a `working` task whose lease lapsed by `now` and that another
+/// instance may claim (redeliverable, with attempts left): the backlog of claims.
+#[must_use]
+pub fn awaits_claim(row: &StoredRow, now: Timestamp) -> bool {
+    row.task.status() == TaskStatus::Working
+        && row.leased_until.is_some_and(|deadline| deadline <= now)
+        && row.task.attempts().is_some_and(|a| a.left())
 }
 
 /// Whether `row` is a `working` task whose lease lapsed and that nothing will pick up
@@ -201,8 +218,7 @@ pub(crate) fn is_stalled(row: &StoredRow, now: Timestamp, grace: Duration) -> bo
     if task.status() != TaskStatus::Working || deadline > now {
         return false;
     }
-    let claimable = task.attempts().is_some_and(|a| a.left());
-    !claimable || now.saturating_since(deadline) > grace
+    !awaits_claim(row, now) || now.saturating_since(deadline) > grace
 }
 
 /// Where an operator's list continues: after a task's [`Position`] in the store. Its text

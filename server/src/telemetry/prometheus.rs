@@ -106,6 +106,28 @@ fn render(text: &mut String, metric: &Metric) {
                 sum_point(text, &name, point);
             }
         }
+        AggregatedMetrics::U64(MetricData::Gauge(gauge)) => {
+            let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} gauge");
+            for point in gauge.data_points() {
+                sample(
+                    text,
+                    &name,
+                    &labels(point.attributes(), None),
+                    point.value(),
+                );
+            }
+        }
+        AggregatedMetrics::F64(MetricData::Gauge(gauge)) => {
+            let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} gauge");
+            for point in gauge.data_points() {
+                sample(
+                    text,
+                    &name,
+                    &labels(point.attributes(), None),
+                    point.value(),
+                );
+            }
+        }
         // The servers record no other kind.
         _ => {}
     }
