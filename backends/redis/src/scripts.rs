@@ -96,9 +96,7 @@ if limit then
     end
   end
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {'exists'}
-end
+-- The task does not exist: every task's hash holds `c` (the first read).
 local now = now_ms()
 local index_expiry = redis.call('PEXPIRETIME', KEYS[2])
 local counter_expiry = redis.call('PEXPIRETIME', KEYS[3])
@@ -107,40 +105,55 @@ local last = tonumber(redis.call('GET', KEYS[3]) or '0')
 local seq = math.max(last + 1, now)
 -- Each number is formatted once (formatting costs as much as a command).
 local at, position = num(now), num(seq)
-redis.call('SET', KEYS[3], position, 'KEEPTTL')
+local ttl = tonumber(ARGV[3])
+local expiry = ttl and num(now + ttl)
+-- The counter is written with the expiry `keep` would give it, in the same command.
+if not ttl then
+  redis.call('SET', KEYS[3], position)
+elseif counter_expiry == -2 or (counter_expiry >= 0 and counter_expiry < now + ttl) then
+  redis.call('SET', KEYS[3], position, 'PXAT', expiry)
+else
+  redis.call('SET', KEYS[3], position, 'KEEPTTL')
+end
 local lease = tonumber(ARGV[8])
 local extra = 4
-if lease then
-  local deadline = num(now + lease)
-  redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
-    'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7], 'l', deadline, 'lh', ARGV[13])
-  redis.call('ZADD', KEYS[4], deadline, KEYS[1])
-  extra = 5
-  if ARGV[11] ~= '' then
-    redis.call('HSET', KEYS[1], 'la', '1')
+if lease or ARGV[11] ~= '' then
+  -- A leased or redeliverable task: its extra fields in the same write.
+  local fields = {'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at, 'q', position,
+    'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7]}
+  if lease then
+    local deadline = num(now + lease)
+    table.insert(fields, 'l')
+    table.insert(fields, deadline)
+    table.insert(fields, 'lh')
+    table.insert(fields, ARGV[13])
+    redis.call('ZADD', KEYS[4], deadline, KEYS[1])
+    extra = 5
   end
+  if ARGV[11] ~= '' then
+    table.insert(fields, 'j')
+    table.insert(fields, ARGV[11])
+    if lease then
+      table.insert(fields, 'la')
+      table.insert(fields, '1')
+    end
+  end
+  redis.call('HSET', KEYS[1], unpack(fields))
 else
   redis.call('HSET', KEYS[1], 'v', '1', 's', 'working', 'b', ARGV[2], 'c', at, 'u', at,
     'q', position, 'r', ARGV[5], 'm', ARGV[6], 'w', ARGV[7])
 end
 redis.call('ZADD', KEYS[2], position, ARGV[1])
-if ARGV[11] ~= '' then
-  redis.call('HSET', KEYS[1], 'j', ARGV[11])
-end
 if ARGV[12] == '1' then
-  local all = math.max(tonumber(redis.call('GET', KEYS[extra + 1]) or '0') + 1, now)
-  redis.call('SET', KEYS[extra + 1], num(all))
-  redis.call('ZADD', KEYS[extra], num(all), KEYS[1])
+  local all = num(math.max(tonumber(redis.call('GET', KEYS[extra + 1]) or '0') + 1, now))
+  redis.call('SET', KEYS[extra + 1], all)
+  redis.call('ZADD', KEYS[extra], all, KEYS[1])
 end
-local ttl = tonumber(ARGV[3])
 if ttl then
-  local expiry = num(now + ttl)
   redis.call('PEXPIREAT', KEYS[1], expiry)
   keep(KEYS[2], now + ttl, index_expiry, expiry)
-  keep(KEYS[3], now + ttl, counter_expiry, expiry)
 else
   keep(KEYS[2], nil, index_expiry)
-  keep(KEYS[3], nil, counter_expiry)
 end
 redis.call('PUBLISH', ARGV[9], ARGV[10] .. '\n' .. ARGV[1] .. '\n0\n1\nworking\n' .. at .. '\n'
   .. at .. '\n' .. ARGV[2])
