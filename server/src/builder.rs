@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
+use mcp_tasks::admin::TaskAdmin;
 use mcp_tasks::{JsonObject, Limits, TaskRegistry, TaskStore, TtlPolicy};
 use serde_json::Value;
 
@@ -316,22 +317,29 @@ impl ServerBuilder {
         store_settings
             .poll_interval
             .get_or_insert(DEFAULT_POLL_INTERVAL_MS);
-        let (store, shared) = match self.store {
-            StoreChoice::Memory => (registry(&store_settings)?, false),
-            StoreChoice::Given { store, shared } => (store, shared),
+        // The store as an operator's console sees it too (every owner's tasks), when the
+        // builder opened it: a store given as a `TaskStore` has no such view.
+        let (store, admin, shared): (Store, Option<Arc<dyn TaskAdmin>>, bool) = match self.store {
+            StoreChoice::Given { store, shared } => (store, None, shared),
+            StoreChoice::Memory => {
+                let registry = registry(&store_settings)?;
+                (Arc::clone(&registry) as Store, Some(registry), false)
+            }
             StoreChoice::Url(url) if store_url::is_memory(&url) => {
-                (registry(&store_settings)?, false)
+                let registry = registry(&store_settings)?;
+                (Arc::clone(&registry) as Store, Some(registry), false)
             }
             StoreChoice::Url(url) => {
                 let opened = store_url::SharedStore::parse(&url)
                     .map_err(BuildError::Store)?
-                    .open(&store_settings)
+                    .open_as(&store_settings, None)
                     .map_err(BuildError::Store)?;
-                (opened, true)
+                (Arc::clone(&opened) as Store, Some(opened), true)
             }
         };
         Ok(Server::from_parts(Parts {
             store,
+            admin,
             shared,
             identity: self.identity,
             tools,
@@ -347,7 +355,7 @@ impl ServerBuilder {
 }
 
 /// The in-process registry, with the builder's policy and limits.
-fn registry(settings: &StoreSettings) -> Result<Store, BuildError> {
+fn registry(settings: &StoreSettings) -> Result<Arc<dyn TaskAdmin>, BuildError> {
     let mut builder = TaskRegistry::builder()
         .poll_interval(settings.poll_interval)
         .limits(settings.limits_or_default());

@@ -497,7 +497,7 @@ impl SharedStore {
         not(any(feature = "redis", feature = "postgres", feature = "sqlite")),
         allow(unused_variables)
     )]
-    fn open_as(
+    pub(crate) fn open_as(
         &self,
         settings: &StoreSettings,
         instance: Option<&str>,
