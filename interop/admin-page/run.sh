@@ -3,7 +3,8 @@
 # mcp_http built with the `redis` feature on a throwaway redis-server (unix socket, no
 # persistence), its console on a second loopback port, driven by test_page.py (Playwright's
 # Python package, the system's Chromium: nothing is downloaded). See test_page.py for the
-# checks; screenshots go to docs/images/ (ADMIN_PAGE_SCREENSHOTS=DIR elsewhere).
+# checks. ADMIN_PAGE_SCREENSHOTS=docs/images takes the screenshots docs/operations-console.md
+# shows (desktop and phone).
 #
 # Environment knobs:
 #   INTEROP_SKIP_INSTALL=1     reuse interop/.venv as it is
@@ -11,6 +12,7 @@
 #   INTEROP_HTTP_SERVER=/path  drive this HTTP server binary (built with --features redis)
 #   REDIS_SERVER=/path         the redis-server binary (default: redis-server on PATH)
 #   CHROMIUM=/path             the browser (default: /usr/bin/chromium)
+#   ADMIN_PAGE_SCREENSHOTS=DIR take the screenshots into DIR (docs/images for the docs)
 set -euo pipefail
 
 # shellcheck source=interop/lib.sh
@@ -78,7 +80,7 @@ fi
 MCP_URL="$(sed -n 's/^listening on //p' "$WORK/console.server.out")"
 ADMIN_URL="$(sed -n "s/^operator's console on //p" "$WORK/console.server.out")"
 export MCP_URL ADMIN_URL
-export ADMIN_PAGE_SCREENSHOTS="${ADMIN_PAGE_SCREENSHOTS:-$REPO/docs/images}"
+export ADMIN_PAGE_SCREENSHOTS="${ADMIN_PAGE_SCREENSHOTS:-}"
 echo "MCP at $MCP_URL, console at $ADMIN_URL"
 
 run admin-page timeout 150 "$VENV/bin/python" "$HERE/test_page.py"

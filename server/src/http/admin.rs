@@ -807,11 +807,10 @@ fn events(console: &Arc<Console>) -> Response<Body> {
     response
 }
 
-/// The tool a redeliverable task's job runs (`None` for a task without a job).
+/// The tool a task's job runs (`None` for a task without a job). Every task with a job is
+/// told, where the list's `tool` filter ([`TaskQuery::of_tool`]) matches redeliverable
+/// tasks only.
 fn tool_of(store: &dyn TaskAdmin, row: &StoredRow) -> Result<Option<String>, AdminError> {
-    if row.task.attempts().is_none() {
-        return Ok(None);
-    }
     match store.job(row.key.owner(), &row.key.id().to_string()) {
         Ok(job) => Ok(job
             .as_ref()

@@ -18,6 +18,7 @@ const state = {
   countsAt: 0,
   timers: {},
   seq: 0,
+  detailSeq: 0,
 };
 
 // One run of `fn` after `ms` of quiet, however often it is asked for.
@@ -311,17 +312,22 @@ async function startStream() {
 }
 
 // One task's panel and its actions.
+// Shows task `id` in the panel; an answer for a task no longer selected is dropped.
 async function showTask(id) {
+  const opening = state.selected !== id || $('detail').hidden;
+  state.selected = id;
+  const seq = ++state.detailSeq;
+  for (const tr of $('tasks').tBodies[0].rows) tr.classList.toggle('selected', tr.dataset.id === id);
   let task;
   try {
     task = await api('/api/tasks/' + encodeURIComponent(id));
   } catch (err) {
-    if (err.status === 404) $('act-result').textContent = 'Task ' + id + ' is no longer stored.';
+    if (err.status === 404 && state.selected === id) {
+      $('act-result').textContent = 'Task ' + id + ' is no longer stored.';
+    }
     return;
   }
-  const opening = state.selected !== id || $('detail').hidden;
-  state.selected = id;
-  for (const tr of $('tasks').tBodies[0].rows) tr.classList.toggle('selected', tr.dataset.id === id);
+  if (state.selected !== id || seq !== state.detailSeq) return;
   const fields = $('detail-fields');
   fields.replaceChildren();
   const add = (name, value) => {
@@ -391,7 +397,7 @@ async function confirmed() {
     const found = err.body && err.body.status ? ' (it is ' + err.body.status + ')' : '';
     $('act-result').textContent = 'Not done: ' + err.message + found;
   }
-  showTask(id);
+  if (state.selected === id) showTask(id);
   const tr = findRow(id);
   if (tr) api('/api/tasks/' + encodeURIComponent(id)).then((t) => fillRow(tr, t)).catch(() => {});
   refreshCounts();
