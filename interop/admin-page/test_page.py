@@ -217,6 +217,13 @@ def main():
         for _ in range(BULK):
             bob.sleep_task(1)
         print(f"     {BULK} tasks created over MCP in {time.monotonic() - t0:.1f} s")
+        for path in ("/api/tasks?limit=50", "/api/tasks?limit=1000", "/api/counts"):
+            timings = []
+            for _ in range(3):
+                t0 = time.monotonic()
+                api_status(path, ADMIN_TOKEN)
+                timings.append(time.monotonic() - t0)
+            print(f"     GET {path}: median {sorted(timings)[1] * 1000:.0f} ms of 3")
 
         def filters():
             filter_by(page, owner="alice")
