@@ -270,6 +270,7 @@ impl Tokens {
 
     /// Whether a token of this set is also one of `other`'s (the admin tokens must not be an
     /// MCP principal's).
+    #[cfg(feature = "http")]
     pub(crate) fn shares_a_token(&self, other: &Tokens) -> bool {
         self.by_fingerprint
             .values()
