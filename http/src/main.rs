@@ -20,6 +20,10 @@
 //!   `MCP_TASKS_ALLOWED_ORIGINS`, `MCP_TASKS_MAX_CONNECTIONS`, `MCP_TASKS_MAX_BODY_BYTES`,
 //!   `MCP_TASKS_PRINCIPAL_REQUESTS`, `MCP_TASKS_HEADER_TIMEOUT_MS`,
 //!   `MCP_TASKS_BODY_TIMEOUT_MS`, `MCP_TASKS_SHUTDOWN_MS`, `MCP_TASKS_TRACE_DIR`);
+//! - the operator's console (`mcp_tasks_server::http::admin`), off unless
+//!   `MCP_TASKS_ADMIN_ADDR` is set: its admin tokens `MCP_TASKS_ADMIN_TOKENS` (or
+//!   `MCP_TASKS_ADMIN_TOKENS_FILE`), `MCP_TASKS_ADMIN_ALLOWED_ORIGINS`; the second stdout
+//!   line is then `operator's console on http://ADDR/`;
 //! - the store and the server's settings: `--store URL` (or `MCP_TASKS_STORE`; also
 //!   `--redis URL`, `--postgres URL`), `--conformance`, and `mcp_tasks_server::settings`
 //!   (leases, outages, limits on stored tasks, the `requestState` key);
@@ -64,8 +68,15 @@ fn run() -> Result<(), String> {
             .map_or_else(|_| addr.clone(), |addr| addr.to_string());
         // Listened for before the line below: a signal right after it shuts down gracefully.
         let signal = http::shutdown_signal();
-        let served = server.into_http(settings);
+        let mut served = server.into_http(settings);
+        let admin = served
+            .bind_admin()
+            .await
+            .map_err(|err| format!("cannot listen for the operator's console: {err}"))?;
         println!("listening on http://{bound}{}", http::ENDPOINT);
+        if let Some(admin) = admin {
+            println!("operator's console on http://{admin}/");
+        }
         let _ = std::io::stdout().flush();
         served
             .serve_until(listener, signal)

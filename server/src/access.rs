@@ -268,6 +268,16 @@ impl Tokens {
         self.shared_principal(token).map(|principal| &**principal)
     }
 
+    /// Whether a token of this set is also one of `other`'s (the admin tokens must not be an
+    /// MCP principal's).
+    #[cfg(feature = "http")]
+    pub(crate) fn shares_a_token(&self, other: &Tokens) -> bool {
+        self.by_fingerprint
+            .values()
+            .flatten()
+            .any(|(_, token)| other.shared_principal(token).is_some())
+    }
+
     /// The same, as the shared name every request of that principal uses.
     fn shared_principal(&self, token: &str) -> Option<&std::sync::Arc<str>> {
         // Every token of the bucket is compared (one, but for a fingerprint collision).

@@ -329,30 +329,33 @@ impl ServerBuilder {
         store_settings
             .poll_interval
             .get_or_insert(DEFAULT_POLL_INTERVAL_MS);
-        let (store, shared, admin): (Store, bool, Option<Arc<dyn TaskAdmin>>) = match self.store {
-            StoreChoice::Given { store, shared } => (store, shared, None),
+        // The store as an operator's console sees it too (every owner's tasks), when the
+        // builder opened it: a store given as a `TaskStore` has no such view.
+        let (store, admin, shared): (Store, Option<Arc<dyn TaskAdmin>>, bool) = match self.store {
+            StoreChoice::Given { store, shared } => (store, None, shared),
             StoreChoice::Memory => {
                 let registry = registry(&store_settings)?;
-                (registry.clone(), false, Some(registry))
+                (Arc::clone(&registry) as Store, Some(registry), false)
             }
             StoreChoice::Url(url) if store_url::is_memory(&url) => {
                 let registry = registry(&store_settings)?;
-                (registry.clone(), false, Some(registry))
+                (Arc::clone(&registry) as Store, Some(registry), false)
             }
             StoreChoice::Url(url) => {
                 let opened = store_url::SharedStore::parse(&url)
                     .map_err(BuildError::Store)?
-                    .open_shared(&store_settings)
+                    .open_as(&store_settings, None)
                     .map_err(BuildError::Store)?;
-                (opened.clone(), true, Some(opened))
+                (Arc::clone(&opened) as Store, Some(opened), true)
             }
         };
         let telemetry = self.telemetry.unwrap_or_else(telemetry::global);
-        if let Some(admin) = admin {
-            telemetry::sample_store(&telemetry, admin, self.store_scan);
+        if let Some(admin) = &admin {
+            telemetry::sample_store(&telemetry, Arc::clone(admin), self.store_scan);
         }
         Ok(Server::from_parts(Parts {
             store,
+            admin,
             shared,
             identity: self.identity,
             tools,
@@ -368,7 +371,7 @@ impl ServerBuilder {
 }
 
 /// The in-process registry, with the builder's policy and limits.
-fn registry(settings: &StoreSettings) -> Result<Arc<TaskRegistry>, BuildError> {
+fn registry(settings: &StoreSettings) -> Result<Arc<dyn TaskAdmin>, BuildError> {
     let mut builder = TaskRegistry::builder()
         .poll_interval(settings.poll_interval)
         .limits(settings.limits_or_default());

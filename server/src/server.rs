@@ -364,6 +364,8 @@ pub struct Server {
     v1_tasks: Mutex<HashSet<TaskId>>,
     /// Whether the store is shared with other instances.
     shared: bool,
+    /// The store as an operator sees it (every owner's tasks), when the builder opened it.
+    admin: Option<Arc<dyn mcp_tasks::admin::TaskAdmin>>,
     /// The issuer and checker of 2026-07-28 `requestState` ([`mrtr`]).
     states: Arc<States>,
     /// Where spans and metrics go.
@@ -390,6 +392,7 @@ impl std::fmt::Debug for Server {
 /// What the builder hands the server.
 pub(crate) struct Parts {
     pub(crate) store: Store,
+    pub(crate) admin: Option<Arc<dyn mcp_tasks::admin::TaskAdmin>>,
     pub(crate) shared: bool,
     pub(crate) identity: Identity,
     pub(crate) tools: Tools,
@@ -408,6 +411,7 @@ impl Server {
         Self {
             telemetry: parts.telemetry,
             shared: parts.shared,
+            admin: parts.admin,
             v1: Dispatcher::new(store.clone()).with_page_size(parts.page_size),
             ext: ExtDispatcher::new(store),
             capabilities: ServerTasksCapability::all(),
@@ -421,6 +425,14 @@ impl Server {
             live: Arc::default(),
             timer: parts.timer,
         }
+    }
+
+    /// The store as an operator's console sees it (every owner's tasks): the store the
+    /// builder opened (the in-process registry, or a store URL's); `None` for a store given
+    /// as a [`TaskStore`].
+    #[must_use]
+    pub fn admin_store(&self) -> Option<&Arc<dyn mcp_tasks::admin::TaskAdmin>> {
+        self.admin.as_ref()
     }
 
     /// The same server, its handlers waiting on `timer` (a transport on an async runtime

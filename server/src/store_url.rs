@@ -476,15 +476,6 @@ impl SharedStore {
         self.open_as(settings, None).map(|store| store as Store)
     }
 
-    /// Opens the store as [`open`](Self::open) does, as a [`TaskAdmin`] too (what the
-    /// store gauges' sampler scans).
-    pub(crate) fn open_shared(
-        &self,
-        settings: &StoreSettings,
-    ) -> Result<Arc<dyn TaskAdmin>, String> {
-        self.open_as(settings, None)
-    }
-
     /// Opens the store as [`open`](Self::open) does, for an operator's console: as a
     /// [`TaskAdmin`] (every owner's tasks), under the instance name `instance` (the name
     /// its writes and hand-overs are made under).
@@ -506,7 +497,7 @@ impl SharedStore {
         not(any(feature = "redis", feature = "postgres", feature = "sqlite")),
         allow(unused_variables)
     )]
-    fn open_as(
+    pub(crate) fn open_as(
         &self,
         settings: &StoreSettings,
         instance: Option<&str>,

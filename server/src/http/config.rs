@@ -9,6 +9,7 @@ use mcp_tasks::WatchLimits;
 use crate::access::Access;
 use crate::listen;
 
+use super::admin::AdminSettings;
 use super::trace::Trace;
 
 /// The environment variable with the address `mcp_http` listens on.
@@ -24,6 +25,7 @@ pub struct Http {
     pub(crate) limits: Limits,
     pub(crate) trace: Trace,
     pub(crate) listen_limits: WatchLimits,
+    pub(crate) admin: Option<AdminSettings>,
 }
 
 impl std::fmt::Debug for Http {
@@ -32,6 +34,7 @@ impl std::fmt::Debug for Http {
             .field("access", &self.access)
             .field("allowed_origins", &self.allowed_origins)
             .field("limits", &self.limits)
+            .field("admin", &self.admin)
             .finish_non_exhaustive()
     }
 }
@@ -48,6 +51,7 @@ impl Http {
             limits: Limits::default(),
             trace: Trace::off(),
             listen_limits: WatchLimits::default(),
+            admin: None,
         }
     }
 
@@ -74,13 +78,34 @@ impl Http {
                 .map_err(|err| format!("cannot create MCP_TASKS_TRACE_DIR: {err}"))?,
             None => Trace::off(),
         };
+        let access = Access::from_env(addr)?;
+        let admin = AdminSettings::from_env()?;
+        if let (Access::Tokens(tokens), Some(admin)) = (&access, &admin)
+            && admin.tokens.shares_a_token(tokens)
+        {
+            return Err(
+                "a token is both an MCP principal's and an admin's: give the console tokens \
+                 of its own"
+                    .to_owned(),
+            );
+        }
         Ok(Self {
-            access: Access::from_env(addr)?,
+            access,
+            admin,
             allowed_origins,
             limits: Limits::from_env()?,
             trace,
             listen_limits: listen::limits_from_env()?,
         })
+    }
+
+    /// Serves the operator's console ([`admin`](super::admin)) on a listener of its own,
+    /// as `settings` say (an admin token that is also an MCP principal's is refused when
+    /// the server starts serving).
+    #[must_use]
+    pub fn admin(mut self, settings: AdminSettings) -> Self {
+        self.admin = Some(settings);
+        self
     }
 
     /// Browser origins allowed beside the loopback ones (`https://app.example.com`).

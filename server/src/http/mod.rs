@@ -51,6 +51,7 @@
 //! instance of a shared store and fails the others (`-32603`), answers their waiters, and
 //! logs one line saying how many finished, were handed over and failed.
 
+pub mod admin;
 mod body;
 mod claims;
 mod config;
@@ -69,6 +70,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
+pub use admin::AdminSettings;
 pub use body::Body;
 pub use config::{ADDR_ENV, DEFAULT_ADDR, Http, Limits};
 pub use listener::{bind, raise_descriptor_limit, shutdown_signal};
@@ -153,6 +155,9 @@ impl crate::work::Timer for TokioTimer {
 pub struct HttpServer {
     app: Arc<App>,
     stop: watch::Sender<bool>,
+    /// The operator's console, if asked for, and its listener once bound.
+    admin: Option<AdminSettings>,
+    admin_listener: Option<tokio::net::TcpListener>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -207,7 +212,12 @@ impl Server {
                 Err(why) => log::error!("{why}: tasks of stopped instances are not claimed here"),
             }
         }
-        HttpServer { app, stop }
+        HttpServer {
+            app,
+            stop,
+            admin: http.admin,
+            admin_listener: None,
+        }
     }
 }
 
@@ -239,11 +249,12 @@ impl HttpServer {
     /// # Errors
     /// The anonymous mode on an address that is not a loopback one.
     pub async fn serve_until(
-        self,
+        mut self,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
         let local = listener.local_addr()?;
+        self.bind_admin().await?;
         if matches!(self.app.access, Access::Anonymous) && !local.ip().is_loopback() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
@@ -259,9 +270,56 @@ impl HttpServer {
              HTTP on {local}; {}",
             self.app.access.describe()
         );
+        if let (Some(settings), Some(admin_listener)) =
+            (self.admin.take(), self.admin_listener.take())
+        {
+            let store = self.app.server.admin_store().cloned().ok_or_else(|| {
+                std::io::Error::other(
+                    "the operator's console needs a store the builder opened (a store URL \
+                     or the in-process registry), not one given as a TaskStore",
+                )
+            })?;
+            if let Access::Tokens(tokens) = &self.app.access
+                && settings.tokens.shares_a_token(tokens)
+            {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a token is both an MCP principal's and an admin's: give the console \
+                     tokens of its own",
+                ));
+            }
+            log::info!(
+                "the operator's console on http://{}/",
+                admin_listener.local_addr()?
+            );
+            tokio::spawn(admin::serve(
+                admin_listener,
+                store,
+                settings,
+                self.app.shutdown.clone(),
+            ));
+        }
         listener::serve(listener, Arc::clone(&self.app), shutdown).await;
         self.shut_down().await;
         Ok(())
+    }
+
+    /// Binds the operator's console's address ([`Http::admin`]) now, before
+    /// [`serve_until`](Self::serve_until) (which otherwise binds it), and answers the
+    /// address bound (`None` without a console): for a program that prints it.
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub async fn bind_admin(&mut self) -> std::io::Result<Option<std::net::SocketAddr>> {
+        if self.admin_listener.is_none()
+            && let Some(settings) = &self.admin
+        {
+            self.admin_listener = Some(bind(&settings.addr).await?);
+        }
+        self.admin_listener
+            .as_ref()
+            .map(tokio::net::TcpListener::local_addr)
+            .transpose()
     }
 
     /// Shuts down as [`serve`](Self::serve) does after its signal, for an application that
