@@ -16,7 +16,6 @@ use mcp_tasks::admin::{
     Action, AdminError, AdminPage, AdminRecord, InstanceInfo, TaskAdmin, TaskDetails, TaskQuery,
     View, owner_name,
 };
-use mcp_tasks::backend::StoredRow;
 use mcp_tasks::{Owner, TaskStatus, Timestamp};
 use mcp_tasks_server::store_url::{STORE_ENV, SharedStore, StoreSettings, is_memory};
 use serde_json::{Value, json};
@@ -224,7 +223,7 @@ fn run(cli: Cli) -> Result<bool, Failed> {
         Command::Show { id } => {
             let details = admin.show_task(&id)?;
             if json {
-                print_json(&details_json(&details));
+                print_json(&details.to_json());
             } else {
                 print_details(&details);
             }
@@ -270,7 +269,7 @@ fn run(cli: Cli) -> Result<bool, Failed> {
             let report = admin.drain(&name, &actor)?;
             if json {
                 print_json(&json!({
-                    "handedOver": report.handed_over.iter().map(record_json).collect::<Vec<_>>(),
+                    "handedOver": report.handed_over.iter().map(AdminRecord::to_json).collect::<Vec<_>>(),
                     "kept": report.kept.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 }));
             } else {
@@ -330,7 +329,7 @@ fn list(admin: &dyn TaskAdmin, args: &ListArgs, json: bool) -> Result<bool, Fail
     let page = admin.list_tasks(&query, args.cursor.as_deref(), usize::from(args.limit))?;
     if json {
         print_json(&json!({
-            "tasks": page.rows.iter().map(row_json).collect::<Vec<_>>(),
+            "tasks": page.rows.iter().map(mcp_tasks::admin::row_json).collect::<Vec<_>>(),
             "nextCursor": page.next_cursor,
         }));
     } else {
@@ -354,7 +353,7 @@ fn act(
             answers
                 .iter()
                 .map(|(id, answer)| match answer {
-                    Ok(record) => record_json(record),
+                    Ok(record) => record.to_json(),
                     Err(err) => json!({"taskId": id, "error": err.to_string(), "kind": kind(err)}),
                 })
                 .collect(),
@@ -385,58 +384,6 @@ fn print_json(value: &Value) {
     let mut out = std::io::stdout().lock();
     let _ = serde_json::to_writer_pretty(&mut out, value);
     let _ = writeln!(out);
-}
-
-fn owner_json(owner: &Owner) -> Value {
-    owner
-        .key()
-        .map_or(Value::Null, |key| Value::String(key.to_owned()))
-}
-
-fn row_json(row: &StoredRow) -> Value {
-    let task = &row.task;
-    json!({
-        "taskId": row.key.id().to_string(),
-        "owner": owner_json(row.key.owner()),
-        "status": task.status(),
-        "statusMessage": task.status_message(),
-        "createdAt": task.created_at().to_string(),
-        "lastUpdatedAt": task.last_updated_at().to_string(),
-        "attempt": task.attempts().map(|a| a.attempt()),
-        "maxAttempts": task.attempts().map(|a| a.max()),
-        "leaseHolder": row.lease_holder,
-        "leasedUntil": row.leased_until.map(|at| at.to_string()),
-    })
-}
-
-fn details_json(details: &TaskDetails) -> Value {
-    let mut value = row_json(&details.row);
-    if let Value::Object(map) = &mut value {
-        map.insert(
-            "task".into(),
-            serde_json::to_value(&details.row.task).unwrap_or(Value::Null),
-        );
-        map.insert("hasJob".into(), Value::Bool(details.job.is_some()));
-        map.insert(
-            "tool".into(),
-            json!(details.job.as_ref().and_then(|job| job.tool.clone())),
-        );
-        map.insert("checkpointBytes".into(), json!(details.checkpoint_bytes));
-        map.insert("traceId".into(), json!(details.trace_id));
-    }
-    value
-}
-
-fn record_json(record: &AdminRecord) -> Value {
-    json!({
-        "taskId": record.task_id,
-        "owner": owner_json(&record.owner),
-        "action": record.action.as_str(),
-        "actor": record.actor,
-        "from": record.from,
-        "to": record.to,
-        "at": record.at.to_string(),
-    })
 }
 
 fn instance_json(instance: &InstanceInfo) -> Value {

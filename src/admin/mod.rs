@@ -56,7 +56,7 @@ use crate::{AnyTask, Transition};
 pub use query::{AdminCursor, TaskQuery, View, awaits_claim};
 pub use report::{
     AdminAction, AdminError, AdminPage, AdminRecord, DrainReport, InstanceInfo, JobSummary,
-    PurgeProgress, TaskDetails, owner_name,
+    PurgeProgress, TaskDetails, owner_name, row_json,
 };
 
 /// The most tasks one admin list page holds.

@@ -188,3 +188,64 @@ pub struct DrainReport {
     /// they stay with it, and fail if it stops.
     pub kept: Vec<AdminError>,
 }
+
+/// The JSON an operator's tools show of one listed task (the console's `list --json` and
+/// its HTTP API): its id, owner (`null` for the anonymous one), status and message,
+/// timestamps, attempt and bound, lease holder and deadline.
+#[must_use]
+pub fn row_json(row: &StoredRow) -> serde_json::Value {
+    let task = &row.task;
+    serde_json::json!({
+        "taskId": row.key.id().to_string(),
+        "owner": row.key.owner().key(),
+        "status": task.status(),
+        "statusMessage": task.status_message(),
+        "createdAt": task.created_at().to_string(),
+        "lastUpdatedAt": task.last_updated_at().to_string(),
+        "attempt": task.attempts().map(|a| a.attempt()),
+        "maxAttempts": task.attempts().map(|a| a.max()),
+        "leaseHolder": row.lease_holder,
+        "leasedUntil": row.leased_until.map(|at| at.to_string()),
+    })
+}
+
+impl TaskDetails {
+    /// The JSON an operator's tools show of a task whole: [`row_json`], the task's wire
+    /// view (`task`), whether it keeps a job and its tool, its checkpoint's size and its
+    /// trace id.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = row_json(&self.row);
+        if let serde_json::Value::Object(map) = &mut value {
+            map.insert(
+                "task".into(),
+                serde_json::to_value(&self.row.task).unwrap_or(serde_json::Value::Null),
+            );
+            map.insert("hasJob".into(), self.job.is_some().into());
+            map.insert(
+                "tool".into(),
+                self.job.as_ref().and_then(|job| job.tool.clone()).into(),
+            );
+            map.insert("checkpointBytes".into(), self.checkpoint_bytes.into());
+            map.insert("traceId".into(), self.trace_id.clone().into());
+        }
+        value
+    }
+}
+
+impl AdminRecord {
+    /// The JSON an operator's tools show of an action done: the task, its owner, the
+    /// action, who did it, the statuses before and after, and when.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "taskId": self.task_id,
+            "owner": self.owner.key(),
+            "action": self.action.as_str(),
+            "actor": self.actor,
+            "from": self.from,
+            "to": self.to,
+            "at": self.at.to_string(),
+        })
+    }
+}

@@ -34,9 +34,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use mcp_tasks::admin::{
-    AdminError, AdminRecord, MAX_ADMIN_PAGE, TaskAdmin, TaskDetails, TaskQuery,
-};
+use mcp_tasks::admin::{AdminError, MAX_ADMIN_PAGE, TaskAdmin, TaskQuery};
 use mcp_tasks::backend::StoredRow;
 use mcp_tasks::{Owner, StatusChange, TaskStatus};
 use serde_json::{Value, json};
@@ -556,7 +554,7 @@ async fn list(console: &Arc<Console>, query: Option<&str>) -> Response<Body> {
         let page = store.list_tasks(&filter, cursor.as_deref(), limit)?;
         let mut tasks = Vec::with_capacity(page.rows.len());
         for row in &page.rows {
-            let mut value = row_json(row);
+            let mut value = mcp_tasks::admin::row_json(row);
             value["tool"] = json!(tool_of(&*store, row)?);
             tasks.push(value);
         }
@@ -573,7 +571,7 @@ async fn list(console: &Arc<Console>, query: Option<&str>) -> Response<Body> {
 async fn show(console: &Arc<Console>, id: String) -> Response<Body> {
     let store = Arc::clone(&console.store);
     match blocking(move || store.show_task(&id)).await {
-        Ok(Ok(details)) => json_response(StatusCode::OK, &details_json(&details)),
+        Ok(Ok(details)) => json_response(StatusCode::OK, &details.to_json()),
         Ok(Err(err)) => admin_error(err),
         Err(response) => response,
     }
@@ -646,7 +644,7 @@ where
     match done {
         Ok(Ok(record)) => {
             log::info!("{record}");
-            json_response(StatusCode::OK, &record_json(&record))
+            json_response(StatusCode::OK, &record.to_json())
         }
         Ok(Err(err)) => admin_error(err),
         Err(response) => response,
@@ -822,63 +820,16 @@ fn tool_of(store: &dyn TaskAdmin, row: &StoredRow) -> Result<Option<String>, Adm
     }
 }
 
-fn owner_json(owner: &Owner) -> Value {
-    owner
-        .key()
-        .map_or(Value::Null, |key| Value::String(key.to_owned()))
-}
-
-/// A listed task.
-fn row_json(row: &StoredRow) -> Value {
-    let task = &row.task;
-    json!({
-        "taskId": row.key.id().to_string(),
-        "owner": owner_json(row.key.owner()),
-        "status": task.status(),
-        "statusMessage": task.status_message(),
-        "createdAt": task.created_at().to_string(),
-        "lastUpdatedAt": task.last_updated_at().to_string(),
-        "attempt": task.attempts().map(|a| a.attempt()),
-        "maxAttempts": task.attempts().map(|a| a.max()),
-        "leaseHolder": row.lease_holder,
-        "leasedUntil": row.leased_until.map(|at| at.to_string()),
-    })
-}
-
 /// A changed task, as the event stream tells it.
 fn change_json(change: &StatusChange) -> Value {
     let task = &change.task;
     json!({
         "taskId": task.id().to_string(),
-        "owner": owner_json(&change.owner),
+        "owner": change.owner.key(),
         "status": task.status(),
         "statusMessage": task.status_message(),
         "createdAt": task.created_at().to_string(),
         "lastUpdatedAt": task.last_updated_at().to_string(),
-    })
-}
-
-/// A task shown whole.
-fn details_json(details: &TaskDetails) -> Value {
-    let mut value = row_json(&details.row);
-    value["task"] = serde_json::to_value(&details.row.task).unwrap_or(Value::Null);
-    value["hasJob"] = Value::Bool(details.job.is_some());
-    value["tool"] = json!(details.job.as_ref().and_then(|job| job.tool.clone()));
-    value["checkpointBytes"] = json!(details.checkpoint_bytes);
-    value["traceId"] = json!(details.trace_id);
-    value
-}
-
-/// What an action did.
-fn record_json(record: &AdminRecord) -> Value {
-    json!({
-        "taskId": record.task_id,
-        "owner": owner_json(&record.owner),
-        "action": record.action.as_str(),
-        "actor": record.actor,
-        "from": record.from,
-        "to": record.to,
-        "at": record.at.to_string(),
     })
 }
 
