@@ -10,7 +10,7 @@ use std::time::Duration;
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::data::{
-    AggregatedMetrics, HistogramDataPoint, Metric, MetricData, ResourceMetrics, SumDataPoint,
+    AggregatedMetrics, Gauge, HistogramDataPoint, Metric, MetricData, ResourceMetrics, SumDataPoint,
 };
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
@@ -106,30 +106,23 @@ fn render(text: &mut String, metric: &Metric) {
                 sum_point(text, &name, point);
             }
         }
-        AggregatedMetrics::U64(MetricData::Gauge(gauge)) => {
-            let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} gauge");
-            for point in gauge.data_points() {
-                sample(
-                    text,
-                    &name,
-                    &labels(point.attributes(), None),
-                    point.value(),
-                );
-            }
-        }
-        AggregatedMetrics::F64(MetricData::Gauge(gauge)) => {
-            let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} gauge");
-            for point in gauge.data_points() {
-                sample(
-                    text,
-                    &name,
-                    &labels(point.attributes(), None),
-                    point.value(),
-                );
-            }
-        }
+        AggregatedMetrics::U64(MetricData::Gauge(gauge)) => gauge_points(text, &name, &help, gauge),
+        AggregatedMetrics::F64(MetricData::Gauge(gauge)) => gauge_points(text, &name, &help, gauge),
         // The servers record no other kind.
         _ => {}
+    }
+}
+
+/// A gauge's header and points, whatever its number type.
+fn gauge_points<T: std::fmt::Display + Copy>(
+    text: &mut String,
+    name: &str,
+    help: &str,
+    gauge: &Gauge<T>,
+) {
+    let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} gauge");
+    for point in gauge.data_points() {
+        sample(text, name, &labels(point.attributes(), None), point.value());
     }
 }
 
