@@ -403,14 +403,17 @@ impl<S: TaskState> Task<S> {
     }
 
     /// Records that the requestor asked to cancel this task, without changing its status.
-    pub fn request_cancel(&mut self, at: Timestamp)
+    ///
+    /// The flag is for the task's handler: nothing a client sees changes, so
+    /// `lastUpdatedAt` stays as it was (a client following the task holds what
+    /// `tasks/get` answers).
+    pub fn request_cancel(&mut self)
     where
         S: NonTerminal,
     {
         if let Some(progress) = crate::status::StateData::progress_mut(&mut self.data) {
             progress.cancel_requested = true;
         }
-        self.last_updated_at = self.last_updated_at.max(at);
     }
 
     /// Changes the retention time (milliseconds from creation; `None`: unlimited).

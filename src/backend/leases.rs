@@ -133,7 +133,7 @@ impl<D: Driver> Inner<D> {
                 leases.claimables.file(key.clone(), Instant::now() + wait);
             }
             Lapse::Fail(task) => {
-                self.write(key, on, &task, true, false, Condition::Lapsed)?;
+                self.write(key, on, &task, true, Condition::Lapsed)?;
             }
             Lapse::Nothing => {}
         }
@@ -173,7 +173,7 @@ impl<D: Driver> Inner<D> {
                 lease: leases.lease,
                 attempt,
             };
-            match self.write(&key, on, &claimed, true, false, condition)? {
+            match self.write(&key, on, &claimed, true, condition)? {
                 Landed::Stored(stored, job) => {
                     let owner: Owner = key.owner().clone();
                     let lease = leases.book.hold(key, Some(attempt));

@@ -350,13 +350,12 @@ impl<D: Driver> Inner<D> {
     /// or heard of).
     fn update_once(&self, key: &TaskKey, task_id: &str, update: &Update) -> Result<AnyTask, Error> {
         let known = self.copies.recall(key, task_id);
-        let keep_updated = update.keeps_last_update();
         update_versioned(
             update,
             task_id,
             known,
             || Ok(self.driver.read(key)?.map(|read| (read.version, read.task))),
-            |on, task, notify| self.commit(key, on, task, notify, keep_updated),
+            |on, task, notify| self.commit(key, on, task, notify),
         )
     }
 
@@ -388,29 +387,27 @@ impl<D: Driver> Inner<D> {
     }
 
     /// Writes `task`, decided `on` a version of the task: [`Written::Stale`] if another
-    /// writer came first. With `keep_updated`, the task's last update stays as stored (a
-    /// checkpoint: nothing on the wire changed).
+    /// writer came first. Unless `notify`, the task's last update stays as stored (a
+    /// checkpoint, a cancel request, answers taken: nothing on the wire changed).
     pub(crate) fn commit(
         &self,
         key: &TaskKey,
         on: DecidedOn<u64>,
         task: &AnyTask,
         notify: bool,
-        keep_updated: bool,
     ) -> Result<Written<u64>, Error> {
         let condition = Condition::Free;
-        Ok(
-            match self.write(key, on, task, notify, keep_updated, condition)? {
-                Landed::Stored(stored, _) => Written::Stored(stored),
-                Landed::Stale(current) => Written::Stale(current),
-                Landed::Held => Written::Stale(None),
-            },
-        )
+        Ok(match self.write(key, on, task, notify, condition)? {
+            Landed::Stored(stored, _) => Written::Stored(stored),
+            Landed::Stale(current) => Written::Stale(current),
+            Landed::Held => Written::Stale(None),
+        })
     }
 
     /// The version-checked write of `task` decided `on` a version, with a lease
-    /// `condition`, telling subscribers if `notify`, keeping the task's last update as
-    /// stored if `keep_updated`; remembers what it wrote.
+    /// `condition`: if `notify` (the task a client sees changed), subscribers are told and
+    /// the last update moves to the engine's time; otherwise neither (a write nobody sees
+    /// on the wire keeps `lastUpdatedAt`). Remembers what it wrote.
     ///
     /// # Errors
     /// [`Error::TaskNotFound`] if the task is gone; [`Error::IllegalTransition`] if the
@@ -421,7 +418,6 @@ impl<D: Driver> Inner<D> {
         on: DecidedOn<u64>,
         task: &AnyTask,
         notify: bool,
-        keep_updated: bool,
         condition: Condition,
     ) -> Result<Landed, Error> {
         let body = encode(task);
@@ -432,7 +428,7 @@ impl<D: Driver> Inner<D> {
             body: &body,
             ttl_changed: task.ttl() != on.ttl,
             notify,
-            keep_updated,
+            keep_updated: !notify,
             condition,
             holder: self.settings.instance(),
         };

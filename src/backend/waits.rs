@@ -144,7 +144,7 @@ impl<D: Driver> Inner<D> {
         match take_answers(&mut task, task_id) {
             None => Ok(Check::Wait),
             Some(Err(error)) => Err(error),
-            Some(Ok(answers)) => Ok(match self.commit(key, on, &task, false, false)? {
+            Some(Ok(answers)) => Ok(match self.commit(key, on, &task, false)? {
                 Written::Stored(_) => Check::Done(answers),
                 Written::Stale(_) => Check::Again,
             }),

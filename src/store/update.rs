@@ -21,8 +21,8 @@ use crate::task::Change;
 pub enum Step {
     /// Store this task and tell subscribers: something on the wire changed.
     Changed(AnyTask),
-    /// Store this task without telling subscribers (nothing on the wire changed), and
-    /// wake its waiters.
+    /// Store this task without telling subscribers and with its `lastUpdatedAt` as stored
+    /// (nothing on the wire changed: a checkpoint, a cancel request), and wake its waiters.
     Quiet(AnyTask),
     /// Nothing to store, notify or wake: this is the task as it was.
     Unchanged(AnyTask),
@@ -237,14 +237,6 @@ impl Update {
         Update::from(Op::Claim)
     }
 
-    /// Whether the task's `lastUpdatedAt` stays as stored when this update is written
-    /// (a checkpoint: nothing on the wire changes): a store that stamps its writes with
-    /// its own clock keeps the stored time ([`Write::keep_updated`](crate::backend::Write)).
-    #[must_use]
-    pub fn keeps_last_update(&self) -> bool {
-        matches!(self.op, Op::Checkpoint(_))
-    }
-
     /// The same update, written by the handler of `attempt` (a redeliverable task's
     /// handle): refused with [`Error::Superseded`] if the task runs another attempt now.
     pub(crate) fn fenced(mut self, attempt: Option<u32>) -> Self {
@@ -309,11 +301,11 @@ impl Update {
             },
             Op::RequestCancel => match task {
                 AnyTask::Working(mut task) => {
-                    task.request_cancel(now);
+                    task.request_cancel();
                     Step::Quiet(task.into_any())
                 }
                 AnyTask::InputRequired(mut task) => {
-                    task.request_cancel(now);
+                    task.request_cancel();
                     Step::Quiet(task.into_any())
                 }
                 finished => Step::Unchanged(finished),

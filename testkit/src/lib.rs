@@ -250,6 +250,7 @@ macro_rules! store_suite {
             cursors_reveal_nothing_of_other_owners,
             checkpoints_are_kept_quietly_and_bounded,
             a_checkpoint_leaves_the_wire_view_and_last_update_as_they_were,
+            a_cancel_request_and_answers_taken_leave_last_update_as_it_was,
             a_handed_over_task_is_claimed_once_and_fences_its_old_holder,
             );
         }

@@ -2161,6 +2161,79 @@ pub fn a_checkpoint_leaves_the_wire_view_and_last_update_as_they_were<B: Backend
     let _done = handle.complete(tool_result("done")).unwrap();
 }
 
+/// Checks that the other writes nobody sees on the wire leave the task as a client sees
+/// it, `lastUpdatedAt` included, and tell no subscriber: a cooperative cancel request
+/// (the handler decides), and a handler taking the answers it waited for. A client
+/// following the task holds what `tasks/get` answers.
+pub fn a_cancel_request_and_answers_taken_leave_last_update_as_it_was<B: Backend>(backend: &B) {
+    let store = backend.default_store();
+    let owner = alice();
+    let (seen, _) = recorder(&store);
+    let wire = |task: &AnyTask| serde_json::to_value(task).unwrap();
+
+    // A cancel request on a working task: the flag is set, nothing on the wire moves.
+    let (handle, task) = store.create(&owner, req(1)).unwrap();
+    let id = task.id().to_string();
+    let before = store.get(&owner, &id).unwrap();
+    settle(&store, &seen);
+    let told = changes_of(&seen, &id).len();
+    // Past the clock's resolution: a moving lastUpdatedAt would show.
+    thread::sleep(ms(20));
+    let flagged = store.request_cancel(&owner, &id).unwrap();
+    assert!(flagged.cancel_requested(), "the request is kept");
+    let after = store.get(&owner, &id).unwrap();
+    assert!(after.cancel_requested());
+    assert_eq!(
+        after.last_updated_at(),
+        before.last_updated_at(),
+        "a cancel request does not move lastUpdatedAt"
+    );
+    assert_eq!(wire(&after), wire(&before), "the wire view is as it was");
+    assert_eq!(wire(&flagged), wire(&before), "and so is the answer to it");
+    settle(&store, &seen);
+    assert_eq!(
+        changes_of(&seen, &id).len(),
+        told,
+        "a cancel request is not told to subscribers"
+    );
+    assert!(handle.cancel_requested().unwrap(), "the handler sees it");
+    let _cancelled = handle.cancel().unwrap();
+
+    // Answers taken by the handler: the answer moved the task (and was told); taking it
+    // does not move it again.
+    let (handle, task) = store.create(&owner, req(2)).unwrap();
+    let id = task.id().to_string();
+    let waiting = handle
+        .require_input(InputRequests::new().with("confirm", ask("sure?")))
+        .unwrap();
+    let answered = store
+        .respond(&owner, &id, obj(json!({"confirm": accept("yes")})))
+        .unwrap();
+    settle(&store, &seen);
+    let told = changes_of(&seen, &id).len();
+    thread::sleep(ms(20));
+    let answers = waiting.wait_for_input(Some(BOUND)).unwrap();
+    assert_eq!(answers.get("confirm").unwrap(), &obj(accept("yes")));
+    let after = store.get(&owner, &id).unwrap();
+    assert_eq!(
+        after.last_updated_at(),
+        answered.last_updated_at(),
+        "taking the answers does not move lastUpdatedAt"
+    );
+    assert_eq!(wire(&after), wire(&answered), "the wire view is as it was");
+    settle(&store, &seen);
+    assert_eq!(
+        changes_of(&seen, &id).len(),
+        told,
+        "taking the answers is not told to subscribers"
+    );
+    let _done = waiting
+        .resume()
+        .unwrap()
+        .complete(tool_result("yes"))
+        .unwrap();
+}
+
 /// Checks redelivery across instances: a task handed over by one instance is claimed
 /// once, by another, with its job, next attempt and checkpoint; the old holder's late
 /// result is refused ([`Error::Superseded`]) and the new holder's is the one result. A
