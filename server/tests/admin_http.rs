@@ -296,7 +296,7 @@ async fn bad_input_is_refused_naming_what() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_event_stream_tells_each_change() {
+async fn the_event_stream_tells_each_creation_and_change() {
     let (_mcp, admin, store) = start().await;
     tokio::task::spawn_blocking(move || {
         let ids = create(&*store, "alice", 1);
@@ -313,16 +313,32 @@ async fn the_event_stream_tells_each_change() {
         let mut buf = [0_u8; 4096];
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut cancelled = false;
+        let mut created = None;
         while Instant::now() < deadline && !seen.contains("\"status\":\"cancelled\"") {
             if let Ok(n) = stream.read(&mut buf) {
                 assert!(n > 0, "the stream closed: {seen}");
                 seen.push_str(&String::from_utf8_lossy(&buf[..n]));
             }
             if !cancelled && seen.contains("event: ready") {
+                created = Some(create(&*store, "bob", 1).remove(0));
                 let _ = store.cancel(&Owner::new("alice"), &ids[0], None).unwrap();
                 cancelled = true;
             }
         }
+        // The new task is pushed too, before the cancel that followed it.
+        let created = created.expect("created once the stream was ready");
+        let at_creation = seen
+            .find(&format!("\"taskId\":\"{created}\""))
+            .unwrap_or_else(|| panic!("no event of the new task: {seen}"));
+        let line = seen[..at_creation].rfind("data:").unwrap();
+        assert!(
+            seen[line..at_creation].contains("\"change\":\"created\""),
+            "{seen}"
+        );
+        assert!(
+            at_creation < seen.find("\"status\":\"cancelled\"").unwrap(),
+            "{seen}"
+        );
         assert!(
             seen.to_ascii_lowercase()
                 .contains("content-type: text/event-stream"),

@@ -50,9 +50,10 @@ use crate::error::Error;
 use crate::jsonrpc::INTERNAL_ERROR;
 use crate::outcome::Outcome;
 use crate::status::TaskStatus;
-use crate::store::{TaskStore, Update};
+use crate::store::{StatusChange, SubscriptionId, TaskStore, Update};
 use crate::{AnyTask, Transition};
 
+pub use crate::store::{ChangeKind, ChangeWatcher};
 pub use query::{AdminCursor, TaskQuery, View, awaits_claim};
 pub use report::{
     AdminAction, AdminError, AdminPage, AdminRecord, DrainReport, InstanceInfo, JobSummary,
@@ -106,6 +107,18 @@ pub trait TaskAdmin: TaskStore {
     /// # Errors
     /// [`Error::Store`] if the store cannot answer.
     fn release_lease(&self, row: &StoredRow) -> Result<bool, Error>;
+
+    /// Registers `watcher` for every creation and every status change of every owner's
+    /// tasks (from any instance of a shared store: what its change feed hears), called as
+    /// a [`Subscriber`](crate::Subscriber) is; [`TaskStore::unsubscribe`] removes it. An
+    /// operator's live view: new tasks are pushed, not polled for.
+    ///
+    /// The default, for a store that cannot tell creations: its status changes only.
+    fn watch(&self, watcher: ChangeWatcher) -> SubscriptionId {
+        self.add_subscriber(std::sync::Arc::new(move |change: &StatusChange| {
+            watcher(change, ChangeKind::Changed);
+        }))
+    }
 
     /// One page of every owner's tasks that `query` keeps, after `cursor` (from the first
     /// with `None`), at most `limit` (clamped to `1..=`[`MAX_ADMIN_PAGE`]).
@@ -601,6 +614,10 @@ impl<T: AsSharedStore> TaskAdmin for T {
             .renew(std::slice::from_ref(&call), lease)?;
         Ok(verdicts.first() == Some(&Renewal::Released))
     }
+
+    fn watch(&self, watcher: ChangeWatcher) -> SubscriptionId {
+        self.shared_store().watch(watcher)
+    }
 }
 
 /// The in-process registry: its tasks in creation order; no leases (nothing to hand over,
@@ -645,6 +662,10 @@ impl TaskAdmin for crate::TaskRegistry {
 
     fn release_lease(&self, _row: &StoredRow) -> Result<bool, Error> {
         Ok(false)
+    }
+
+    fn watch(&self, watcher: ChangeWatcher) -> SubscriptionId {
+        self.watch_every(watcher)
     }
 }
 

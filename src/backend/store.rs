@@ -184,6 +184,12 @@ impl<D: Driver> SharedStore<D> {
         self.inner.feed.live()
     }
 
+    /// Registers `watcher` for every creation and status change heard by this instance
+    /// (any instance's: [`TaskAdmin::watch`](crate::admin::TaskAdmin::watch)).
+    pub(crate) fn watch(&self, watcher: crate::store::ChangeWatcher) -> SubscriptionId {
+        self.inner.notifier.watch(watcher)
+    }
+
     /// The current time on the engine's clock (the one every timestamp comes from).
     ///
     /// # Errors
@@ -488,7 +494,11 @@ impl<D: Driver> Inner<D> {
                 notify,
                 parts,
             } => {
-                let told = if notify && self.notifier.has_subscribers() {
+                // Version 1 is a creation: told to the watchers only (it is no status change).
+                let created = version == 1;
+                let told = if (notify && self.notifier.has_subscribers())
+                    || (created && self.notifier.has_watchers())
+                {
                     match &parts {
                         Some(parts) => parts.decode(&key.id().to_string()).ok(),
                         // Not carried (too large for the event): read it (it may have moved
@@ -504,7 +514,11 @@ impl<D: Driver> Inner<D> {
                     None => self.copies.outdate(&key, version),
                 }
                 if let Some(task) = told {
-                    self.notifier.queue(key.owner(), &task);
+                    if created {
+                        self.notifier.queue_created(key.owner(), &task);
+                    } else {
+                        self.notifier.queue(key.owner(), &task);
+                    }
                     self.notifier.deliver();
                 }
                 self.feed.bump(&key);

@@ -43,7 +43,7 @@ pub(crate) use cursor::CursorKey;
 pub use handle::TaskHandle;
 pub use lease::{Lease, LeaseHolder, LeasePolicy};
 pub(crate) use notify::Notifier;
-pub use notify::{StatusChange, SubscriptionId};
+pub use notify::{ChangeKind, ChangeWatcher, StatusChange, SubscriptionId};
 pub use owner::Owner;
 pub use policy::{Limits, TtlPolicy};
 pub use redelivery::{

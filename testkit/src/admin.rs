@@ -7,9 +7,12 @@
 //! is a [`TaskAdmin`] (every store over a driver, and the registry).
 
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_tasks::admin::{Action, AdminAction, AdminError, AdminPage, TaskAdmin, TaskQuery, View};
+use mcp_tasks::admin::{
+    Action, AdminAction, AdminError, AdminPage, ChangeKind, TaskAdmin, TaskQuery, View,
+};
 use mcp_tasks::{Error, Outcome, Owner, Redelivery, TaskStatus, TaskStore};
 use serde_json::json;
 
@@ -415,5 +418,66 @@ where
     assert!(
         store.get(&bob(), &young).is_ok(),
         "finished less than the bound ago"
+    );
+}
+
+/// A watcher hears every creation (from another instance too, where there is one) and
+/// every status change, in order, each once; a status subscriber hears no creation; an
+/// unsubscribed watcher hears nothing more.
+pub fn admin_watch_tells_creations_and_changes<B: Backend>(backend: &B)
+where
+    B::Store: TaskAdmin,
+{
+    let store = backend.default_store();
+    let heard: Arc<Mutex<Vec<(String, ChangeKind, TaskStatus)>>> = Arc::default();
+    let statuses: Arc<Mutex<Vec<String>>> = Arc::default();
+    let watching = {
+        let heard = Arc::clone(&heard);
+        store.watch(Arc::new(move |change, kind| {
+            heard
+                .lock()
+                .unwrap()
+                .push((change.task.id().to_string(), kind, change.task.status()));
+        }))
+    };
+    let subscribed = {
+        let statuses = Arc::clone(&statuses);
+        store.add_subscriber(Arc::new(move |change| {
+            statuses.lock().unwrap().push(change.task.id().to_string());
+        }))
+    };
+    let creator = backend.another_instance(&store);
+    let made = match &creator {
+        Some(other) => other.insert(&bob(), req(1)).unwrap(),
+        None => store.insert(&bob(), req(1)).unwrap(),
+    };
+    let id = made.id().to_string();
+    let _ = store.cancel(&bob(), &id, None).unwrap();
+    let wanted = vec![
+        (id.clone(), ChangeKind::Created, TaskStatus::Working),
+        (id.clone(), ChangeKind::Changed, TaskStatus::Cancelled),
+    ];
+    let started = Instant::now();
+    while *heard.lock().unwrap() != wanted {
+        assert!(
+            started.elapsed() < WAKE,
+            "heard {:?} within {WAKE:?}",
+            heard.lock().unwrap()
+        );
+        std::thread::sleep(ms(5));
+    }
+    assert_eq!(
+        *statuses.lock().unwrap(),
+        vec![id.clone()],
+        "a status subscriber hears the cancel, not the creation"
+    );
+    assert!(store.unsubscribe(watching));
+    assert!(store.unsubscribe(subscribed));
+    let _ = store.insert(&bob(), req(2)).unwrap();
+    std::thread::sleep(ms(50));
+    assert_eq!(
+        heard.lock().unwrap().len(),
+        2,
+        "nothing heard once unsubscribed"
     );
 }

@@ -10,7 +10,7 @@
 //! | `GET /api/counts` | the tasks by status and by tool, the last hour per minute, the oldest working task |
 //! | `GET /api/tasks/{id}` | one task whole |
 //! | `POST /api/tasks/{id}/cancel`, `/fail` (`{"reason": ".."}`), `/hand-over` | an action, recorded under the admin principal's name |
-//! | `GET /api/events` | `text/event-stream`: one `task` event per change of any task |
+//! | `GET /api/events` | `text/event-stream`: one `task` event per creation and per change of any task |
 //!
 //! Every `/api/` request carries `Authorization: Bearer <admin token>` (never a cookie, so
 //! a page of another site cannot make a browser send it); an MCP principal's token is
@@ -34,7 +34,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use mcp_tasks::admin::{AdminError, MAX_ADMIN_PAGE, TaskAdmin, TaskQuery};
+use mcp_tasks::admin::{AdminError, ChangeKind, MAX_ADMIN_PAGE, TaskAdmin, TaskQuery};
 use mcp_tasks::backend::StoredRow;
 use mcp_tasks::{Owner, StatusChange, TaskStatus};
 use serde_json::{Value, json};
@@ -738,8 +738,9 @@ fn event(name: &str, data: &Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
 }
 
-/// The stream of task changes: the store's subscription (whichever instance of a shared
-/// store made the change) feeds a bounded queue; a client too slow for it is told
+/// The stream of task creations and changes: the store's watch
+/// ([`TaskAdmin::watch`], whichever instance of a shared store made the change) feeds a
+/// bounded queue; a client too slow for it is told
 /// `lagged` and reads the tasks again. The subscription ends with the stream.
 fn events(console: &Arc<Console>) -> Response<Body> {
     let (changes, mut queued) = mpsc::channel::<Bytes>(EVENTS);
@@ -748,9 +749,9 @@ fn events(console: &Arc<Console>) -> Response<Body> {
         let lagged = Arc::clone(&lagged);
         console
             .store
-            .add_subscriber(Arc::new(move |change: &StatusChange| {
+            .watch(Arc::new(move |change: &StatusChange, kind: ChangeKind| {
                 if changes
-                    .try_send(event("task", &change_json(change)))
+                    .try_send(event("task", &change_json(change, kind)))
                     .is_err()
                 {
                     lagged.store(true, Ordering::Relaxed);
@@ -820,10 +821,11 @@ fn tool_of(store: &dyn TaskAdmin, row: &StoredRow) -> Result<Option<String>, Adm
     }
 }
 
-/// A changed task, as the event stream tells it.
-fn change_json(change: &StatusChange) -> Value {
+/// A created or changed task, as the event stream tells it.
+fn change_json(change: &StatusChange, kind: ChangeKind) -> Value {
     let task = &change.task;
     json!({
+        "change": if kind == ChangeKind::Created { "created" } else { "changed" },
         "taskId": task.id().to_string(),
         "owner": change.owner.key(),
         "status": task.status(),

@@ -5,7 +5,10 @@ const $ = (id) => document.getElementById(id);
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'];
 const TOKEN_KEY = 'mcp-tasks-admin-token';
-const NEW_TASKS_MS = 3000;
+// New tasks and changes are pushed on the event stream; the first page is also read again
+// this seldom while it is shown, in case an event went unheard (a store whose feed may
+// lose one).
+const FALLBACK_MS = 60000;
 
 const state = {
   token: sessionStorage.getItem(TOKEN_KEY),
@@ -251,7 +254,7 @@ function matches(task) {
   return true;
 }
 
-// A change the stream told.
+// A creation or change the stream told (`task.change`: `created` or `changed`).
 function changed(task) {
   const tr = findRow(task.taskId);
   if (tr) {
@@ -260,7 +263,8 @@ function changed(task) {
     void tr.offsetWidth;
     tr.classList.add('changed');
   } else if (state.cursors.length === 1 && matches(task)) {
-    // A task this page does not show yet: read the page again, once things settle.
+    // A new task, or one this page does not show yet: read the page again, once things
+    // settle (one read for a burst of creations).
     later('page', 300, loadPage);
   }
   if (task.taskId === state.selected) {
@@ -443,12 +447,10 @@ function wire() {
   });
   $('detail-title').tabIndex = -1;
   setInterval(tickOldest, 1000);
-  // The store tells its subscribers of every change but not of a new task: the first page
-  // is read again every few seconds while it is shown, so new tasks appear.
   setInterval(() => {
     if (state.token && !$('app').hidden && state.cursors.length === 1 &&
         document.visibilityState === 'visible') loadPage();
-  }, NEW_TASKS_MS);
+  }, FALLBACK_MS);
   setInterval(() => { if (state.token && !$('app').hidden) refreshCounts(); }, 15000);
   if (state.token) signIn(state.token);
   else $('token').focus();
