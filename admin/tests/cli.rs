@@ -207,6 +207,31 @@ fn console<S: TaskStore + Clone + 'static>(store: &S, url: &str, env: &[(&str, &
         stderr(&again)
     );
 
+    // Drain the instance that held it: flagged (its lapsed task is not handed over
+    // again), listed as draining, then undrained.
+    let holder = shown["leaseHolder"].as_str().unwrap();
+    let drained = ok_json(&admin(
+        url,
+        env,
+        &["--json", "drain", holder, "--as", "ops"],
+    ));
+    assert_eq!(drained["wasDraining"], false, "{drained}");
+    assert_eq!(drained["handedOver"].as_array().map(Vec::len), Some(0));
+    let instances = ok_json(&admin(url, env, &["--json", "instances"]));
+    let listed = instances
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == holder)
+        .expect("the drained instance is listed");
+    assert_eq!(listed["draining"], true, "{instances}");
+    let table = stdout(&admin(url, env, &["instances"]));
+    assert!(table.contains("DRAINING"), "{table}");
+    let undrained = stdout(&admin(url, env, &["undrain", holder]));
+    assert!(undrained.contains("drained no more"), "{undrained}");
+    let undrained = stdout(&admin(url, env, &["undrain", holder]));
+    assert!(undrained.contains("was not drained"), "{undrained}");
+
     // Purge the finished ones (cancelled twice, failed once).
     std::thread::sleep(Duration::from_millis(20));
     let purged = ok_json(&admin(

@@ -27,11 +27,12 @@
 //!   an [`AdminRecord`] for the caller to log.
 //! - **Purge** ([`TaskAdmin::purge_finished`]): removes finished tasks older than a bound,
 //!   a store page at a time, telling progress after each.
-//! - **Instances** ([`TaskAdmin::instances`]) and **drain** ([`TaskAdmin::drain`]): the
-//!   instances seen in the leases of unfinished tasks (an instance holding none is not
-//!   seen), and a hand-over of every task one holds. A drain does not stop the instance
-//!   (no flag in the store tells its claim loop to stop claiming): stop it too, or it may
-//!   claim tasks again.
+//! - **Instances** ([`TaskAdmin::instances`]), **drain** ([`TaskAdmin::drain`]) and
+//!   **undrain** ([`TaskAdmin::undrain`]): the instances seen in the leases of unfinished
+//!   tasks (an instance holding none is not seen, unless drained); a drain sets a flag in
+//!   the store that the instance's claim loop honours (it claims nothing more) and hands
+//!   over every task it holds. The flag holds until undrained, or until an instance of
+//!   that name starts again.
 //!
 //! Finding a task by id alone (the operator does not know its owner) reads the store's
 //! pages until it is found: one pass for any number of ids ([`TaskAdmin::act`]).
@@ -107,6 +108,25 @@ pub trait TaskAdmin: TaskStore {
     /// # Errors
     /// [`Error::Store`] if the store cannot answer.
     fn release_lease(&self, row: &StoredRow) -> Result<bool, Error>;
+
+    /// The names of the instances drained ([`drain`](Self::drain)) and not yet resumed
+    /// ([`undrain`](Self::undrain)), as the store keeps them. The default: none.
+    ///
+    /// # Errors
+    /// [`Error::Store`] if the store cannot answer.
+    fn drained(&self) -> Result<Vec<String>, Error> {
+        Ok(Vec::new())
+    }
+
+    /// Sets or clears the drain flag of the instance `name`; answers whether it was set
+    /// before. The default, for a store of one process (no instances): refused.
+    ///
+    /// # Errors
+    /// [`AdminError::NoInstances`] for a store of one process; [`AdminError::Store`].
+    fn set_draining(&self, name: &str, draining: bool) -> Result<bool, AdminError> {
+        let _ = (name, draining);
+        Err(AdminError::NoInstances)
+    }
 
     /// Registers `watcher` for every creation and every status change of every owner's
     /// tasks (from any instance of a shared store: what its change feed hears), called as
@@ -375,8 +395,8 @@ pub trait TaskAdmin: TaskStore {
         }
     }
 
-    /// The instances seen in the leases of the store's unfinished tasks, by name, with how
-    /// many tasks each holds (one read of every unfinished task).
+    /// The instances seen in the leases of the store's unfinished tasks, and the drained
+    /// ones, by name, with how many tasks each holds (one read of every unfinished task).
     ///
     /// # Errors
     /// [`Error::Store`] if the store cannot answer.
@@ -396,6 +416,7 @@ pub trait TaskAdmin: TaskStore {
                         live_leases: 0,
                         latest_deadline: None,
                         alive: false,
+                        draining: false,
                     });
                     seen.len() - 1
                 }
@@ -411,18 +432,35 @@ pub trait TaskAdmin: TaskStore {
             }
             Ok(())
         })?;
+        for name in self.drained()? {
+            match seen.iter_mut().find(|i| i.name == name) {
+                Some(instance) => instance.draining = true,
+                None => seen.push(InstanceInfo {
+                    name,
+                    tasks: 0,
+                    live_leases: 0,
+                    latest_deadline: None,
+                    alive: false,
+                    draining: true,
+                }),
+            }
+        }
         seen.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(seen)
     }
 
-    /// Hands over every task the instance `name` holds that can be (redeliverable, with
-    /// attempts left, leased): other instances claim them. It does not stop the instance:
-    /// stop it as well (or it may claim tasks again).
+    /// Drains the instance `name`: sets its drain flag in the store, so that its claim loop
+    /// claims nothing from now on (no task handed over, no task whose instance stopped),
+    /// then hands over every task it holds that can be (redeliverable, with attempts left,
+    /// leased): other instances claim them. The instance keeps serving its clients (a task
+    /// created through it runs there) and running the tasks it keeps. The flag holds until
+    /// [`undrain`](Self::undrain), or until an instance of that name starts again.
     ///
     /// # Errors
-    /// [`Error::Store`] if the store cannot be read (a task's own refusal is in the
-    /// report).
-    fn drain(&self, name: &str, actor: &str) -> Result<DrainReport, Error> {
+    /// [`AdminError::NoInstances`] for a store of one process; [`AdminError::Store`] if the
+    /// store cannot be read (a task's own refusal is in the report).
+    fn drain(&self, name: &str, actor: &str) -> Result<DrainReport, AdminError> {
+        let already = self.set_draining(name, true)?;
         let mut held = Vec::new();
         self.each_unfinished(&mut |row| {
             if row.lease_holder.as_deref() == Some(name) {
@@ -431,17 +469,27 @@ pub trait TaskAdmin: TaskStore {
             Ok(())
         })?;
         let mut report = DrainReport {
+            was_draining: already,
             handed_over: Vec::new(),
             kept: Vec::new(),
         };
         for row in &held {
             match act_on(self, row, &Action::HandOver, actor) {
                 Ok(record) => report.handed_over.push(record),
-                Err(AdminError::Store(err)) => return Err(err),
+                Err(AdminError::Store(err)) => return Err(err.into()),
                 Err(refused) => report.kept.push(refused),
             }
         }
         Ok(report)
+    }
+
+    /// Ends a drain of the instance `name`: its claim loop claims again. Answers whether it
+    /// was drained.
+    ///
+    /// # Errors
+    /// [`AdminError::NoInstances`] for a store of one process; [`AdminError::Store`].
+    fn undrain(&self, name: &str) -> Result<bool, AdminError> {
+        self.set_draining(name, false)
     }
 
     /// Calls `each` on every unfinished task of the store, a page at a time.
@@ -617,6 +665,14 @@ impl<T: AsSharedStore> TaskAdmin for T {
 
     fn watch(&self, watcher: ChangeWatcher) -> SubscriptionId {
         self.shared_store().watch(watcher)
+    }
+
+    fn drained(&self) -> Result<Vec<String>, Error> {
+        self.shared_store().driver().drained()
+    }
+
+    fn set_draining(&self, name: &str, draining: bool) -> Result<bool, AdminError> {
+        Ok(self.shared_store().driver().set_draining(name, draining)?)
     }
 }
 

@@ -124,6 +124,8 @@ impl<D: Driver> SharedStore<D> {
     pub fn start(driver: D, settings: StoreSettings) -> Result<Self, Error> {
         settings.validate()?;
         let cursors = Cursors::agree(&driver, settings.configured_cursor_secret())?;
+        // A drain of an earlier instance of this name ends with it: this one claims.
+        driver.set_draining(settings.instance(), false)?;
         let leases = Leases::of(&settings);
         let inner = Arc::new(Inner {
             driver,

@@ -378,10 +378,14 @@ where
     );
     let _ = last.complete(tool_result("done")).unwrap();
     let _ = once.complete(tool_result("done")).unwrap();
+    let seen = other.instances().unwrap();
     assert!(
-        other.instances().unwrap().is_empty(),
-        "no unfinished task holds a lease"
+        seen.iter()
+            .all(|i| i.name == second && i.draining && i.tasks == 0),
+        "no unfinished task holds a lease; the drained instance is listed: {seen:?}"
     );
+    assert!(store.undrain(&second).unwrap(), "drained above");
+    assert!(other.instances().unwrap().is_empty());
 }
 
 /// Purges finished tasks older than the bound only, in batches with progress; unfinished
@@ -480,4 +484,87 @@ where
         2,
         "nothing heard once unsubscribed"
     );
+}
+
+/// A drain sets a flag the drained instance's claim loop honours: the task handed over is
+/// claimed by another instance, never by the drained one; `instances` says it drains;
+/// `undrain` ends it (the instance claims again). A store of one process has no instance
+/// to drain.
+pub fn admin_drain_stops_the_claim_loop<B: Backend>(backend: &B)
+where
+    B::Store: TaskAdmin,
+{
+    let store = backend.default_store();
+    let Some(other) = backend.another_instance(&store) else {
+        match store.drain("anyone", "ops") {
+            Err(AdminError::NoInstances) => {}
+            answer => panic!("a store of one process drained: {answer:?}"),
+        }
+        assert!(store.drained().unwrap().is_empty());
+        return;
+    };
+    let (old, task) = store
+        .create(&alice(), redeliverable(1, "sleep", 4))
+        .unwrap();
+    let id = task.id().to_string();
+    let name = other
+        .show_task(&id)
+        .unwrap()
+        .row
+        .lease_holder
+        .expect("leased");
+
+    let report = other.drain(&name, "ops").unwrap();
+    assert!(!report.was_draining);
+    assert_eq!(report.handed_over.len(), 1, "{report:?}");
+    assert_eq!(other.drained().unwrap(), vec![name.clone()]);
+    let seen = other.instances().unwrap();
+    assert!(
+        seen.iter().any(|i| i.name == name && i.draining),
+        "{seen:?}"
+    );
+    // The drained instance hears the task is claimable, and does not claim it.
+    store.wait_for_claimable(Some(ms(500))).unwrap();
+    assert!(
+        store.claim().unwrap().is_none(),
+        "a drained instance claimed"
+    );
+    let started = Instant::now();
+    let claim = loop {
+        assert!(
+            store.claim().unwrap().is_none(),
+            "a drained instance claimed"
+        );
+        if let Some(claim) = other.claim().unwrap() {
+            break claim;
+        }
+        assert!(started.elapsed() < WAKE, "not claimed within {WAKE:?}");
+        other.wait_for_claimable(Some(ms(50))).unwrap();
+    };
+    assert_eq!(claim.task.id().to_string(), id);
+    assert_eq!(claim.attempts.attempt(), 2);
+    let held = mcp_tasks::TaskHandle::claimed(other.clone(), claim);
+    drop(old);
+    assert!(
+        other.drain(&name, "ops").unwrap().was_draining,
+        "drained twice"
+    );
+
+    // Undrained: the instance claims again.
+    assert!(store.undrain(&name).unwrap());
+    assert!(!store.undrain(&name).unwrap(), "not drained any more");
+    assert!(store.drained().unwrap().is_empty());
+    let _ = store.hand_over_task(&id, "ops").unwrap();
+    let started = Instant::now();
+    let claim = loop {
+        if let Some(claim) = store.claim().unwrap() {
+            break claim;
+        }
+        assert!(started.elapsed() < WAKE, "not claimed back within {WAKE:?}");
+        store.wait_for_claimable(Some(ms(50))).unwrap();
+    };
+    assert_eq!(claim.attempts.attempt(), 3);
+    let last = mcp_tasks::TaskHandle::claimed(store.clone(), claim);
+    drop(held);
+    let _ = last.complete(tool_result("done")).unwrap();
 }
