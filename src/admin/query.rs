@@ -50,8 +50,11 @@ pub enum View {
     },
     /// Tasks `input_required` for longer than this (since their last update).
     InputRequiredLongerThan(Duration),
-    /// Redeliverable tasks with no attempts left: on their last attempt, or finished after
-    /// it.
+    /// Unfinished redeliverable tasks (`working` or `input_required`) on their last
+    /// attempt: if their instance stops, no other claims them (they fail). A finished task
+    /// keeps no attempts, so it is never in this view: one whose attempts ran out is
+    /// `failed`, with the status message `the task failed after N attempts…` (list the
+    /// `failed` status to see them).
     Exhausted,
 }
 
@@ -123,17 +126,22 @@ impl TaskQuery {
 
     /// What the store is asked to filter itself: the statuses, narrowed by the view's.
     pub(crate) fn pushed_down(&self) -> TaskFilter {
-        let implied = match self.view {
-            Some(View::Stalled { .. }) => Some(TaskStatus::Working),
-            Some(View::InputRequiredLongerThan(_)) => Some(TaskStatus::InputRequired),
-            Some(View::Exhausted) | None => None,
+        let implied: Option<&[TaskStatus]> = match self.view {
+            Some(View::Stalled { .. }) => Some(&[TaskStatus::Working]),
+            Some(View::InputRequiredLongerThan(_)) => Some(&[TaskStatus::InputRequired]),
+            Some(View::Exhausted) => Some(&[TaskStatus::Working, TaskStatus::InputRequired]),
+            None => None,
         };
         let statuses: Option<Vec<TaskStatus>> = match (&self.statuses, implied) {
-            (Some(statuses), Some(implied)) => {
-                Some(statuses.iter().copied().filter(|s| *s == implied).collect())
-            }
+            (Some(statuses), Some(implied)) => Some(
+                statuses
+                    .iter()
+                    .copied()
+                    .filter(|s| implied.contains(s))
+                    .collect(),
+            ),
             (Some(statuses), None) => Some(statuses.clone()),
-            (None, Some(implied)) => Some(vec![implied]),
+            (None, Some(implied)) => Some(implied.to_vec()),
             (None, None) => None,
         };
         let mut filter = TaskFilter::any();
@@ -194,7 +202,7 @@ impl View {
                 task.status() == TaskStatus::InputRequired
                     && now.saturating_since(task.last_updated_at()) > bound
             }
-            View::Exhausted => task.attempts().is_some_and(|a| !a.left()),
+            View::Exhausted => !task.is_terminal() && task.attempts().is_some_and(|a| !a.left()),
         }
     }
 }

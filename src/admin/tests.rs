@@ -175,6 +175,27 @@ fn derived_views_tool_and_attempt_filters() {
         .is_empty(),
         "a status and a view that exclude each other keep nothing"
     );
+    // Exhausted: unfinished tasks only (pushed down as such); a finished one keeps no
+    // attempts and leaves the view.
+    assert_eq!(
+        TaskQuery::all()
+            .in_view(View::Exhausted)
+            .pushed_down()
+            .statuses,
+        Some(vec![TaskStatus::Working, TaskStatus::InputRequired])
+    );
+    let _ = registry
+        .cancel(&owner, &sleeper.id().to_string(), None)
+        .unwrap();
+    assert!(list(TaskQuery::all().in_view(View::Exhausted)).is_empty());
+    assert!(
+        list(
+            TaskQuery::all()
+                .with_status(TaskStatus::Cancelled)
+                .in_view(View::Exhausted)
+        )
+        .is_empty()
+    );
 }
 
 #[test]
