@@ -103,7 +103,8 @@ struct ListArgs {
     /// completed, failed, cancelled.
     #[arg(long, value_name = "STATUS", value_parser = parse_status)]
     status: Vec<TaskStatus>,
-    /// Only tasks whose job runs this tool (redeliverable tasks).
+    /// Only tasks that run this tool (the name a task keeps; for a task stored before
+    /// tasks kept it, its job's: redeliverable tasks only).
     #[arg(long)]
     tool: Option<String>,
     /// Only this owner's tasks (its key; `-` for the anonymous owner).

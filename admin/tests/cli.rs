@@ -77,9 +77,12 @@ fn console<S: TaskStore + Clone + 'static>(store: &S, url: &str, env: &[(&str, &
     let leased = leased.id().to_string();
     let mut alices = vec![leased.clone()];
     for n in 2..4 {
-        let task = store
-            .insert(&alice, TaskRequest::new(n, "tools/call"))
-            .unwrap();
+        // The first runs once, and keeps its tool: listed by it too.
+        let request = match n {
+            2 => TaskRequest::new(n, "tools/call").with_tool("fetch"),
+            _ => TaskRequest::new(n, "tools/call"),
+        };
+        let task = store.insert(&alice, request).unwrap();
         alices.push(task.id().to_string());
     }
     let mut bobs = Vec::new();
@@ -103,8 +106,9 @@ fn console<S: TaskStore + Clone + 'static>(store: &S, url: &str, env: &[(&str, &
         &["list", "--json", "--status", "cancelled"],
     ));
     assert_eq!(task_ids(&cancelled), vec![bobs[1].clone()]);
+    // The leased one keeps no tool (created without one): its job names it.
     let fetchers = ok_json(&admin(url, env, &["--json", "list", "--tool", "fetch"]));
-    assert_eq!(task_ids(&fetchers), vec![leased.clone()]);
+    assert_eq!(task_ids(&fetchers), vec![leased.clone(), alices[1].clone()]);
     let first = ok_json(&admin(url, env, &["--json", "list", "--limit", "3"]));
     assert_eq!(task_ids(&first).len(), 3);
     let cursor = first["nextCursor"]

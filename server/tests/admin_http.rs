@@ -172,7 +172,16 @@ async fn tasks_are_listed_shown_counted_and_cancelled_once() {
     let (_mcp, admin, store) = start().await;
     tokio::task::spawn_blocking(move || {
         let ids = create(&*store, "alice", 5);
-        create(&*store, "bob", 2);
+        create(&*store, "bob", 1);
+        // A task that runs once, naming its tool: listed and counted by it.
+        let sleeper = store
+            .insert(
+                &Owner::new("bob"),
+                TaskRequest::new(9, "tools/call").with_tool("sleep"),
+            )
+            .unwrap()
+            .id()
+            .to_string();
         let page = get(admin, "/api/tasks?limit=3", Some(OPS)).json();
         assert_eq!(page["tasks"].as_array().unwrap().len(), 3);
         let cursor = page["nextCursor"].as_str().expect("a next page").to_owned();
@@ -197,6 +206,11 @@ async fn tasks_are_listed_shown_counted_and_cancelled_once() {
         assert_eq!(counts["total"], 7);
         assert_eq!(counts["byStatus"]["working"], 7);
         assert_eq!(counts["lastHour"]["created"][59], 7);
+        assert_eq!(counts["byTool"], serde_json::json!({"sleep": 1}));
+        let sleepers = get(admin, "/api/tasks?tool=sleep", Some(OPS)).json();
+        assert_eq!(sleepers["tasks"][0]["taskId"], sleeper.as_str());
+        assert_eq!(sleepers["tasks"][0]["tool"], "sleep");
+        assert_eq!(sleepers["tasks"].as_array().unwrap().len(), 1);
 
         let shown = get(admin, &format!("/api/tasks/{}", ids[0]), Some(OPS));
         assert_eq!(shown.status, 200);
@@ -320,7 +334,13 @@ async fn the_event_stream_tells_each_creation_and_change() {
                 seen.push_str(&String::from_utf8_lossy(&buf[..n]));
             }
             if !cancelled && seen.contains("event: ready") {
-                created = Some(create(&*store, "bob", 1).remove(0));
+                let made = store
+                    .insert(
+                        &Owner::new("bob"),
+                        TaskRequest::new(7, "tools/call").with_tool("sleep"),
+                    )
+                    .unwrap();
+                created = Some(made.id().to_string());
                 let _ = store.cancel(&Owner::new("alice"), &ids[0], None).unwrap();
                 cancelled = true;
             }
@@ -331,10 +351,11 @@ async fn the_event_stream_tells_each_creation_and_change() {
             .find(&format!("\"taskId\":\"{created}\""))
             .unwrap_or_else(|| panic!("no event of the new task: {seen}"));
         let line = seen[..at_creation].rfind("data:").unwrap();
-        assert!(
-            seen[line..at_creation].contains("\"change\":\"created\""),
-            "{seen}"
-        );
+        let event = &seen[line..seen[at_creation..]
+            .find('\n')
+            .map_or(seen.len(), |n| at_creation + n)];
+        assert!(event.contains("\"change\":\"created\""), "{seen}");
+        assert!(event.contains("\"tool\":\"sleep\""), "{seen}");
         assert!(
             at_creation < seen.find("\"status\":\"cancelled\"").unwrap(),
             "{seen}"

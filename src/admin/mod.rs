@@ -204,27 +204,43 @@ pub trait TaskAdmin: TaskStore {
         })
     }
 
-    /// Whether `row`'s job runs `tool` (always, without a tool to match).
+    /// Whether `row`'s task runs `tool` ([`tool_of`](Self::tool_of); always, without a
+    /// tool to match).
     ///
     /// # Errors
     /// [`Error::Store`] if the job cannot be read.
     fn has_tool(&self, row: &StoredRow, tool: Option<&str>) -> Result<bool, Error> {
-        let Some(tool) = tool else {
-            return Ok(true);
-        };
-        if row.task.attempts().is_none() {
-            return Ok(false);
+        match tool {
+            None => Ok(true),
+            Some(tool) => Ok(self.tool_of(row)?.as_deref() == Some(tool)),
         }
-        let job = match self.job(row.key.owner(), &row.key.id().to_string()) {
-            Ok(job) => job,
-            Err(Error::TaskNotFound { .. }) => return Ok(false),
-            Err(err) => return Err(err),
-        };
-        Ok(job
-            .as_ref()
-            .and_then(|job| job.get("tool"))
-            .and_then(|t| t.as_str())
-            == Some(tool))
+    }
+
+    /// The tool `row`'s task runs: the one it keeps ([`Task::tool`](crate::Task::tool),
+    /// named by its creator, as `mcp-tasks-server` does for every task); for a task that
+    /// keeps none (stored before tasks kept it, or created without one), the `tool` of its
+    /// job if it has one, at the cost of one read (an unfinished task that runs once has
+    /// no job: not read).
+    ///
+    /// # Errors
+    /// [`Error::Store`] if the job cannot be read.
+    fn tool_of(&self, row: &StoredRow) -> Result<Option<String>, Error> {
+        if let Some(tool) = row.task.tool() {
+            return Ok(Some(tool.to_owned()));
+        }
+        if !row.task.is_terminal() && row.task.attempts().is_none() {
+            return Ok(None);
+        }
+        match self.job(row.key.owner(), &row.key.id().to_string()) {
+            Ok(job) => Ok(job
+                .as_ref()
+                .and_then(|job| job.get("tool"))
+                .and_then(|tool| tool.as_str())
+                .map(str::to_owned)),
+            // Removed or expired since it was read.
+            Err(Error::TaskNotFound { .. }) => Ok(None),
+            Err(err) => Err(err),
+        }
     }
 
     /// The stored tasks with these ids, whoever owns them, in one pass over the store's

@@ -18,9 +18,11 @@ use super::AdminError;
 pub struct TaskQuery {
     /// Only tasks in one of these statuses; `None`: any.
     pub statuses: Option<Vec<TaskStatus>>,
-    /// Only tasks whose job runs this tool (the `tool` of a redeliverable task's job, as
-    /// `mcp-tasks-server` stores it): a task without a job never matches. Costs one read
-    /// of the job per task that passes the other filters.
+    /// Only tasks that run this tool: the tool a task keeps
+    /// ([`TaskRequest::with_tool`](crate::TaskRequest::with_tool): `mcp-tasks-server` names
+    /// it for every task, redeliverable or not), or for a task that keeps none (stored
+    /// before tasks kept it) the `tool` of its job, if it has one, at one read each
+    /// ([`TaskAdmin::tool_of`](super::TaskAdmin::tool_of)).
     pub tool: Option<String>,
     /// Only this owner's tasks.
     pub owner: Option<Owner>,
@@ -82,7 +84,7 @@ impl TaskQuery {
         self
     }
 
-    /// The same query, only for tasks whose job runs `tool`.
+    /// The same query, only for tasks that run `tool` ([`TaskQuery::tool`]).
     #[must_use]
     pub fn of_tool(mut self, tool: impl Into<String>) -> Self {
         self.tool = Some(tool.into());

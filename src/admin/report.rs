@@ -221,8 +221,8 @@ pub fn row_json(row: &StoredRow) -> serde_json::Value {
 
 impl TaskDetails {
     /// The JSON an operator's tools show of a task whole: [`row_json`], the task's wire
-    /// view (`task`), whether it keeps a job and its tool, its checkpoint's size and its
-    /// trace id.
+    /// view (`task`), whether it keeps a job, the tool it runs (the one it keeps, else its
+    /// job's), its checkpoint's size and its trace id.
     #[must_use]
     pub fn to_json(&self) -> serde_json::Value {
         let mut value = row_json(&self.row);
@@ -232,10 +232,11 @@ impl TaskDetails {
                 serde_json::to_value(&self.row.task).unwrap_or(serde_json::Value::Null),
             );
             map.insert("hasJob".into(), self.job.is_some().into());
-            map.insert(
-                "tool".into(),
-                self.job.as_ref().and_then(|job| job.tool.clone()).into(),
-            );
+            let tool = match self.row.task.tool() {
+                Some(tool) => Some(tool.to_owned()),
+                None => self.job.as_ref().and_then(|job| job.tool.clone()),
+            };
+            map.insert("tool".into(), tool.into());
             map.insert("checkpointBytes".into(), self.checkpoint_bytes.into());
             map.insert("traceId".into(), self.trace_id.clone().into());
         }

@@ -247,7 +247,8 @@ impl<D: Driver> Inner<D> {
             let task = Task::new(TaskId::from_uuid(uuid), at)
                 .with_ttl(ttl)
                 .with_poll_interval(poll_interval)
-                .with_trace_context(trace.clone());
+                .with_trace_context(trace.clone())
+                .with_tool(request.tool());
             match max_attempts {
                 Some(max) => task.with_attempts(max),
                 None => task,

@@ -246,7 +246,8 @@ impl TaskRegistry {
         let mut task = Task::new(TaskId::from_uuid(uuid), now)
             .with_ttl(ttl)
             .with_poll_interval(poll_interval)
-            .with_trace_context(request.trace.clone());
+            .with_trace_context(request.trace.clone())
+            .with_tool(request.tool());
         // Redelivery is a no-op here (no other instance): the task keeps its attempts and
         // checkpoints, and nothing ever claims it.
         if let Some(redelivery) = request.redelivery() {

@@ -940,25 +940,17 @@ fn events(console: &Arc<Console>) -> Response<Body> {
     response
 }
 
-/// The tool a task's job runs (`None` for a task without a job). Every task with a job is
-/// told, where the list's `tool` filter ([`TaskQuery::of_tool`]) matches redeliverable
-/// tasks only.
+/// The tool a task runs ([`TaskAdmin::tool_of`]; `None` for a task that names none).
 fn tool_of(store: &dyn TaskAdmin, row: &StoredRow) -> Result<Option<String>, AdminError> {
-    match store.job(row.key.owner(), &row.key.id().to_string()) {
-        Ok(job) => Ok(job
-            .as_ref()
-            .and_then(|job| job.get("tool"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)),
-        Err(mcp_tasks::Error::TaskNotFound { .. }) => Ok(None),
-        Err(err) => Err(AdminError::Store(err)),
-    }
+    Ok(store.tool_of(row)?)
 }
 
-/// A created or changed task, as the event stream tells it.
+/// A created or changed task, as the event stream tells it (its `tool` when it keeps one:
+/// a task stored before tasks kept it is told without, and the page keeps the tool the
+/// list showed).
 fn change_json(change: &StatusChange, kind: ChangeKind) -> Value {
     let task = &change.task;
-    json!({
+    let mut value = json!({
         "change": if kind == ChangeKind::Created { "created" } else { "changed" },
         "taskId": task.id().to_string(),
         "owner": change.owner.key(),
@@ -966,7 +958,11 @@ fn change_json(change: &StatusChange, kind: ChangeKind) -> Value {
         "statusMessage": task.status_message(),
         "createdAt": task.created_at().to_string(),
         "lastUpdatedAt": task.last_updated_at().to_string(),
-    })
+    });
+    if let Some(tool) = task.tool() {
+        value["tool"] = json!(tool);
+    }
+    value
 }
 
 #[cfg(test)]
