@@ -365,10 +365,14 @@ def main():
         filter_by(page)
         if row(page, live_id).count():
             row(page, live_id).locator("button").click()
+            expect(page.locator("#detail-fields")).to_contain_text(live_id)
         if SHOTS:
             os.makedirs(SHOTS, exist_ok=True)
+            # Tall enough for the panels and the top of the table.
+            page.set_viewport_size({"width": 1280, "height": 1500})
             page.evaluate("window.scrollTo(0, 0)")
             page.screenshot(path=os.path.join(SHOTS, "admin-console-desktop.png"))
+            page.set_viewport_size({"width": 1280, "height": 900})
         def purge_in_dialog():
             before = api_json("/api/counts")["byStatus"]
             finished = sum(before.get(s, 0) for s in ("completed", "failed", "cancelled"))
