@@ -176,6 +176,12 @@ impl AnyTask {
         each!(self, task => task.trace_context())
     }
 
+    /// The tool it runs, if its creator named one ([`Task::tool`]).
+    #[must_use]
+    pub fn tool(&self) -> Option<&str> {
+        each!(self, task => task.tool())
+    }
+
     /// The last checkpoint of its handler ([`Task::checkpoint`]).
     #[must_use]
     pub fn checkpoint(&self) -> Option<&serde_json::Value> {

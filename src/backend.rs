@@ -81,6 +81,10 @@
 //!   (an operator's view), each stored task in one page, with its lease's deadline and
 //!   holder; it pushes down what it can of the [`TaskFilter`] and bounds the work of a
 //!   call.
+//! - **Drain flags** (optional: default bodies). [`Driver::set_draining`] keeps an
+//!   operator's drain of an instance, by name, durably; [`Driver::drained`] lists them. The
+//!   store reads them before it claims (a drained instance claims nothing) and clears its
+//!   own when it starts. A driver that keeps none refuses to set one.
 //! - **Faults are errors.** A driver that cannot answer says [`Error::Store`] (with
 //!   [`Error::store_caused`], keeping the client's error as the source), never a state:
 //!   not "no task", not "stale". The store retries what may be retried (a wait's read, a
@@ -116,6 +120,8 @@
 //!   left as claimable after their [`ClaimBackoff`]; a claim is a write that lands only at
 //!   the version decided on and once the back-off passed, and takes a new lease in the
 //!   same step; the old holder's writes are refused from then on ([`Error::Superseded`]).
+//! - **A drained instance claims nothing**: a task an operator's drain hands over is
+//!   claimed by another instance ([`TaskAdmin::drain`](crate::admin::TaskAdmin::drain)).
 //! - **Cursors** are keyset positions of the owner's creation sequence, encrypted and
 //!   tagged per owner ([`CursorKey`]) under a secret every instance shares (configured, or
 //!   kept by the engine: [`Driver::share_secret`]).

@@ -90,6 +90,8 @@ pub struct Task<S: TaskState> {
     pub(crate) poll_interval: OptMillis,
     /// The trace context of the request that created the task (never on the wire).
     pub(crate) trace: Option<Arc<TraceContext>>,
+    /// The tool the task runs, if its creator named one (never on the wire).
+    pub(crate) tool: Option<Arc<str>>,
     pub(crate) data: S::Data,
     pub(crate) state: PhantomData<fn() -> S>,
 }
@@ -106,6 +108,7 @@ impl Task<Working> {
             ttl: OptMillis::NONE,
             poll_interval: OptMillis::NONE,
             trace: None,
+            tool: None,
             data: WorkingData::default(),
             state: PhantomData,
         }
@@ -208,6 +211,24 @@ impl<S: TaskState> Task<S> {
         self
     }
 
+    /// The same task, running the tool `tool` (a store does this for a request
+    /// [`with_tool`](crate::TaskRequest::with_tool)): kept in every status, for an
+    /// operator's view to filter and count by. A builder of a `working` task.
+    pub fn with_tool(mut self, tool: Option<&str>) -> Self
+    where
+        S: Buildable,
+    {
+        self.tool = tool.map(Arc::from);
+        self
+    }
+
+    /// The tool the task runs, if its creator named one, kept in every status. Never shown
+    /// on the wire.
+    #[must_use]
+    pub fn tool(&self) -> Option<&str> {
+        self.tool.as_deref()
+    }
+
     /// The trace context of the request that created the task, kept in every status
     /// ([`TraceContext`]). Never shown on the wire.
     #[must_use]
@@ -297,6 +318,7 @@ impl<S: TaskState> Task<S> {
             ttl: self.ttl,
             poll_interval: self.poll_interval,
             trace: self.trace,
+            tool: self.tool,
             data,
             state: PhantomData,
         }
@@ -508,6 +530,7 @@ impl<S: TaskState> Clone for Task<S> {
             ttl: self.ttl,
             poll_interval: self.poll_interval,
             trace: self.trace.clone(),
+            tool: self.tool.clone(),
             data: self.data.clone(),
             state: PhantomData,
         }
@@ -523,6 +546,7 @@ impl<S: TaskState> PartialEq for Task<S> {
             && self.ttl == other.ttl
             && self.poll_interval == other.poll_interval
             && self.trace == other.trace
+            && self.tool == other.tool
             && self.data == other.data
     }
 }
@@ -538,6 +562,7 @@ impl<S: TaskState> fmt::Debug for Task<S> {
             .field("ttl", &self.ttl())
             .field("poll_interval", &self.poll_interval())
             .field("trace", &self.trace)
+            .field("tool", &self.tool)
             .field("data", &self.data)
             .finish()
     }

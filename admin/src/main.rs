@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use mcp_tasks::admin::{
-    Action, AdminError, AdminPage, AdminRecord, InstanceInfo, TaskAdmin, TaskDetails, TaskQuery,
-    View, owner_name,
+    Action, AdminError, AdminPage, InstanceInfo, TaskAdmin, TaskDetails, TaskQuery, View,
+    owner_name,
 };
 use mcp_tasks::{Owner, TaskStatus, Timestamp};
 use mcp_tasks_server::store_url::{STORE_ENV, SharedStore, StoreSettings, is_memory};
@@ -79,15 +79,21 @@ enum Command {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         older_than: Duration,
     },
-    /// The instances seen in the leases of unfinished tasks.
+    /// The instances seen in the leases of unfinished tasks, and the drained ones.
     Instances,
-    /// Hand over every task an instance holds (then stop the instance: it is not told).
+    /// Stop an instance claiming tasks (a flag in the store its claim loop honours) and
+    /// hand over every task it holds; `undrain` (or its restart) ends it.
     Drain {
         /// The instance's name (as `instances` lists it).
         name: String,
         /// Who drains it (for the record).
         #[arg(long = "as", value_name = "NAME", default_value = "operator")]
         actor: String,
+    },
+    /// End a drain: the instance claims tasks again.
+    Undrain {
+        /// The instance's name.
+        name: String,
     },
 }
 
@@ -97,7 +103,8 @@ struct ListArgs {
     /// completed, failed, cancelled.
     #[arg(long, value_name = "STATUS", value_parser = parse_status)]
     status: Vec<TaskStatus>,
-    /// Only tasks whose job runs this tool (redeliverable tasks).
+    /// Only tasks that run this tool (the name a task keeps; for a task stored before
+    /// tasks kept it, its job's: redeliverable tasks only).
     #[arg(long)]
     tool: Option<String>,
     /// Only this owner's tasks (its key; `-` for the anonymous owner).
@@ -259,7 +266,9 @@ fn run(cli: Cli) -> Result<bool, Failed> {
         Command::Instances => {
             let instances = admin.instances()?;
             if json {
-                print_json(&Value::Array(instances.iter().map(instance_json).collect()));
+                print_json(&Value::Array(
+                    instances.iter().map(InstanceInfo::to_json).collect(),
+                ));
             } else {
                 print_instances(&instances);
             }
@@ -268,10 +277,7 @@ fn run(cli: Cli) -> Result<bool, Failed> {
         Command::Drain { name, actor } => {
             let report = admin.drain(&name, &actor)?;
             if json {
-                print_json(&json!({
-                    "handedOver": report.handed_over.iter().map(AdminRecord::to_json).collect::<Vec<_>>(),
-                    "kept": report.kept.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                }));
+                print_json(&report.to_json());
             } else {
                 for record in &report.handed_over {
                     println!(
@@ -284,12 +290,24 @@ fn run(cli: Cli) -> Result<bool, Failed> {
                     println!("kept: {kept}");
                 }
                 println!(
-                    "{}: {} tasks handed over, {} kept; stop the instance now (it is not told, \
-                     and may claim tasks again)",
+                    "{}: draining{} (it claims no task until `undrain` or its restart); \
+                     {} tasks handed over, {} kept (they run there to their end)",
                     name,
+                    if report.was_draining { " already" } else { "" },
                     report.handed_over.len(),
                     report.kept.len()
                 );
+            }
+            Ok(true)
+        }
+        Command::Undrain { name } => {
+            let was = admin.undrain(&name)?;
+            if json {
+                print_json(&json!({"name": name, "wasDraining": was}));
+            } else if was {
+                println!("{name}: drained no more (it claims tasks again)");
+            } else {
+                println!("{name}: was not drained");
             }
             Ok(true)
         }
@@ -376,6 +394,7 @@ fn kind(err: &AdminError) -> &'static str {
         AdminError::AlreadyFinished { .. } => "already_finished",
         AdminError::NotHandedOver { .. } => "not_handed_over",
         AdminError::InvalidCursor { .. } => "invalid_cursor",
+        AdminError::NoInstances => "no_instances",
         _ => "store",
     }
 }
@@ -384,16 +403,6 @@ fn print_json(value: &Value) {
     let mut out = std::io::stdout().lock();
     let _ = serde_json::to_writer_pretty(&mut out, value);
     let _ = writeln!(out);
-}
-
-fn instance_json(instance: &InstanceInfo) -> Value {
-    json!({
-        "name": instance.name,
-        "tasks": instance.tasks,
-        "liveLeases": instance.live_leases,
-        "latestDeadline": instance.latest_deadline.map(|at| at.to_string()),
-        "alive": instance.alive,
-    })
 }
 
 /// A duration for people: `42s`, `5m`, `3h`, `2d`.
@@ -541,6 +550,7 @@ fn print_instances(instances: &[InstanceInfo]) {
         "LIVE LEASES".to_owned(),
         "LATEST DEADLINE".to_owned(),
         "ALIVE".to_owned(),
+        "DRAINING".to_owned(),
     ]];
     for instance in instances {
         lines.push([
@@ -551,6 +561,7 @@ fn print_instances(instances: &[InstanceInfo]) {
                 .latest_deadline
                 .map_or("-".to_owned(), |at| at.to_string()),
             if instance.alive { "yes" } else { "no" }.to_owned(),
+            if instance.draining { "yes" } else { "no" }.to_owned(),
         ]);
     }
     print_table(&lines);

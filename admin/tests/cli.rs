@@ -77,9 +77,12 @@ fn console<S: TaskStore + Clone + 'static>(store: &S, url: &str, env: &[(&str, &
     let leased = leased.id().to_string();
     let mut alices = vec![leased.clone()];
     for n in 2..4 {
-        let task = store
-            .insert(&alice, TaskRequest::new(n, "tools/call"))
-            .unwrap();
+        // The first runs once, and keeps its tool: listed by it too.
+        let request = match n {
+            2 => TaskRequest::new(n, "tools/call").with_tool("fetch"),
+            _ => TaskRequest::new(n, "tools/call"),
+        };
+        let task = store.insert(&alice, request).unwrap();
         alices.push(task.id().to_string());
     }
     let mut bobs = Vec::new();
@@ -103,8 +106,9 @@ fn console<S: TaskStore + Clone + 'static>(store: &S, url: &str, env: &[(&str, &
         &["list", "--json", "--status", "cancelled"],
     ));
     assert_eq!(task_ids(&cancelled), vec![bobs[1].clone()]);
+    // The leased one keeps no tool (created without one): its job names it.
     let fetchers = ok_json(&admin(url, env, &["--json", "list", "--tool", "fetch"]));
-    assert_eq!(task_ids(&fetchers), vec![leased.clone()]);
+    assert_eq!(task_ids(&fetchers), vec![leased.clone(), alices[1].clone()]);
     let first = ok_json(&admin(url, env, &["--json", "list", "--limit", "3"]));
     assert_eq!(task_ids(&first).len(), 3);
     let cursor = first["nextCursor"]
@@ -206,6 +210,31 @@ fn console<S: TaskStore + Clone + 'static>(store: &S, url: &str, env: &[(&str, &
         "{}",
         stderr(&again)
     );
+
+    // Drain the instance that held it: flagged (its lapsed task is not handed over
+    // again), listed as draining, then undrained.
+    let holder = shown["leaseHolder"].as_str().unwrap();
+    let drained = ok_json(&admin(
+        url,
+        env,
+        &["--json", "drain", holder, "--as", "ops"],
+    ));
+    assert_eq!(drained["wasDraining"], false, "{drained}");
+    assert_eq!(drained["handedOver"].as_array().map(Vec::len), Some(0));
+    let instances = ok_json(&admin(url, env, &["--json", "instances"]));
+    let listed = instances
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == holder)
+        .expect("the drained instance is listed");
+    assert_eq!(listed["draining"], true, "{instances}");
+    let table = stdout(&admin(url, env, &["instances"]));
+    assert!(table.contains("DRAINING"), "{table}");
+    let undrained = stdout(&admin(url, env, &["undrain", holder]));
+    assert!(undrained.contains("drained no more"), "{undrained}");
+    let undrained = stdout(&admin(url, env, &["undrain", holder]));
+    assert!(undrained.contains("was not drained"), "{undrained}");
 
     // Purge the finished ones (cancelled twice, failed once).
     std::thread::sleep(Duration::from_millis(20));

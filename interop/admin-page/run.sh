@@ -68,6 +68,7 @@ log "starting $SERVER with the operator's console"
 env -u MCP_TASKS_TOKENS -u MCP_TASKS_ADMIN_TOKENS MCP_TASKS_TOKENS_FILE="$WORK/tokens" \
   MCP_TASKS_HTTP_ADDR=127.0.0.1:0 MCP_TASKS_ADMIN_ADDR=127.0.0.1:0 \
   MCP_TASKS_ADMIN_TOKENS_FILE="$WORK/admin-tokens" MCP_TASKS_MAX_TASKS_PER_OWNER=none \
+  MCP_TASKS_LEASE_MS=4000 MCP_TASKS_LEASE_RENEW_MS=1000 \
   RUST_BACKTRACE=1 "$SERVER" --redis "redis+unix://$SOCKET" \
   > "$WORK/console.server.out" 2> "$WORK/console.server.err" &
 SERVER_PID=$!

@@ -4,7 +4,9 @@ Checks, each counted: the page refuses a wrong token (an MCP principal's) and th
 answers 401 to it; signed in with the admin token, a task an MCP client creates appears and
 turns completed live (no reload); owner names and status messages holding markup render as
 text; filters; paging through over 1,000 tasks with the cursors; a cancel and a fail through
-the confirmation dialog, the store (tasks/get as the owner) showing the result. Screenshots
+the confirmation dialog, the store (tasks/get as the owner) showing the result; the
+instance drained through its dialog (the task it held is handed over and not claimed back)
+and undrained (claimed again); a purge of every finished task through its dialog. Screenshots
 (desktop and phone) into ADMIN_PAGE_SCREENSHOTS. Ends with "N passed, N failed".
 """
 
@@ -116,6 +118,20 @@ def api_status(path, token):
         return err.code
 
 
+def api_json(path):
+    request = urllib.request.Request(ADMIN_URL + path,
+                                     headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def refresh_instances(page):
+    """Signs in again (the instances are read at sign-in and every 15 s)."""
+    page.reload()
+    expect(page.locator("#app")).to_be_visible()
+    expect(page.locator("#instances tbody tr").first).to_be_visible()
+
+
 def rows(page):
     return page.locator("#tasks tbody tr")
 
@@ -190,15 +206,24 @@ def main():
             expect(page.locator("#live")).to_have_text("live")
         step("the page signs in with the admin token (keyboard) and goes live", signed_in)
         page.evaluate("window.__notReloaded = true")
+        settled(page)
 
+        created_at = time.monotonic()
         live_id = alice.sleep_task(8000)
 
-        def appears_and_completes():
-            expect(row(page, live_id).locator("td.status")).to_have_text("working", timeout=7_000)
+        def appears_by_push():
+            # The page reads its first page again only every 60 s unless the event stream
+            # tells of a new task: appearing within 2 s is the push.
+            expect(row(page, live_id).locator("td.status")).to_have_text("working", timeout=2_000)
+            print(f"     the new task appeared {time.monotonic() - created_at:.2f} s after "
+                  "its creation")
+        step("a task created over MCP is pushed to the page (appears within 2 s, working)",
+             appears_by_push)
+
+        def completes():
             expect(row(page, live_id).locator("td.status")).to_have_text("completed",
                                                                           timeout=15_000)
-        step("a task created over MCP appears working, then turns completed live",
-             appears_and_completes)
+        step("... then turns completed live", completes)
         check("... without a reload", page.evaluate("window.__notReloaded === true"))
         step("the counts say one completed", lambda: expect(
             page.locator('#by-status div[data-name="completed"] dd')).to_have_text("1"))
@@ -295,13 +320,82 @@ def main():
             expect(page.locator("#act-cancel")).to_be_disabled()
         step("a finished task's actions are disabled", refused_twice)
 
+        drain_id = alice.sleep_task(600_000)
+
+        def instance_row():
+            return page.locator("#instances tbody tr").first
+
+        def drain_in_dialog():
+            # The server's one instance holds the new task (sleep is redeliverable).
+            refresh_instances(page)
+            expect(instance_row().locator("td").nth(4)).to_have_text("claiming")
+            name = instance_row().get_attribute("data-name")
+            assert api_json(f"/api/tasks/{drain_id}")["leaseHolder"] == name
+            # Going back changes nothing.
+            instance_row().locator("button").click()
+            expect(page.locator("#confirm")).to_be_visible()
+            expect(page.locator("#confirm-text")).to_contain_text(name)
+            page.click("#confirm-no")
+            expect(page.locator("#confirm")).to_be_hidden()
+            assert not any(i["draining"] for i in api_json("/api/instances")["instances"])
+            instance_row().locator("button").click()
+            page.click("#confirm-yes")
+            expect(page.locator("#instance-result")).to_contain_text("Drained " + name)
+            expect(page.locator("#instance-result")).to_contain_text("tasks handed over")
+            expect(instance_row().locator("td").nth(4)).to_have_text("draining")
+            # Handed over, and not claimed back: the only instance is drained.
+            time.sleep(3)
+            task = api_json(f"/api/tasks/{drain_id}")
+            assert task["attempt"] == 1 and task["status"] == "working", task
+        step("drains the instance through the dialog; it claims nothing back", drain_in_dialog)
+
+        def undrain_in_dialog():
+            instance_row().locator("button").click()
+            expect(page.locator("#confirm-title")).to_contain_text("Undrain")
+            page.click("#confirm-yes")
+            expect(page.locator("#instance-result")).to_contain_text("Undrained")
+            expect(instance_row().locator("td").nth(4)).to_have_text("claiming")
+            deadline = time.monotonic() + 20
+            while api_json(f"/api/tasks/{drain_id}")["attempt"] != 2:
+                assert time.monotonic() < deadline, "not claimed again once undrained"
+                time.sleep(0.2)
+        step("undrains it through the dialog; it claims the task again (attempt 2)",
+             undrain_in_dialog)
+
         filter_by(page)
         if row(page, live_id).count():
             row(page, live_id).locator("button").click()
+            expect(page.locator("#detail-fields")).to_contain_text(live_id)
         if SHOTS:
             os.makedirs(SHOTS, exist_ok=True)
+            # Tall enough for the panels and the top of the table.
+            page.set_viewport_size({"width": 1280, "height": 1500})
             page.evaluate("window.scrollTo(0, 0)")
             page.screenshot(path=os.path.join(SHOTS, "admin-console-desktop.png"))
+            page.set_viewport_size({"width": 1280, "height": 900})
+        def purge_in_dialog():
+            before = api_json("/api/counts")["byStatus"]
+            finished = sum(before.get(s, 0) for s in ("completed", "failed", "cancelled"))
+            assert finished >= BULK, before
+            page.fill("#purge-age", "0")
+            page.select_option("#purge-unit", "60000")
+            page.click("#purge")
+            expect(page.locator("#confirm-title")).to_contain_text("Purge")
+            page.click("#confirm-no")
+            assert api_json("/api/counts")["byStatus"].get("completed") == before["completed"]
+            page.click("#purge")
+            page.click("#confirm-yes")
+            expect(page.locator("#purge-result")).to_contain_text(
+                f"Purged {finished} of {finished} finished tasks", timeout=30_000)
+            after = api_json("/api/counts")["byStatus"]
+            assert not any(after.get(s) for s in ("completed", "failed", "cancelled")), after
+            assert alice.status(drain_id) == "working"
+            settled(page)
+            statuses = set(rows(page).locator("td.status").all_text_contents())
+            assert statuses == {"working"}, statuses
+        step("purges every finished task through the dialog; working ones stay",
+             purge_in_dialog)
+
         phone = browser.new_context(viewport={"width": 390, "height": 844},
                                     device_scale_factor=2, is_mobile=True, has_touch=True)
         mobile = phone.new_page()

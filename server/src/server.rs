@@ -1245,9 +1245,9 @@ fn complete(mut result: Value) -> Value {
 }
 
 /// What the store is asked for a task running `tool`, requested with `arguments` in
-/// `generation` (in 2025-11-25 `session`, if any): a redeliverable tool's task keeps its
-/// [`Job`] and its bound on attempts; the others run once. One store call creates the
-/// task either way.
+/// `generation` (in 2025-11-25 `session`, if any): every task keeps its tool's name (for
+/// an operator's view); a redeliverable tool's task keeps its [`Job`] and its bound on
+/// attempts; the others run once. One store call creates the task either way.
 fn task_request(
     tool: &Tool,
     id: &RequestId,
@@ -1255,7 +1255,7 @@ fn task_request(
     generation: Generation,
     session: Option<&str>,
 ) -> TaskRequest {
-    let request = TaskRequest::new(id.clone(), "tools/call");
+    let request = TaskRequest::new(id.clone(), "tools/call").with_tool(tool.name());
     let Some(attempts) = tool.redelivery() else {
         return request;
     };

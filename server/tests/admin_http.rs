@@ -172,7 +172,16 @@ async fn tasks_are_listed_shown_counted_and_cancelled_once() {
     let (_mcp, admin, store) = start().await;
     tokio::task::spawn_blocking(move || {
         let ids = create(&*store, "alice", 5);
-        create(&*store, "bob", 2);
+        create(&*store, "bob", 1);
+        // A task that runs once, naming its tool: listed and counted by it.
+        let sleeper = store
+            .insert(
+                &Owner::new("bob"),
+                TaskRequest::new(9, "tools/call").with_tool("sleep"),
+            )
+            .unwrap()
+            .id()
+            .to_string();
         let page = get(admin, "/api/tasks?limit=3", Some(OPS)).json();
         assert_eq!(page["tasks"].as_array().unwrap().len(), 3);
         let cursor = page["nextCursor"].as_str().expect("a next page").to_owned();
@@ -197,6 +206,11 @@ async fn tasks_are_listed_shown_counted_and_cancelled_once() {
         assert_eq!(counts["total"], 7);
         assert_eq!(counts["byStatus"]["working"], 7);
         assert_eq!(counts["lastHour"]["created"][59], 7);
+        assert_eq!(counts["byTool"], serde_json::json!({"sleep": 1}));
+        let sleepers = get(admin, "/api/tasks?tool=sleep", Some(OPS)).json();
+        assert_eq!(sleepers["tasks"][0]["taskId"], sleeper.as_str());
+        assert_eq!(sleepers["tasks"][0]["tool"], "sleep");
+        assert_eq!(sleepers["tasks"].as_array().unwrap().len(), 1);
 
         let shown = get(admin, &format!("/api/tasks/{}", ids[0]), Some(OPS));
         assert_eq!(shown.status, 200);
@@ -296,7 +310,7 @@ async fn bad_input_is_refused_naming_what() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_event_stream_tells_each_change() {
+async fn the_event_stream_tells_each_creation_and_change() {
     let (_mcp, admin, store) = start().await;
     tokio::task::spawn_blocking(move || {
         let ids = create(&*store, "alice", 1);
@@ -313,16 +327,39 @@ async fn the_event_stream_tells_each_change() {
         let mut buf = [0_u8; 4096];
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut cancelled = false;
+        let mut created = None;
         while Instant::now() < deadline && !seen.contains("\"status\":\"cancelled\"") {
             if let Ok(n) = stream.read(&mut buf) {
                 assert!(n > 0, "the stream closed: {seen}");
                 seen.push_str(&String::from_utf8_lossy(&buf[..n]));
             }
             if !cancelled && seen.contains("event: ready") {
+                let made = store
+                    .insert(
+                        &Owner::new("bob"),
+                        TaskRequest::new(7, "tools/call").with_tool("sleep"),
+                    )
+                    .unwrap();
+                created = Some(made.id().to_string());
                 let _ = store.cancel(&Owner::new("alice"), &ids[0], None).unwrap();
                 cancelled = true;
             }
         }
+        // The new task is pushed too, before the cancel that followed it.
+        let created = created.expect("created once the stream was ready");
+        let at_creation = seen
+            .find(&format!("\"taskId\":\"{created}\""))
+            .unwrap_or_else(|| panic!("no event of the new task: {seen}"));
+        let line = seen[..at_creation].rfind("data:").unwrap();
+        let event = &seen[line..seen[at_creation..]
+            .find('\n')
+            .map_or(seen.len(), |n| at_creation + n)];
+        assert!(event.contains("\"change\":\"created\""), "{seen}");
+        assert!(event.contains("\"tool\":\"sleep\""), "{seen}");
+        assert!(
+            at_creation < seen.find("\"status\":\"cancelled\"").unwrap(),
+            "{seen}"
+        );
         assert!(
             seen.to_ascii_lowercase()
                 .contains("content-type: text/event-stream"),
@@ -361,4 +398,163 @@ fn an_admin_token_may_not_be_an_mcp_token() {
             "{err}"
         );
     });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_drain_and_purge_on_the_registry() {
+    let (_mcp, admin, store) = start().await;
+    tokio::task::spawn_blocking(move || {
+        let ids = create(&*store, "alice", 3);
+        let instances = get(admin, "/api/instances", Some(OPS));
+        assert_eq!(instances.status, 200);
+        assert_eq!(instances.json()["instances"], serde_json::json!([]));
+        // One process: no instance to drain.
+        let drain = post(admin, "/api/instances/web-1/drain", "{}");
+        assert_eq!(
+            (drain.status, drain.json()["kind"].as_str()),
+            (409, Some("no_instances"))
+        );
+        assert_eq!(
+            get(admin, "/api/instances/web-1/drain", Some(OPS)).status,
+            405
+        );
+
+        let _ = store.cancel(&Owner::new("alice"), &ids[0], None).unwrap();
+        let _ = store.cancel(&Owner::new("alice"), &ids[1], None).unwrap();
+        let kept = post(admin, "/api/purge", r#"{"olderThanMs": 3600000}"#).json();
+        assert_eq!(
+            (kept["examined"].as_u64(), kept["purged"].as_u64()),
+            (Some(2), Some(0))
+        );
+        std::thread::sleep(Duration::from_millis(5));
+        let purged = post(admin, "/api/purge", r#"{"olderThanMs": 1}"#);
+        assert_eq!(purged.status, 200, "{}", purged.body);
+        assert_eq!(purged.json()["purged"], 2);
+        assert_eq!(purged.json()["actor"], "ops");
+        assert!(store.get(&Owner::new("alice"), &ids[0]).is_err(), "purged");
+        assert_eq!(
+            store
+                .get(&Owner::new("alice"), &ids[2])
+                .unwrap()
+                .status()
+                .as_str(),
+            "working"
+        );
+
+        // Bad input: named; CSRF rules as for the tasks' actions.
+        for body in ["{}", r#"{"olderThanMs": -1}"#, r#"{"olderThanMs": "1h"}"#] {
+            let bad = post(admin, "/api/purge", body);
+            assert_eq!(
+                (bad.status, bad.json()["parameter"].as_str()),
+                (400, Some("olderThanMs")),
+                "{body}"
+            );
+        }
+        assert_eq!(get(admin, "/api/purge", Some(OPS)).status, 405);
+        let bearer = format!("Bearer {OPS}");
+        let form = request(
+            admin,
+            "POST",
+            "/api/purge",
+            &[("Authorization", &bearer), ("Content-Type", "text/plain")],
+            r#"{"olderThanMs": 0}"#,
+        );
+        assert_eq!(form.status, 415);
+        let foreign = request(
+            admin,
+            "POST",
+            "/api/instances/web-1/drain",
+            &[
+                ("Authorization", &bearer),
+                ("Content-Type", "application/json"),
+                ("Origin", "https://evil.example"),
+            ],
+            "{}",
+        );
+        assert_eq!(foreign.status, 403);
+        let anonymous = request(
+            admin,
+            "POST",
+            "/api/purge",
+            &[("Content-Type", "application/json")],
+            r#"{"olderThanMs": 0}"#,
+        );
+        assert_eq!(anonymous.status, 401);
+        assert!(store.get(&Owner::new("alice"), &ids[2]).is_ok());
+    })
+    .await
+    .unwrap();
+}
+
+/// Drain and undrain over HTTP on a shared store (SQLite in a temporary file): the
+/// instance holding a redeliverable task is listed, drained (the task handed over, the
+/// instance listed as draining), then undrained.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_are_drained_and_undrained_on_a_shared_store() {
+    use mcp_tasks::Redelivery;
+
+    let dir = std::env::temp_dir().join(format!(
+        "mcp-tasks-admin-http-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = Server::builder()
+        .store_url(format!("sqlite:{}", dir.join("tasks.db").display()))
+        .build()
+        .expect("a server on SQLite");
+    let store = server.admin_store().cloned().expect("an admin store");
+    let admin_tokens = Tokens::parse(&format!("ops={OPS}")).unwrap();
+    let tokens = Tokens::parse(&format!("alice={ALICE}")).unwrap();
+    let http =
+        Http::new(Access::Tokens(tokens)).admin(AdminSettings::new("127.0.0.1:0", admin_tokens));
+    let mut served = server.into_http(http);
+    let admin = served.bind_admin().await.unwrap().expect("the console");
+    let listener = bind("127.0.0.1:0").await.unwrap();
+    tokio::spawn(served.serve_until(listener, std::future::pending()));
+    tokio::task::spawn_blocking(move || {
+        let serde_json::Value::Object(job) = serde_json::json!({"tool": "fetch"}) else {
+            unreachable!()
+        };
+        let (task, _lease) = store
+            .insert_leased(
+                &Owner::new("alice"),
+                TaskRequest::new(1, "tools/call").with_redelivery(Redelivery::new(3, job)),
+            )
+            .unwrap();
+        let instances = get(admin, "/api/instances", Some(OPS)).json();
+        let name = instances["instances"][0]["name"]
+            .as_str()
+            .expect("the instance holding the task")
+            .to_owned();
+        assert_eq!(instances["instances"][0]["tasks"], 1);
+        assert_eq!(instances["instances"][0]["draining"], false);
+
+        let drained = post(admin, &format!("/api/instances/{name}/drain"), "{}");
+        assert_eq!(drained.status, 200, "{}", drained.body);
+        let report = drained.json();
+        assert_eq!(report["wasDraining"], false);
+        assert_eq!(report["handedOver"][0]["taskId"], task.id().to_string());
+        assert_eq!(report["handedOver"][0]["actor"], "ops");
+        let instances = get(admin, "/api/instances", Some(OPS)).json();
+        assert!(
+            instances["instances"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i["name"] == name.as_str() && i["draining"] == true),
+            "{instances}"
+        );
+        let undrained = post(admin, &format!("/api/instances/{name}/undrain"), "{}").json();
+        assert_eq!(undrained["wasDraining"], true);
+        let again = post(admin, &format!("/api/instances/{name}/undrain"), "{}").json();
+        assert_eq!(again["wasDraining"], false);
+    })
+    .await
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }

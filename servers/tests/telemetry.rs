@@ -477,8 +477,8 @@ fn created_task(
     (task, work)
 }
 
-/// The store gauges over a task registry: tasks by status across owners (a task that is
-/// not redeliverable keeps no job, so no tool), the oldest working task's age.
+/// The store gauges over a task registry: tasks by status and tool across owners (every
+/// task keeps its tool, though the registry keeps no job), the oldest working task's age.
 #[test]
 fn the_store_gauges_count_every_owners_tasks_by_status_and_tool() {
     let recorder = Recorder::new(Transport::Http.as_str());
@@ -506,13 +506,18 @@ fn the_store_gauges_count_every_owners_tasks_by_status_and_tool() {
             &[("mcp.task.status", status), ("gen_ai.tool.name", tool)],
         )
     };
-    // A registry's tasks are not redeliverable: it keeps no job, so no tool.
-    let statuses = ["working", "completed", "failed", "cancelled"];
-    until(&recorder, "one task in each status", |r| {
+    // A registry keeps no job; each task keeps its tool all the same.
+    let by_tool = [
+        ("working", "sleep"),
+        ("completed", "sleep"),
+        ("failed", "fail"),
+        ("cancelled", "sleep"),
+    ];
+    until(&recorder, "one task in each status, by its tool", |r| {
         r.value("mcp.task.store.scan.tasks", &[]) == 4.0
-            && statuses
+            && by_tool
                 .iter()
-                .all(|status| tasks(r, status, "_unknown") == 1.0)
+                .all(|(status, tool)| tasks(r, status, tool) == 1.0)
     });
     assert_eq!(recorder.value("mcp.task.store.tasks", &[]), 4.0);
     let age = recorder.value("mcp.task.store.oldest_working.age", &[]);
@@ -630,9 +635,9 @@ fn the_store_gauges_see_claims_stalls_and_exhaustion_and_keep_their_values_when_
     assert_eq!(tasks(&recorder, "completed", "sleep"), 1.0);
     assert_eq!(tasks(&recorder, "cancelled", "sleep"), 1.0);
     assert_eq!(
-        tasks(&recorder, "failed", "_unknown"),
+        tasks(&recorder, "failed", "fail"),
         1.0,
-        "fail runs once: no job"
+        "fail runs once (no job), and keeps its tool"
     );
     assert_eq!(recorder.value("mcp.task.store.exhausted", &[]), 1.0);
     let age = recorder.value("mcp.task.store.oldest_working.age", &[]);

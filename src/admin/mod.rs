@@ -27,11 +27,12 @@
 //!   an [`AdminRecord`] for the caller to log.
 //! - **Purge** ([`TaskAdmin::purge_finished`]): removes finished tasks older than a bound,
 //!   a store page at a time, telling progress after each.
-//! - **Instances** ([`TaskAdmin::instances`]) and **drain** ([`TaskAdmin::drain`]): the
-//!   instances seen in the leases of unfinished tasks (an instance holding none is not
-//!   seen), and a hand-over of every task one holds. A drain does not stop the instance
-//!   (no flag in the store tells its claim loop to stop claiming): stop it too, or it may
-//!   claim tasks again.
+//! - **Instances** ([`TaskAdmin::instances`]), **drain** ([`TaskAdmin::drain`]) and
+//!   **undrain** ([`TaskAdmin::undrain`]): the instances seen in the leases of unfinished
+//!   tasks (an instance holding none is not seen, unless drained); a drain sets a flag in
+//!   the store that the instance's claim loop honours (it claims nothing more) and hands
+//!   over every task it holds. The flag holds until undrained, or until an instance of
+//!   that name starts again.
 //!
 //! Finding a task by id alone (the operator does not know its owner) reads the store's
 //! pages until it is found: one pass for any number of ids ([`TaskAdmin::act`]).
@@ -50,9 +51,10 @@ use crate::error::Error;
 use crate::jsonrpc::INTERNAL_ERROR;
 use crate::outcome::Outcome;
 use crate::status::TaskStatus;
-use crate::store::{TaskStore, Update};
+use crate::store::{StatusChange, SubscriptionId, TaskStore, Update};
 use crate::{AnyTask, Transition};
 
+pub use crate::store::{ChangeKind, ChangeWatcher};
 pub use query::{AdminCursor, TaskQuery, View, awaits_claim};
 pub use report::{
     AdminAction, AdminError, AdminPage, AdminRecord, DrainReport, InstanceInfo, JobSummary,
@@ -106,6 +108,37 @@ pub trait TaskAdmin: TaskStore {
     /// # Errors
     /// [`Error::Store`] if the store cannot answer.
     fn release_lease(&self, row: &StoredRow) -> Result<bool, Error>;
+
+    /// The names of the instances drained ([`drain`](Self::drain)) and not yet resumed
+    /// ([`undrain`](Self::undrain)), as the store keeps them. The default: none.
+    ///
+    /// # Errors
+    /// [`Error::Store`] if the store cannot answer.
+    fn drained(&self) -> Result<Vec<String>, Error> {
+        Ok(Vec::new())
+    }
+
+    /// Sets or clears the drain flag of the instance `name`; answers whether it was set
+    /// before. The default, for a store of one process (no instances): refused.
+    ///
+    /// # Errors
+    /// [`AdminError::NoInstances`] for a store of one process; [`AdminError::Store`].
+    fn set_draining(&self, name: &str, draining: bool) -> Result<bool, AdminError> {
+        let _ = (name, draining);
+        Err(AdminError::NoInstances)
+    }
+
+    /// Registers `watcher` for every creation and every status change of every owner's
+    /// tasks (from any instance of a shared store: what its change feed hears), called as
+    /// a [`Subscriber`](crate::Subscriber) is; [`TaskStore::unsubscribe`] removes it. An
+    /// operator's live view: new tasks are pushed, not polled for.
+    ///
+    /// The default, for a store that cannot tell creations: its status changes only.
+    fn watch(&self, watcher: ChangeWatcher) -> SubscriptionId {
+        self.add_subscriber(std::sync::Arc::new(move |change: &StatusChange| {
+            watcher(change, ChangeKind::Changed);
+        }))
+    }
 
     /// One page of every owner's tasks that `query` keeps, after `cursor` (from the first
     /// with `None`), at most `limit` (clamped to `1..=`[`MAX_ADMIN_PAGE`]).
@@ -171,27 +204,43 @@ pub trait TaskAdmin: TaskStore {
         })
     }
 
-    /// Whether `row`'s job runs `tool` (always, without a tool to match).
+    /// Whether `row`'s task runs `tool` ([`tool_of`](Self::tool_of); always, without a
+    /// tool to match).
     ///
     /// # Errors
     /// [`Error::Store`] if the job cannot be read.
     fn has_tool(&self, row: &StoredRow, tool: Option<&str>) -> Result<bool, Error> {
-        let Some(tool) = tool else {
-            return Ok(true);
-        };
-        if row.task.attempts().is_none() {
-            return Ok(false);
+        match tool {
+            None => Ok(true),
+            Some(tool) => Ok(self.tool_of(row)?.as_deref() == Some(tool)),
         }
-        let job = match self.job(row.key.owner(), &row.key.id().to_string()) {
-            Ok(job) => job,
-            Err(Error::TaskNotFound { .. }) => return Ok(false),
-            Err(err) => return Err(err),
-        };
-        Ok(job
-            .as_ref()
-            .and_then(|job| job.get("tool"))
-            .and_then(|t| t.as_str())
-            == Some(tool))
+    }
+
+    /// The tool `row`'s task runs: the one it keeps ([`Task::tool`](crate::Task::tool),
+    /// named by its creator, as `mcp-tasks-server` does for every task); for a task that
+    /// keeps none (stored before tasks kept it, or created without one), the `tool` of its
+    /// job if it has one, at the cost of one read (an unfinished task that runs once has
+    /// no job: not read).
+    ///
+    /// # Errors
+    /// [`Error::Store`] if the job cannot be read.
+    fn tool_of(&self, row: &StoredRow) -> Result<Option<String>, Error> {
+        if let Some(tool) = row.task.tool() {
+            return Ok(Some(tool.to_owned()));
+        }
+        if !row.task.is_terminal() && row.task.attempts().is_none() {
+            return Ok(None);
+        }
+        match self.job(row.key.owner(), &row.key.id().to_string()) {
+            Ok(job) => Ok(job
+                .as_ref()
+                .and_then(|job| job.get("tool"))
+                .and_then(|tool| tool.as_str())
+                .map(str::to_owned)),
+            // Removed or expired since it was read.
+            Err(Error::TaskNotFound { .. }) => Ok(None),
+            Err(err) => Err(err),
+        }
     }
 
     /// The stored tasks with these ids, whoever owns them, in one pass over the store's
@@ -362,8 +411,8 @@ pub trait TaskAdmin: TaskStore {
         }
     }
 
-    /// The instances seen in the leases of the store's unfinished tasks, by name, with how
-    /// many tasks each holds (one read of every unfinished task).
+    /// The instances seen in the leases of the store's unfinished tasks, and the drained
+    /// ones, by name, with how many tasks each holds (one read of every unfinished task).
     ///
     /// # Errors
     /// [`Error::Store`] if the store cannot answer.
@@ -383,6 +432,7 @@ pub trait TaskAdmin: TaskStore {
                         live_leases: 0,
                         latest_deadline: None,
                         alive: false,
+                        draining: false,
                     });
                     seen.len() - 1
                 }
@@ -398,18 +448,35 @@ pub trait TaskAdmin: TaskStore {
             }
             Ok(())
         })?;
+        for name in self.drained()? {
+            match seen.iter_mut().find(|i| i.name == name) {
+                Some(instance) => instance.draining = true,
+                None => seen.push(InstanceInfo {
+                    name,
+                    tasks: 0,
+                    live_leases: 0,
+                    latest_deadline: None,
+                    alive: false,
+                    draining: true,
+                }),
+            }
+        }
         seen.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(seen)
     }
 
-    /// Hands over every task the instance `name` holds that can be (redeliverable, with
-    /// attempts left, leased): other instances claim them. It does not stop the instance:
-    /// stop it as well (or it may claim tasks again).
+    /// Drains the instance `name`: sets its drain flag in the store, so that its claim loop
+    /// claims nothing from now on (no task handed over, no task whose instance stopped),
+    /// then hands over every task it holds that can be (redeliverable, with attempts left,
+    /// leased): other instances claim them. The instance keeps serving its clients (a task
+    /// created through it runs there) and running the tasks it keeps. The flag holds until
+    /// [`undrain`](Self::undrain), or until an instance of that name starts again.
     ///
     /// # Errors
-    /// [`Error::Store`] if the store cannot be read (a task's own refusal is in the
-    /// report).
-    fn drain(&self, name: &str, actor: &str) -> Result<DrainReport, Error> {
+    /// [`AdminError::NoInstances`] for a store of one process; [`AdminError::Store`] if the
+    /// store cannot be read (a task's own refusal is in the report).
+    fn drain(&self, name: &str, actor: &str) -> Result<DrainReport, AdminError> {
+        let already = self.set_draining(name, true)?;
         let mut held = Vec::new();
         self.each_unfinished(&mut |row| {
             if row.lease_holder.as_deref() == Some(name) {
@@ -418,17 +485,27 @@ pub trait TaskAdmin: TaskStore {
             Ok(())
         })?;
         let mut report = DrainReport {
+            was_draining: already,
             handed_over: Vec::new(),
             kept: Vec::new(),
         };
         for row in &held {
             match act_on(self, row, &Action::HandOver, actor) {
                 Ok(record) => report.handed_over.push(record),
-                Err(AdminError::Store(err)) => return Err(err),
+                Err(AdminError::Store(err)) => return Err(err.into()),
                 Err(refused) => report.kept.push(refused),
             }
         }
         Ok(report)
+    }
+
+    /// Ends a drain of the instance `name`: its claim loop claims again. Answers whether it
+    /// was drained.
+    ///
+    /// # Errors
+    /// [`AdminError::NoInstances`] for a store of one process; [`AdminError::Store`].
+    fn undrain(&self, name: &str) -> Result<bool, AdminError> {
+        self.set_draining(name, false)
     }
 
     /// Calls `each` on every unfinished task of the store, a page at a time.
@@ -601,6 +678,18 @@ impl<T: AsSharedStore> TaskAdmin for T {
             .renew(std::slice::from_ref(&call), lease)?;
         Ok(verdicts.first() == Some(&Renewal::Released))
     }
+
+    fn watch(&self, watcher: ChangeWatcher) -> SubscriptionId {
+        self.shared_store().watch(watcher)
+    }
+
+    fn drained(&self) -> Result<Vec<String>, Error> {
+        self.shared_store().driver().drained()
+    }
+
+    fn set_draining(&self, name: &str, draining: bool) -> Result<bool, AdminError> {
+        Ok(self.shared_store().driver().set_draining(name, draining)?)
+    }
 }
 
 /// The in-process registry: its tasks in creation order; no leases (nothing to hand over,
@@ -645,6 +734,10 @@ impl TaskAdmin for crate::TaskRegistry {
 
     fn release_lease(&self, _row: &StoredRow) -> Result<bool, Error> {
         Ok(false)
+    }
+
+    fn watch(&self, watcher: ChangeWatcher) -> SubscriptionId {
+        self.watch_every(watcher)
     }
 }
 

@@ -18,9 +18,11 @@ use super::AdminError;
 pub struct TaskQuery {
     /// Only tasks in one of these statuses; `None`: any.
     pub statuses: Option<Vec<TaskStatus>>,
-    /// Only tasks whose job runs this tool (the `tool` of a redeliverable task's job, as
-    /// `mcp-tasks-server` stores it): a task without a job never matches. Costs one read
-    /// of the job per task that passes the other filters.
+    /// Only tasks that run this tool: the tool a task keeps
+    /// ([`TaskRequest::with_tool`](crate::TaskRequest::with_tool): `mcp-tasks-server` names
+    /// it for every task, redeliverable or not), or for a task that keeps none (stored
+    /// before tasks kept it) the `tool` of its job, if it has one, at one read each
+    /// ([`TaskAdmin::tool_of`](super::TaskAdmin::tool_of)).
     pub tool: Option<String>,
     /// Only this owner's tasks.
     pub owner: Option<Owner>,
@@ -50,8 +52,11 @@ pub enum View {
     },
     /// Tasks `input_required` for longer than this (since their last update).
     InputRequiredLongerThan(Duration),
-    /// Redeliverable tasks with no attempts left: on their last attempt, or finished after
-    /// it.
+    /// Unfinished redeliverable tasks (`working` or `input_required`) on their last
+    /// attempt: if their instance stops, no other claims them (they fail). A finished task
+    /// keeps no attempts, so it is never in this view: one whose attempts ran out is
+    /// `failed`, with the status message `the task failed after N attempts…` (list the
+    /// `failed` status to see them).
     Exhausted,
 }
 
@@ -79,7 +84,7 @@ impl TaskQuery {
         self
     }
 
-    /// The same query, only for tasks whose job runs `tool`.
+    /// The same query, only for tasks that run `tool` ([`TaskQuery::tool`]).
     #[must_use]
     pub fn of_tool(mut self, tool: impl Into<String>) -> Self {
         self.tool = Some(tool.into());
@@ -123,17 +128,22 @@ impl TaskQuery {
 
     /// What the store is asked to filter itself: the statuses, narrowed by the view's.
     pub(crate) fn pushed_down(&self) -> TaskFilter {
-        let implied = match self.view {
-            Some(View::Stalled { .. }) => Some(TaskStatus::Working),
-            Some(View::InputRequiredLongerThan(_)) => Some(TaskStatus::InputRequired),
-            Some(View::Exhausted) | None => None,
+        let implied: Option<&[TaskStatus]> = match self.view {
+            Some(View::Stalled { .. }) => Some(&[TaskStatus::Working]),
+            Some(View::InputRequiredLongerThan(_)) => Some(&[TaskStatus::InputRequired]),
+            Some(View::Exhausted) => Some(&[TaskStatus::Working, TaskStatus::InputRequired]),
+            None => None,
         };
         let statuses: Option<Vec<TaskStatus>> = match (&self.statuses, implied) {
-            (Some(statuses), Some(implied)) => {
-                Some(statuses.iter().copied().filter(|s| *s == implied).collect())
-            }
+            (Some(statuses), Some(implied)) => Some(
+                statuses
+                    .iter()
+                    .copied()
+                    .filter(|s| implied.contains(s))
+                    .collect(),
+            ),
             (Some(statuses), None) => Some(statuses.clone()),
-            (None, Some(implied)) => Some(vec![implied]),
+            (None, Some(implied)) => Some(implied.to_vec()),
             (None, None) => None,
         };
         let mut filter = TaskFilter::any();
@@ -194,7 +204,7 @@ impl View {
                 task.status() == TaskStatus::InputRequired
                     && now.saturating_since(task.last_updated_at()) > bound
             }
-            View::Exhausted => task.attempts().is_some_and(|a| !a.left()),
+            View::Exhausted => !task.is_terminal() && task.attempts().is_some_and(|a| !a.left()),
         }
     }
 }

@@ -43,6 +43,10 @@ pub enum AdminError {
         /// The cursor (shortened).
         cursor: String,
     },
+    /// The store lives in one process (the in-process registry): it has no instances to
+    /// drain.
+    #[error("this store lives in one process: it has no instances to drain")]
+    NoInstances,
     /// The store could not answer, or refused the change (its own error).
     #[error(transparent)]
     Store(#[from] Error),
@@ -141,7 +145,8 @@ pub struct JobSummary {
     pub tool: Option<String>,
 }
 
-/// One instance seen in the store's leases ([`TaskAdmin::instances`](super::TaskAdmin::instances)).
+/// One instance seen in the store's leases or drain flags
+/// ([`TaskAdmin::instances`](super::TaskAdmin::instances)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceInfo {
     /// Its name (`StoreSettings::instance_name`).
@@ -154,6 +159,9 @@ pub struct InstanceInfo {
     pub latest_deadline: Option<Timestamp>,
     /// Whether it looks alive: at least one of its leases is still running.
     pub alive: bool,
+    /// Whether an operator drained it ([`TaskAdmin::drain`](super::TaskAdmin::drain)): it
+    /// claims no task.
+    pub draining: bool,
 }
 
 /// A page of an operator's list ([`TaskAdmin::list_tasks`](super::TaskAdmin::list_tasks)).
@@ -182,6 +190,8 @@ pub struct PurgeProgress {
 /// What a drain did ([`TaskAdmin::drain`](super::TaskAdmin::drain)).
 #[derive(Debug)]
 pub struct DrainReport {
+    /// Whether the instance was drained already (its flag was set before).
+    pub was_draining: bool,
     /// The tasks handed over.
     pub handed_over: Vec<AdminRecord>,
     /// The instance's tasks that could not be (not redeliverable, no attempts left):
@@ -211,8 +221,8 @@ pub fn row_json(row: &StoredRow) -> serde_json::Value {
 
 impl TaskDetails {
     /// The JSON an operator's tools show of a task whole: [`row_json`], the task's wire
-    /// view (`task`), whether it keeps a job and its tool, its checkpoint's size and its
-    /// trace id.
+    /// view (`task`), whether it keeps a job, the tool it runs (the one it keeps, else its
+    /// job's), its checkpoint's size and its trace id.
     #[must_use]
     pub fn to_json(&self) -> serde_json::Value {
         let mut value = row_json(&self.row);
@@ -222,14 +232,44 @@ impl TaskDetails {
                 serde_json::to_value(&self.row.task).unwrap_or(serde_json::Value::Null),
             );
             map.insert("hasJob".into(), self.job.is_some().into());
-            map.insert(
-                "tool".into(),
-                self.job.as_ref().and_then(|job| job.tool.clone()).into(),
-            );
+            let tool = match self.row.task.tool() {
+                Some(tool) => Some(tool.to_owned()),
+                None => self.job.as_ref().and_then(|job| job.tool.clone()),
+            };
+            map.insert("tool".into(), tool.into());
             map.insert("checkpointBytes".into(), self.checkpoint_bytes.into());
             map.insert("traceId".into(), self.trace_id.clone().into());
         }
         value
+    }
+}
+
+impl InstanceInfo {
+    /// The JSON an operator's tools show of an instance: its name, tasks, live leases,
+    /// latest deadline, whether it looks alive and whether it is drained.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "tasks": self.tasks,
+            "liveLeases": self.live_leases,
+            "latestDeadline": self.latest_deadline.map(|at| at.to_string()),
+            "alive": self.alive,
+            "draining": self.draining,
+        })
+    }
+}
+
+impl DrainReport {
+    /// The JSON an operator's tools show of a drain: whether the instance was drained
+    /// already, the records of the tasks handed over, and why the others were kept.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "wasDraining": self.was_draining,
+            "handedOver": self.handed_over.iter().map(AdminRecord::to_json).collect::<Vec<_>>(),
+            "kept": self.kept.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        })
     }
 }
 

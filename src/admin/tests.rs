@@ -24,7 +24,9 @@ fn with_job(n: i64, tool: &str, max: u32) -> TaskRequest {
     let JsonValue::Object(job) = json!({"tool": tool, "arguments": {}}) else {
         unreachable!()
     };
-    request(n).with_redelivery(Redelivery::new(max, job as JsonObject))
+    request(n)
+        .with_tool(tool)
+        .with_redelivery(Redelivery::new(max, job as JsonObject))
 }
 
 type JsonValue = serde_json::Value;
@@ -137,13 +139,21 @@ fn derived_views_tool_and_attempt_filters() {
         )
         .unwrap();
     clock.advance(Duration::from_secs(120));
+    let once = registry
+        .insert(&owner, request(4).with_tool("fetch"))
+        .unwrap();
     let list = |query: TaskQuery| ids(&registry.list_tasks(&query, None, 100).unwrap());
-    // The registry keeps no job (its tasks never run elsewhere): no task has a tool.
+    // The registry keeps no job (its tasks never run elsewhere), but every task keeps the
+    // tool its creator named: the filter matches those that run once too.
     assert_eq!(
         registry.job(&owner, &fetcher.id().to_string()).unwrap(),
         None
     );
-    assert!(list(TaskQuery::all().of_tool("fetch")).is_empty());
+    assert_eq!(
+        list(TaskQuery::all().of_tool("fetch")),
+        vec![fetcher.id().to_string(), once.id().to_string()]
+    );
+    assert!(list(TaskQuery::all().of_tool("nothing")).is_empty());
     assert_eq!(
         list(TaskQuery::all().in_view(View::Exhausted)),
         vec![sleeper.id().to_string()],
@@ -174,6 +184,27 @@ fn derived_views_tool_and_attempt_filters() {
         )
         .is_empty(),
         "a status and a view that exclude each other keep nothing"
+    );
+    // Exhausted: unfinished tasks only (pushed down as such); a finished one keeps no
+    // attempts and leaves the view.
+    assert_eq!(
+        TaskQuery::all()
+            .in_view(View::Exhausted)
+            .pushed_down()
+            .statuses,
+        Some(vec![TaskStatus::Working, TaskStatus::InputRequired])
+    );
+    let _ = registry
+        .cancel(&owner, &sleeper.id().to_string(), None)
+        .unwrap();
+    assert!(list(TaskQuery::all().in_view(View::Exhausted)).is_empty());
+    assert!(
+        list(
+            TaskQuery::all()
+                .with_status(TaskStatus::Cancelled)
+                .in_view(View::Exhausted)
+        )
+        .is_empty()
     );
 }
 

@@ -177,6 +177,32 @@ pub trait Driver: Send + Sync + std::fmt::Debug + 'static {
     fn disconnections(&self) -> u64 {
         0
     }
+
+    /// The names of the instances an operator drained
+    /// ([`set_draining`](Self::set_draining)), kept by the engine for every instance to
+    /// read: a drained instance claims no task. The default, for an engine that keeps no
+    /// drain flags: none.
+    ///
+    /// # Errors
+    /// [`Error::Store`] if the engine cannot answer.
+    fn drained(&self) -> Result<Vec<String>, Error> {
+        Ok(Vec::new())
+    }
+
+    /// Sets (`draining`) or clears the drain flag of the instance `name`, durably (until
+    /// cleared: an instance clears its own when it starts); answers whether it was set
+    /// before. The default keeps no flags: clearing answers `false`, setting is refused.
+    ///
+    /// # Errors
+    /// [`Error::Store`] if the engine cannot answer, or (the default) keeps no flags.
+    fn set_draining(&self, name: &str, draining: bool) -> Result<bool, Error> {
+        let _ = name;
+        if draining {
+            Err(Error::store("this store keeps no drain flags"))
+        } else {
+            Ok(false)
+        }
+    }
 }
 
 impl<D: Driver + ?Sized> Driver for Box<D> {
@@ -243,6 +269,14 @@ impl<D: Driver + ?Sized> Driver for Box<D> {
 
     fn disconnections(&self) -> u64 {
         (**self).disconnections()
+    }
+
+    fn drained(&self) -> Result<Vec<String>, Error> {
+        (**self).drained()
+    }
+
+    fn set_draining(&self, name: &str, draining: bool) -> Result<bool, Error> {
+        (**self).set_draining(name, draining)
     }
 }
 

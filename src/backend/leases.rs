@@ -140,9 +140,28 @@ impl<D: Driver> Inner<D> {
         Ok(())
     }
 
-    /// Claims a due candidate, if any.
+    /// Claims a due candidate, if any, unless an operator drained this instance (read
+    /// from the driver before the first claim of each call: a task handed over by a drain
+    /// is heard of after its flag was set, so it is never claimed back here); a drained
+    /// instance drops its due candidates (a lease round files them again while they are
+    /// still unclaimed).
     pub(crate) fn claim_due(&self, leases: &Leases) -> Result<Option<Claim>, Error> {
+        let mut checked = false;
         while let Some(key) = leases.claimables.take_due() {
+            if !checked {
+                checked = true;
+                let drained = match self.driver.drained() {
+                    Ok(drained) => drained,
+                    Err(err) => {
+                        leases.claimables.file(key, Instant::now());
+                        return Err(err);
+                    }
+                };
+                if drained.iter().any(|name| name == self.settings.instance()) {
+                    while leases.claimables.take_due().is_some() {}
+                    return Ok(None);
+                }
+            }
             if let Some(claim) = self.claim_key(leases, key)? {
                 return Ok(Some(claim));
             }

@@ -124,6 +124,8 @@ impl<D: Driver> SharedStore<D> {
     pub fn start(driver: D, settings: StoreSettings) -> Result<Self, Error> {
         settings.validate()?;
         let cursors = Cursors::agree(&driver, settings.configured_cursor_secret())?;
+        // A drain of an earlier instance of this name ends with it: this one claims.
+        driver.set_draining(settings.instance(), false)?;
         let leases = Leases::of(&settings);
         let inner = Arc::new(Inner {
             driver,
@@ -184,6 +186,12 @@ impl<D: Driver> SharedStore<D> {
         self.inner.feed.live()
     }
 
+    /// Registers `watcher` for every creation and status change heard by this instance
+    /// (any instance's: [`TaskAdmin::watch`](crate::admin::TaskAdmin::watch)).
+    pub(crate) fn watch(&self, watcher: crate::store::ChangeWatcher) -> SubscriptionId {
+        self.inner.notifier.watch(watcher)
+    }
+
     /// The current time on the engine's clock (the one every timestamp comes from).
     ///
     /// # Errors
@@ -239,7 +247,8 @@ impl<D: Driver> Inner<D> {
             let task = Task::new(TaskId::from_uuid(uuid), at)
                 .with_ttl(ttl)
                 .with_poll_interval(poll_interval)
-                .with_trace_context(trace.clone());
+                .with_trace_context(trace.clone())
+                .with_tool(request.tool());
             match max_attempts {
                 Some(max) => task.with_attempts(max),
                 None => task,
@@ -484,7 +493,11 @@ impl<D: Driver> Inner<D> {
                 notify,
                 parts,
             } => {
-                let told = if notify && self.notifier.has_subscribers() {
+                // Version 1 is a creation: told to the watchers only (it is no status change).
+                let created = version == 1;
+                let told = if (notify && self.notifier.has_subscribers())
+                    || (created && self.notifier.has_watchers())
+                {
                     match &parts {
                         Some(parts) => parts.decode(&key.id().to_string()).ok(),
                         // Not carried (too large for the event): read it (it may have moved
@@ -500,7 +513,11 @@ impl<D: Driver> Inner<D> {
                     None => self.copies.outdate(&key, version),
                 }
                 if let Some(task) = told {
-                    self.notifier.queue(key.owner(), &task);
+                    if created {
+                        self.notifier.queue_created(key.owner(), &task);
+                    } else {
+                        self.notifier.queue(key.owner(), &task);
+                    }
                     self.notifier.deliver();
                 }
                 self.feed.bump(&key);

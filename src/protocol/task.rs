@@ -87,6 +87,7 @@ fn build<S: TaskState>(wire: TaskObject, data: S::Data) -> AnyTask {
         ttl: crate::millis::OptMillis::new(wire.ttl),
         poll_interval: crate::millis::OptMillis::new(wire.poll_interval),
         trace: None,
+        tool: None,
         data,
         state: std::marker::PhantomData,
     }

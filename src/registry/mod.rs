@@ -246,7 +246,8 @@ impl TaskRegistry {
         let mut task = Task::new(TaskId::from_uuid(uuid), now)
             .with_ttl(ttl)
             .with_poll_interval(poll_interval)
-            .with_trace_context(request.trace.clone());
+            .with_trace_context(request.trace.clone())
+            .with_tool(request.tool());
         // Redelivery is a no-op here (no other instance): the task keeps its attempts and
         // checkpoints, and nothing ever claims it.
         if let Some(redelivery) = request.redelivery() {
@@ -277,7 +278,11 @@ impl TaskRegistry {
                     }),
                     _ => match lanes.iter_mut().find(|(index, _)| *index == shard) {
                         Some((_, inner)) => {
-                            self.insert_locked(inner, key, owner, &task, &mut request)
+                            let stored = self.insert_locked(inner, key, owner, &task, &mut request);
+                            if stored.is_ok() {
+                                after.queue_created(owner, &task);
+                            }
+                            stored
                         }
                         None => Err(Error::Internal(
                             "a task's shard is not one of its owner's lanes".to_owned(),
@@ -622,6 +627,16 @@ impl AfterUnlock<'_> {
         }
     }
 
+    /// Queues the creation of `owner`'s `task` for watchers, delivered after the unlock.
+    fn queue_created(&mut self, owner: &Owner, task: &Task<Working>) {
+        if self.shared.notifier.has_watchers() {
+            self.shared
+                .notifier
+                .queue_created(owner, &task.clone().into_any());
+            self.queued = true;
+        }
+    }
+
     /// Ends the section's work: call it after the lock guard is dropped.
     fn finish(self) {}
 }
@@ -837,6 +852,14 @@ impl TaskStore for TaskRegistry {
 
     fn add_subscriber(&self, subscriber: Subscriber) -> SubscriptionId {
         self.shared.notifier.subscribe(subscriber)
+    }
+}
+
+impl TaskRegistry {
+    /// Registers `watcher` for every creation and status change
+    /// ([`TaskAdmin::watch`](crate::admin::TaskAdmin::watch)).
+    pub(crate) fn watch_every(&self, watcher: crate::store::ChangeWatcher) -> SubscriptionId {
+        self.shared.notifier.watch(watcher)
     }
 }
 

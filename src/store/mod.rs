@@ -43,7 +43,7 @@ pub(crate) use cursor::CursorKey;
 pub use handle::TaskHandle;
 pub use lease::{Lease, LeaseHolder, LeasePolicy};
 pub(crate) use notify::Notifier;
-pub use notify::{StatusChange, SubscriptionId};
+pub use notify::{ChangeKind, ChangeWatcher, StatusChange, SubscriptionId};
 pub use owner::Owner;
 pub use policy::{Limits, TtlPolicy};
 pub use redelivery::{
@@ -75,6 +75,7 @@ pub struct TaskRequest {
     pub(crate) poll_interval: Option<u64>,
     pub(crate) redelivery: Option<Redelivery>,
     pub(crate) trace: Option<TraceContext>,
+    pub(crate) tool: Option<String>,
 }
 
 impl TaskRequest {
@@ -88,6 +89,7 @@ impl TaskRequest {
             poll_interval: None,
             redelivery: None,
             trace: None,
+            tool: None,
         }
     }
 
@@ -125,6 +127,22 @@ impl TaskRequest {
     pub fn with_trace_context(mut self, trace: Option<TraceContext>) -> Self {
         self.trace = trace;
         self
+    }
+
+    /// The same request, for a task running the tool `name` (a server's `tools/call`):
+    /// the task keeps the name in every status and in its stored form
+    /// ([`Task::tool`]), so that an operator's view filters and counts tasks by tool,
+    /// whether they run once or may be redelivered. Never shown on the wire.
+    #[must_use]
+    pub fn with_tool(mut self, name: impl Into<String>) -> Self {
+        self.tool = Some(name.into());
+        self
+    }
+
+    /// The tool the request names, if any.
+    #[must_use]
+    pub fn tool(&self) -> Option<&str> {
+        self.tool.as_deref()
     }
 
     /// The trace context the request carries, if any.

@@ -18,11 +18,34 @@ pub struct StatusChange {
     pub task: AnyTask,
 }
 
+/// What a [`ChangeWatcher`] is told of a task: it was created, or its status or status
+/// message changed (what a [`Subscriber`] is told).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// The task was created (`working`).
+    Created,
+    /// Its status or status message changed.
+    Changed,
+}
+
+/// A subscriber to every creation and every status change of a store's tasks, from any
+/// instance of a shared store ([`TaskAdmin::watch`](crate::admin::TaskAdmin::watch)):
+/// an operator's live view. Removed with [`TaskStore::unsubscribe`](crate::TaskStore::unsubscribe).
+pub type ChangeWatcher = Arc<dyn Fn(&StatusChange, ChangeKind) + Send + Sync>;
+
 /// Identifies a subscription, for [`TaskStore::unsubscribe`](crate::TaskStore::unsubscribe).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SubscriptionId(u64);
 
 use crate::store::Subscriber;
+
+/// Who is told: a status subscriber, or a watcher of creations too.
+#[derive(Clone)]
+enum Listener {
+    Status(Subscriber),
+    Every(ChangeWatcher),
+}
 
 /// The subscribers of one store ([`TaskStore::add_subscriber`](crate::TaskStore::add_subscriber))
 /// and the changes waiting to be told to them.
@@ -35,26 +58,48 @@ use crate::store::Subscriber;
 pub struct Notifier {
     /// The subscribers, replaced as a whole on each (un)subscription: a delivery takes the
     /// current list with one reference count, without copying it.
-    subscribers: RwLock<Arc<[(SubscriptionId, Subscriber)]>>,
+    subscribers: RwLock<Arc<[(SubscriptionId, Listener)]>>,
     count: AtomicUsize,
+    /// Of those, watchers (told of creations too).
+    watchers: AtomicUsize,
     next_id: AtomicU64,
-    queue: Mutex<VecDeque<StatusChange>>,
+    queue: Mutex<VecDeque<(StatusChange, ChangeKind)>>,
     delivering: Mutex<()>,
 }
 
 impl Notifier {
     /// Registers `subscriber`.
     pub fn subscribe(&self, subscriber: Subscriber) -> SubscriptionId {
+        self.register(Listener::Status(subscriber))
+    }
+
+    /// Registers `watcher`, told of creations ([`queue_created`](Self::queue_created))
+    /// as well as of status changes.
+    pub fn watch(&self, watcher: ChangeWatcher) -> SubscriptionId {
+        self.register(Listener::Every(watcher))
+    }
+
+    fn register(&self, listener: Listener) -> SubscriptionId {
         let id = SubscriptionId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let mut subscribers = self
             .subscribers
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         let mut list = subscribers.to_vec();
-        list.push((id, subscriber));
-        self.count.store(list.len(), Ordering::SeqCst);
+        list.push((id, listener));
+        self.count_of(&list);
         *subscribers = list.into();
         id
+    }
+
+    /// Keeps the counts of `list`, the subscribers from now on.
+    fn count_of(&self, list: &[(SubscriptionId, Listener)]) {
+        let watchers = list
+            .iter()
+            .filter(|(_, listener)| matches!(listener, Listener::Every(_)))
+            .count();
+        self.watchers.store(watchers, Ordering::SeqCst);
+        self.count.store(list.len(), Ordering::SeqCst);
     }
 
     /// Removes a subscriber; answers whether it was registered.
@@ -69,7 +114,7 @@ impl Notifier {
             .filter(|(known, _)| *known != id)
             .cloned()
             .collect();
-        self.count.store(list.len(), Ordering::SeqCst);
+        self.count_of(&list);
         let removed = list.len() != before;
         *subscribers = list.into();
         removed
@@ -81,20 +126,39 @@ impl Notifier {
         self.count.load(Ordering::SeqCst) > 0
     }
 
+    /// Whether a watcher is registered (creations are told to watchers only).
+    #[must_use]
+    pub fn has_watchers(&self) -> bool {
+        self.watchers.load(Ordering::SeqCst) > 0
+    }
+
     /// Queues a change of `owner`'s `task`. Called inside the backend's critical section;
     /// costs nothing without subscribers.
     pub fn queue(&self, owner: &Owner, task: &AnyTask) {
         if !self.has_subscribers() {
             return;
         }
+        self.push(owner, task, ChangeKind::Changed);
+    }
+
+    /// Queues the creation of `owner`'s `task`, for the watchers. Costs nothing without
+    /// watchers.
+    pub fn queue_created(&self, owner: &Owner, task: &AnyTask) {
+        if !self.has_watchers() {
+            return;
+        }
+        self.push(owner, task, ChangeKind::Created);
+    }
+
+    fn push(&self, owner: &Owner, task: &AnyTask, kind: ChangeKind) {
         let change = StatusChange {
             owner: owner.clone(),
             task: task.clone(),
         };
-        self.pending().push_back(change);
+        self.pending().push_back((change, kind));
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<StatusChange>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<(StatusChange, ChangeKind)>> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -113,16 +177,22 @@ impl Notifier {
             };
             loop {
                 let next = self.pending().pop_front();
-                let Some(change) = next else { break };
+                let Some((change, kind)) = next else { break };
                 let subscribers = Arc::clone(
                     &self
                         .subscribers
                         .read()
                         .unwrap_or_else(PoisonError::into_inner),
                 );
-                for (_, subscriber) in subscribers.iter() {
+                for (_, listener) in subscribers.iter() {
                     // A panicking subscriber must not stop the others or the registry.
-                    let _ = catch_unwind(AssertUnwindSafe(|| subscriber(&change)));
+                    let _ = catch_unwind(AssertUnwindSafe(|| match listener {
+                        Listener::Status(subscriber) if kind == ChangeKind::Changed => {
+                            subscriber(&change);
+                        }
+                        Listener::Status(_) => {}
+                        Listener::Every(watcher) => watcher(&change, kind),
+                    }));
                 }
             }
         }

@@ -71,6 +71,9 @@ struct Record {
     /// The trace context of the creating request: `traceparent`, `tracestate`, `baggage`.
     #[serde(rename = "tc", default, skip_serializing_if = "Option::is_none")]
     trace: Option<StoredTrace>,
+    /// The tool the task runs, if its creator named one.
+    #[serde(rename = "tl", default, skip_serializing_if = "Option::is_none")]
+    tool: Option<String>,
 }
 
 /// A [`TraceContext`] as stored; read back through its checks (a part that no longer
@@ -117,6 +120,7 @@ pub fn encode(task: &AnyTask) -> String {
         ttl: task.ttl(),
         poll_interval: task.poll_interval(),
         trace: task.trace_context().map(StoredTrace::of),
+        tool: task.tool().map(str::to_owned),
         ..Record::default()
     };
     let mut progress = |p: &Progress| {
@@ -212,6 +216,7 @@ pub fn decode(
         ttl: OptMillis::new(record.ttl),
         poll_interval: OptMillis::new(record.poll_interval),
         trace: record.trace.and_then(StoredTrace::read),
+        tool: record.tool.map(Arc::from),
     };
     Ok(match status {
         TaskStatus::Working => {
@@ -242,6 +247,7 @@ struct Base {
     ttl: OptMillis,
     poll_interval: OptMillis,
     trace: Option<Arc<TraceContext>>,
+    tool: Option<Arc<str>>,
 }
 
 impl Base {
@@ -254,6 +260,7 @@ impl Base {
             ttl: self.ttl,
             poll_interval: self.poll_interval,
             trace: self.trace,
+            tool: self.tool,
             data,
             state: PhantomData,
         }
@@ -304,6 +311,11 @@ mod tests {
             .into_any();
         assert!(finished.trace_context().is_some(), "kept when it finishes");
         round_trip(finished);
+        let tooled = new().with_tool(Some("fetch"));
+        round_trip(tooled.clone().into_any());
+        let cancelled = tooled.cancel(t0.plus_millis(1)).into_any();
+        assert_eq!(cancelled.tool(), Some("fetch"), "kept when it finishes");
+        round_trip(cancelled);
         let mut redelivered = new().with_attempts(3).into_any();
         if let Step::Quiet(task) = Update::checkpoint(json!({"step": 2}))
             .unwrap()

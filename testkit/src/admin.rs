@@ -7,9 +7,12 @@
 //! is a [`TaskAdmin`] (every store over a driver, and the registry).
 
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_tasks::admin::{Action, AdminAction, AdminError, AdminPage, TaskAdmin, TaskQuery, View};
+use mcp_tasks::admin::{
+    Action, AdminAction, AdminError, AdminPage, ChangeKind, TaskAdmin, TaskQuery, View,
+};
 use mcp_tasks::{Error, Outcome, Owner, Redelivery, TaskStatus, TaskStore};
 use serde_json::json;
 
@@ -25,7 +28,9 @@ fn ids(page: &AdminPage) -> Vec<String> {
 
 fn redeliverable(n: i64, tool: &str, max: u32) -> mcp_tasks::TaskRequest {
     let job = obj(json!({"tool": tool, "arguments": {}}));
-    req(n).with_redelivery(Redelivery::new(max, job))
+    req(n)
+        .with_tool(tool)
+        .with_redelivery(Redelivery::new(max, job))
 }
 
 /// Every page of `query`, at most `limit` each, through to the end.
@@ -56,10 +61,11 @@ where
     let mut created = Vec::new();
     for n in 0..24 {
         let owner = &owners[n % 3];
-        let request = if n % 4 == 0 {
-            redeliverable(n as i64, "fetch", 3)
-        } else {
-            req(n as i64)
+        let request = match n % 4 {
+            0 => redeliverable(n as i64, "fetch", 3),
+            // Runs once, and keeps its tool all the same.
+            2 => req(n as i64).with_tool("fetch"),
+            _ => req(n as i64),
         };
         created.push(store.insert(owner, request).unwrap().id().to_string());
         // Creation times apart, for the age filter.
@@ -111,19 +117,16 @@ where
     let after = walk(&store, &TaskQuery::all().created_after(thirteenth), 4);
     assert_eq!(after[..], created[14..]);
 
-    // Tool: the job's, where the store keeps jobs.
+    // Tool: the one every task keeps, redeliverable or not, finished or not.
+    let _ = store.cancel(&bob(), &created[4], None).unwrap();
     let fetchers = walk(&store, &TaskQuery::all().of_tool("fetch"), 2);
-    if store.job(&alice(), &created[0]).unwrap().is_some() {
-        let expected: Vec<String> = created.iter().step_by(4).cloned().collect();
-        assert_eq!(fetchers, expected);
-    } else {
-        assert!(fetchers.is_empty(), "no job kept, no tool");
-    }
+    let expected: Vec<String> = created.iter().step_by(2).cloned().collect();
+    assert_eq!(fetchers, expected);
     assert!(walk(&store, &TaskQuery::all().of_tool("nothing"), 10).is_empty());
     assert_eq!(
         walk(&store, &TaskQuery::all().with_min_attempts(1), 10).len(),
-        6,
-        "the redeliverable ones"
+        5,
+        "the unfinished redeliverable ones (a finished task keeps no attempts)"
     );
 
     // A walk while tasks come and go: each task stored all along, once.
@@ -375,10 +378,14 @@ where
     );
     let _ = last.complete(tool_result("done")).unwrap();
     let _ = once.complete(tool_result("done")).unwrap();
+    let seen = other.instances().unwrap();
     assert!(
-        other.instances().unwrap().is_empty(),
-        "no unfinished task holds a lease"
+        seen.iter()
+            .all(|i| i.name == second && i.draining && i.tasks == 0),
+        "no unfinished task holds a lease; the drained instance is listed: {seen:?}"
     );
+    assert!(store.undrain(&second).unwrap(), "drained above");
+    assert!(other.instances().unwrap().is_empty());
 }
 
 /// Purges finished tasks older than the bound only, in batches with progress; unfinished
@@ -416,4 +423,148 @@ where
         store.get(&bob(), &young).is_ok(),
         "finished less than the bound ago"
     );
+}
+
+/// A watcher hears every creation (from another instance too, where there is one) and
+/// every status change, in order, each once; a status subscriber hears no creation; an
+/// unsubscribed watcher hears nothing more.
+pub fn admin_watch_tells_creations_and_changes<B: Backend>(backend: &B)
+where
+    B::Store: TaskAdmin,
+{
+    let store = backend.default_store();
+    let heard: Arc<Mutex<Vec<(String, ChangeKind, TaskStatus)>>> = Arc::default();
+    let statuses: Arc<Mutex<Vec<String>>> = Arc::default();
+    let watching = {
+        let heard = Arc::clone(&heard);
+        store.watch(Arc::new(move |change, kind| {
+            heard
+                .lock()
+                .unwrap()
+                .push((change.task.id().to_string(), kind, change.task.status()));
+        }))
+    };
+    let subscribed = {
+        let statuses = Arc::clone(&statuses);
+        store.add_subscriber(Arc::new(move |change| {
+            statuses.lock().unwrap().push(change.task.id().to_string());
+        }))
+    };
+    let creator = backend.another_instance(&store);
+    let made = match &creator {
+        Some(other) => other.insert(&bob(), req(1)).unwrap(),
+        None => store.insert(&bob(), req(1)).unwrap(),
+    };
+    let id = made.id().to_string();
+    let _ = store.cancel(&bob(), &id, None).unwrap();
+    let wanted = vec![
+        (id.clone(), ChangeKind::Created, TaskStatus::Working),
+        (id.clone(), ChangeKind::Changed, TaskStatus::Cancelled),
+    ];
+    let started = Instant::now();
+    while *heard.lock().unwrap() != wanted {
+        assert!(
+            started.elapsed() < WAKE,
+            "heard {:?} within {WAKE:?}",
+            heard.lock().unwrap()
+        );
+        std::thread::sleep(ms(5));
+    }
+    assert_eq!(
+        *statuses.lock().unwrap(),
+        vec![id.clone()],
+        "a status subscriber hears the cancel, not the creation"
+    );
+    assert!(store.unsubscribe(watching));
+    assert!(store.unsubscribe(subscribed));
+    let _ = store.insert(&bob(), req(2)).unwrap();
+    std::thread::sleep(ms(50));
+    assert_eq!(
+        heard.lock().unwrap().len(),
+        2,
+        "nothing heard once unsubscribed"
+    );
+}
+
+/// A drain sets a flag the drained instance's claim loop honours: the task handed over is
+/// claimed by another instance, never by the drained one; `instances` says it drains;
+/// `undrain` ends it (the instance claims again). A store of one process has no instance
+/// to drain.
+pub fn admin_drain_stops_the_claim_loop<B: Backend>(backend: &B)
+where
+    B::Store: TaskAdmin,
+{
+    let store = backend.default_store();
+    let Some(other) = backend.another_instance(&store) else {
+        match store.drain("anyone", "ops") {
+            Err(AdminError::NoInstances) => {}
+            answer => panic!("a store of one process drained: {answer:?}"),
+        }
+        assert!(store.drained().unwrap().is_empty());
+        return;
+    };
+    let (old, task) = store
+        .create(&alice(), redeliverable(1, "sleep", 4))
+        .unwrap();
+    let id = task.id().to_string();
+    let name = other
+        .show_task(&id)
+        .unwrap()
+        .row
+        .lease_holder
+        .expect("leased");
+
+    let report = other.drain(&name, "ops").unwrap();
+    assert!(!report.was_draining);
+    assert_eq!(report.handed_over.len(), 1, "{report:?}");
+    assert_eq!(other.drained().unwrap(), vec![name.clone()]);
+    let seen = other.instances().unwrap();
+    assert!(
+        seen.iter().any(|i| i.name == name && i.draining),
+        "{seen:?}"
+    );
+    // The drained instance hears the task is claimable, and does not claim it.
+    store.wait_for_claimable(Some(ms(500))).unwrap();
+    assert!(
+        store.claim().unwrap().is_none(),
+        "a drained instance claimed"
+    );
+    let started = Instant::now();
+    let claim = loop {
+        assert!(
+            store.claim().unwrap().is_none(),
+            "a drained instance claimed"
+        );
+        if let Some(claim) = other.claim().unwrap() {
+            break claim;
+        }
+        assert!(started.elapsed() < WAKE, "not claimed within {WAKE:?}");
+        other.wait_for_claimable(Some(ms(50))).unwrap();
+    };
+    assert_eq!(claim.task.id().to_string(), id);
+    assert_eq!(claim.attempts.attempt(), 2);
+    let held = mcp_tasks::TaskHandle::claimed(other.clone(), claim);
+    drop(old);
+    assert!(
+        other.drain(&name, "ops").unwrap().was_draining,
+        "drained twice"
+    );
+
+    // Undrained: the instance claims again.
+    assert!(store.undrain(&name).unwrap());
+    assert!(!store.undrain(&name).unwrap(), "not drained any more");
+    assert!(store.drained().unwrap().is_empty());
+    let _ = store.hand_over_task(&id, "ops").unwrap();
+    let started = Instant::now();
+    let claim = loop {
+        if let Some(claim) = store.claim().unwrap() {
+            break claim;
+        }
+        assert!(started.elapsed() < WAKE, "not claimed back within {WAKE:?}");
+        store.wait_for_claimable(Some(ms(50))).unwrap();
+    };
+    assert_eq!(claim.attempts.attempt(), 3);
+    let last = mcp_tasks::TaskHandle::claimed(store.clone(), claim);
+    drop(held);
+    let _ = last.complete(tool_result("done")).unwrap();
 }

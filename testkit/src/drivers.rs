@@ -254,6 +254,14 @@ impl<D: Driver> Driver for Flaky<D> {
     fn disconnections(&self) -> u64 {
         self.inner.disconnections() + self.disconnections.load(Ordering::SeqCst)
     }
+
+    fn drained(&self) -> Result<Vec<String>, Error> {
+        self.inner.drained()
+    }
+
+    fn set_draining(&self, name: &str, draining: bool) -> Result<bool, Error> {
+        self.inner.set_draining(name, draining)
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -281,6 +281,8 @@ macro_rules! admin_suite {
             admin_shows_cancels_and_fails,
             admin_hands_over_and_drains,
             admin_purges_finished_tasks,
+            admin_watch_tells_creations_and_changes,
+            admin_drain_stops_the_claim_loop,
             );
         }
     };

@@ -64,6 +64,12 @@ impl PostgresDriver {
         &self.schema
     }
 
+    /// `text` with `{s}` naming the schema (a statement of the seldom-used drain flags,
+    /// kept out of the store's prepared set).
+    fn in_schema(&self, text: &str) -> Arc<str> {
+        Arc::from(text.replace("{s}", &crate::schema::quoted(&self.schema)))
+    }
+
     /// Runs one of the store's statements.
     fn query(&self, sql: &Arc<str>, params: Params) -> Result<Vec<Row>, Error> {
         self.engine.query(Arc::clone(sql), params)
@@ -401,5 +407,35 @@ impl Driver for PostgresDriver {
     fn sweep(&self) -> Result<(), Error> {
         self.query(&self.sql.sweep, vec![Box::new(SWEEP_BATCH)])
             .map(|_| ())
+    }
+
+    /// Rows `drain/<name>` of the `settings` table (their value: when, in ms).
+    fn drained(&self) -> Result<Vec<String>, Error> {
+        let rows = self.query(
+            &self.in_schema(
+                "SELECT substr(name, 7) FROM {s}.settings WHERE left(name, 6) = 'drain/' \
+                 ORDER BY name",
+            ),
+            Vec::new(),
+        )?;
+        rows.iter().map(|row| column(row, 0)).collect()
+    }
+
+    fn set_draining(&self, name: &str, draining: bool) -> Result<bool, Error> {
+        let sql = if draining {
+            "WITH added AS (INSERT INTO {s}.settings (name, value) \
+             VALUES ($1, {s}.now_ms()::text) ON CONFLICT (name) DO NOTHING RETURNING 1) \
+             SELECT count(*) = 0 FROM added"
+        } else {
+            "WITH gone AS (DELETE FROM {s}.settings WHERE name = $1 RETURNING 1) \
+             SELECT count(*) > 0 FROM gone"
+        };
+        let rows = self.query(
+            &self.in_schema(sql),
+            vec![Box::new(format!("drain/{name}"))],
+        )?;
+        rows.first()
+            .ok_or_else(|| unexpected("no row"))
+            .and_then(|row| column(row, 0))
     }
 }

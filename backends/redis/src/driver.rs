@@ -551,4 +551,33 @@ impl Driver for RedisDriver {
     fn disconnections(&self) -> u64 {
         self.broken.load(std::sync::atomic::Ordering::Relaxed)
     }
+
+    /// The hash `{prefix}:drained`: instance name to the time (ms) it was drained.
+    fn drained(&self) -> Result<Vec<String>, Error> {
+        let key = format!("{}:drained", self.prefix);
+        let mut names: Vec<String> =
+            self.with(|connection| redis::cmd("HKEYS").arg(&key).query(connection))?;
+        names.sort();
+        Ok(names)
+    }
+
+    fn set_draining(&self, name: &str, draining: bool) -> Result<bool, Error> {
+        let key = format!("{}:drained", self.prefix);
+        if draining {
+            let now = self.now()?.unix_millis();
+            // HSETNX: 0 when the field was there already.
+            let added: i64 = self.with(|connection| {
+                redis::cmd("HSETNX")
+                    .arg(&key)
+                    .arg(name)
+                    .arg(now)
+                    .query(connection)
+            })?;
+            Ok(added == 0)
+        } else {
+            let removed: i64 =
+                self.with(|connection| redis::cmd("HDEL").arg(&key).arg(name).query(connection))?;
+            Ok(removed == 1)
+        }
+    }
 }

@@ -647,6 +647,37 @@ impl Driver for SqliteDriver {
             Ok((true, ()))
         })
     }
+
+    /// Rows `drain/<name>` of the `settings` table (their value: when, in ms).
+    fn drained(&self) -> Result<Vec<String>, Error> {
+        self.engine.read(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT substr(name, 7) FROM settings WHERE substr(name, 1, 6) = 'drain/' \
+                 ORDER BY name",
+            )?;
+            let names = statement.query_map([], |row| row.get(0))?;
+            names.collect()
+        })
+    }
+
+    fn set_draining(&self, name: &str, draining: bool) -> Result<bool, Error> {
+        let name = format!("drain/{name}");
+        self.change("cannot keep the drain flag", |tx, now| {
+            let changed = if draining {
+                tx.execute(
+                    "INSERT OR IGNORE INTO settings (name, value) VALUES (?1, ?2)",
+                    params![name, now.to_string()],
+                )?
+            } else {
+                tx.execute("DELETE FROM settings WHERE name = ?1", [&name])?
+            };
+            // Set before: nothing added; cleared: one removed.
+            Ok((
+                changed > 0,
+                if draining { changed == 0 } else { changed == 1 },
+            ))
+        })
+    }
 }
 
 /// Appends a change's event, in the change's transaction.

@@ -10,7 +10,10 @@
 //! | `GET /api/counts` | the tasks by status and by tool, the last hour per minute, the oldest working task |
 //! | `GET /api/tasks/{id}` | one task whole |
 //! | `POST /api/tasks/{id}/cancel`, `/fail` (`{"reason": ".."}`), `/hand-over` | an action, recorded under the admin principal's name |
-//! | `GET /api/events` | `text/event-stream`: one `task` event per change of any task |
+//! | `GET /api/instances` | the instances holding tasks, and the drained ones |
+//! | `POST /api/instances/{name}/drain`, `/undrain` | drain an instance (it claims nothing, its tasks are handed over), or end its drain |
+//! | `POST /api/purge` (`{"olderThanMs": ..}`) | remove the finished tasks last updated longer ago |
+//! | `GET /api/events` | `text/event-stream`: one `task` event per creation and per change of any task |
 //!
 //! Every `/api/` request carries `Authorization: Bearer <admin token>` (never a cookie, so
 //! a page of another site cannot make a browser send it); an MCP principal's token is
@@ -34,7 +37,9 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use mcp_tasks::admin::{AdminError, MAX_ADMIN_PAGE, TaskAdmin, TaskQuery};
+use mcp_tasks::admin::{
+    AdminError, ChangeKind, InstanceInfo, MAX_ADMIN_PAGE, TaskAdmin, TaskQuery,
+};
 use mcp_tasks::backend::StoredRow;
 use mcp_tasks::{Owner, StatusChange, TaskStatus};
 use serde_json::{Value, json};
@@ -309,7 +314,21 @@ where
             let (id, action) = (decode_path(id), (*action).to_owned());
             act(console, request, actor, id, action).await
         }
-        (["tasks"] | ["counts"] | ["events"], _) => not_allowed("GET"),
+        (["instances"], &Method::GET) => instances(console).await,
+        (["instances", name, action], &Method::POST)
+            if !name.is_empty() && matches!(*action, "drain" | "undrain") =>
+        {
+            let (name, action) = (decode_path(name), (*action).to_owned());
+            instance_action(console, request, actor, name, action).await
+        }
+        (["purge"], &Method::POST) => purge(console, request, actor).await,
+        (["tasks"] | ["counts"] | ["events"] | ["instances"], _) => not_allowed("GET"),
+        (["purge"], _) => not_allowed("POST"),
+        (["instances", name, action], _)
+            if !name.is_empty() && matches!(*action, "drain" | "undrain") =>
+        {
+            not_allowed("POST")
+        }
         (["tasks", id], _) if !id.is_empty() => not_allowed("GET"),
         (["tasks", id, action], _)
             if !id.is_empty() && matches!(*action, "cancel" | "fail" | "hand-over") =>
@@ -320,7 +339,8 @@ where
             StatusCode::NOT_FOUND,
             "not_found",
             "not found: the API serves /api/tasks, /api/tasks/{id}, \
-             /api/tasks/{id}/{cancel,fail,hand-over}, /api/counts, /api/events",
+             /api/tasks/{id}/{cancel,fail,hand-over}, /api/counts, /api/events, \
+             /api/instances, /api/instances/{name}/{drain,undrain}, /api/purge",
         ),
     }
 }
@@ -429,6 +449,10 @@ fn admin_error(err: AdminError) -> Response<Body> {
             &json!({"error": message, "kind": "not_handed_over", "taskId": task_id}),
         ),
         AdminError::InvalidCursor { .. } => bad_parameter("cursor", &message),
+        AdminError::NoInstances => json_response(
+            StatusCode::CONFLICT,
+            &json!({"error": message, "kind": "no_instances"}),
+        ),
         other => {
             log::warn!("admin console: {other}");
             error(StatusCode::SERVICE_UNAVAILABLE, "store", &message)
@@ -588,36 +612,9 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let json_body = header_str(request.headers(), header::CONTENT_TYPE.as_str())
-        .and_then(|kind| kind.split(';').next())
-        .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"));
-    if !json_body {
-        return error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "an action is a POST with `Content-Type: application/json`",
-        );
-    }
-    let body = match Limited::new(request.into_body(), MAX_ACTION_BODY)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid_body",
-                &format!("an action's body is at most {MAX_ACTION_BODY} bytes of JSON"),
-            );
-        }
-    };
-    let params: Value = if body.iter().all(u8::is_ascii_whitespace) {
-        json!({})
-    } else {
-        match serde_json::from_slice(&body) {
-            Ok(value @ Value::Object(_)) => value,
-            _ => return bad_parameter("body", "an action's body is a JSON object"),
-        }
+    let params = match action_body(request).await {
+        Ok(params) => params,
+        Err(response) => return response,
     };
     let reason = if action == "fail" {
         match params.get("reason").and_then(Value::as_str).map(str::trim) {
@@ -647,6 +644,143 @@ where
             json_response(StatusCode::OK, &record.to_json())
         }
         Ok(Err(err)) => admin_error(err),
+        Err(response) => response,
+    }
+}
+
+/// The JSON object an action's body holds (`{}` for an empty body), or the error to
+/// answer: an action is a `POST` with `Content-Type: application/json` (a form of another
+/// site cannot send one without the browser asking first) and a small body.
+#[allow(clippy::result_large_err)]
+async fn action_body<B>(request: Request<B>) -> Result<Value, Response<Body>>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let json_body = header_str(request.headers(), header::CONTENT_TYPE.as_str())
+        .and_then(|kind| kind.split(';').next())
+        .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"));
+    if !json_body {
+        return Err(error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "an action is a POST with `Content-Type: application/json`",
+        ));
+    }
+    let body = match Limited::new(request.into_body(), MAX_ACTION_BODY)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            return Err(error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_body",
+                &format!("an action's body is at most {MAX_ACTION_BODY} bytes of JSON"),
+            ));
+        }
+    };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    match serde_json::from_slice(&body) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        _ => Err(bad_parameter("body", "an action's body is a JSON object")),
+    }
+}
+
+async fn instances(console: &Arc<Console>) -> Response<Body> {
+    let store = Arc::clone(&console.store);
+    match blocking(move || store.instances()).await {
+        Ok(Ok(instances)) => json_response(
+            StatusCode::OK,
+            &json!({"instances": instances.iter().map(InstanceInfo::to_json).collect::<Vec<_>>()}),
+        ),
+        Ok(Err(err)) => admin_error(err.into()),
+        Err(response) => response,
+    }
+}
+
+/// `drain` or `undrain` of the instance `name`.
+async fn instance_action<B>(
+    console: &Arc<Console>,
+    request: Request<B>,
+    actor: String,
+    name: String,
+    action: String,
+) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if let Err(response) = action_body(request).await {
+        return response;
+    }
+    if name.len() > 128 || name.chars().any(char::is_control) {
+        return bad_parameter(
+            "name",
+            "an instance name is 1 to 128 bytes without control characters",
+        );
+    }
+    let store = Arc::clone(&console.store);
+    let done = blocking(move || -> Result<Value, AdminError> {
+        if action == "drain" {
+            let report = store.drain(&name, &actor)?;
+            log::info!(
+                "admin {actor} drained instance {name}: {} tasks handed over, {} kept",
+                report.handed_over.len(),
+                report.kept.len()
+            );
+            let mut value = report.to_json();
+            value["name"] = json!(name);
+            Ok(value)
+        } else {
+            let was = store.undrain(&name)?;
+            log::info!("admin {actor} undrained instance {name} (drained before: {was})");
+            Ok(json!({"name": name, "wasDraining": was}))
+        }
+    })
+    .await;
+    match done {
+        Ok(Ok(value)) => json_response(StatusCode::OK, &value),
+        Ok(Err(err)) => admin_error(err),
+        Err(response) => response,
+    }
+}
+
+/// Removes the finished tasks last updated more than `olderThanMs` ago.
+async fn purge<B>(console: &Arc<Console>, request: Request<B>, actor: String) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let params = match action_body(request).await {
+        Ok(params) => params,
+        Err(response) => return response,
+    };
+    let Some(older_than) = params.get("olderThanMs").and_then(Value::as_u64) else {
+        return bad_parameter(
+            "olderThanMs",
+            "purge takes `olderThanMs`: the age in milliseconds (a whole number, 0 or more) \
+             beyond which finished tasks are removed",
+        );
+    };
+    let store = Arc::clone(&console.store);
+    let bound = Duration::from_millis(older_than);
+    match blocking(move || store.purge_finished(bound, &mut |_| {})).await {
+        Ok(Ok(done)) => {
+            log::info!(
+                "admin {actor} purged {} of {} finished tasks older than {older_than} ms",
+                done.purged,
+                done.examined
+            );
+            json_response(
+                StatusCode::OK,
+                &json!({"examined": done.examined, "purged": done.purged,
+                        "olderThanMs": older_than, "actor": actor}),
+            )
+        }
+        Ok(Err(err)) => admin_error(err.into()),
         Err(response) => response,
     }
 }
@@ -738,8 +872,9 @@ fn event(name: &str, data: &Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
 }
 
-/// The stream of task changes: the store's subscription (whichever instance of a shared
-/// store made the change) feeds a bounded queue; a client too slow for it is told
+/// The stream of task creations and changes: the store's watch
+/// ([`TaskAdmin::watch`], whichever instance of a shared store made the change) feeds a
+/// bounded queue; a client too slow for it is told
 /// `lagged` and reads the tasks again. The subscription ends with the stream.
 fn events(console: &Arc<Console>) -> Response<Body> {
     let (changes, mut queued) = mpsc::channel::<Bytes>(EVENTS);
@@ -748,9 +883,9 @@ fn events(console: &Arc<Console>) -> Response<Body> {
         let lagged = Arc::clone(&lagged);
         console
             .store
-            .add_subscriber(Arc::new(move |change: &StatusChange| {
+            .watch(Arc::new(move |change: &StatusChange, kind: ChangeKind| {
                 if changes
-                    .try_send(event("task", &change_json(change)))
+                    .try_send(event("task", &change_json(change, kind)))
                     .is_err()
                 {
                     lagged.store(true, Ordering::Relaxed);
@@ -805,32 +940,29 @@ fn events(console: &Arc<Console>) -> Response<Body> {
     response
 }
 
-/// The tool a task's job runs (`None` for a task without a job). Every task with a job is
-/// told, where the list's `tool` filter ([`TaskQuery::of_tool`]) matches redeliverable
-/// tasks only.
+/// The tool a task runs ([`TaskAdmin::tool_of`]; `None` for a task that names none).
 fn tool_of(store: &dyn TaskAdmin, row: &StoredRow) -> Result<Option<String>, AdminError> {
-    match store.job(row.key.owner(), &row.key.id().to_string()) {
-        Ok(job) => Ok(job
-            .as_ref()
-            .and_then(|job| job.get("tool"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)),
-        Err(mcp_tasks::Error::TaskNotFound { .. }) => Ok(None),
-        Err(err) => Err(AdminError::Store(err)),
-    }
+    Ok(store.tool_of(row)?)
 }
 
-/// A changed task, as the event stream tells it.
-fn change_json(change: &StatusChange) -> Value {
+/// A created or changed task, as the event stream tells it (its `tool` when it keeps one:
+/// a task stored before tasks kept it is told without, and the page keeps the tool the
+/// list showed).
+fn change_json(change: &StatusChange, kind: ChangeKind) -> Value {
     let task = &change.task;
-    json!({
+    let mut value = json!({
+        "change": if kind == ChangeKind::Created { "created" } else { "changed" },
         "taskId": task.id().to_string(),
         "owner": change.owner.key(),
         "status": task.status(),
         "statusMessage": task.status_message(),
         "createdAt": task.created_at().to_string(),
         "lastUpdatedAt": task.last_updated_at().to_string(),
-    })
+    });
+    if let Some(tool) = task.tool() {
+        value["tool"] = json!(tool);
+    }
+    value
 }
 
 #[cfg(test)]

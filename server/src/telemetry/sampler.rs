@@ -130,7 +130,7 @@ impl Sampler {
         Ok(false)
     }
 
-    /// The tool of `row`'s task (its job's), from what earlier rounds read or the store.
+    /// The tool of `row`'s task, from what earlier rounds read or the store.
     fn tool_of(
         &self,
         row: &StoredRow,
@@ -143,17 +143,8 @@ impl Sampler {
             seen.insert(id, Arc::clone(&tool));
             return Ok(tool);
         }
-        let tool: Arc<str> = match self.admin.job(row.key.owner(), &row.key.id().to_string()) {
-            Ok(job) => Arc::from(
-                job.as_ref()
-                    .and_then(|job| job.get("tool"))
-                    .and_then(|tool| tool.as_str())
-                    .unwrap_or(NO_TOOL),
-            ),
-            // Removed or expired since the page was read.
-            Err(Error::TaskNotFound { .. }) => Arc::from(NO_TOOL),
-            Err(err) => return Err(err),
-        };
+        // The tool the task keeps, or (a task stored before tasks kept it) its job's.
+        let tool: Arc<str> = Arc::from(self.admin.tool_of(row)?.as_deref().unwrap_or(NO_TOOL));
         seen.insert(id, Arc::clone(&tool));
         Ok(tool)
     }

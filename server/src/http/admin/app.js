@@ -5,7 +5,10 @@ const $ = (id) => document.getElementById(id);
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'];
 const TOKEN_KEY = 'mcp-tasks-admin-token';
-const NEW_TASKS_MS = 3000;
+// New tasks and changes are pushed on the event stream; the first page is also read again
+// this seldom while it is shown, in case an event went unheard (a store whose feed may
+// lose one).
+const FALLBACK_MS = 60000;
 
 const state = {
   token: sessionStorage.getItem(TOKEN_KEY),
@@ -19,6 +22,7 @@ const state = {
   timers: {},
   seq: 0,
   detailSeq: 0,
+  pending: null, // the action the confirmation dialog asks about
 };
 
 // One run of `fn` after `ms` of quiet, however often it is asked for.
@@ -79,6 +83,7 @@ async function signIn(token) {
   $('sign-out').hidden = false;
   $('login-error').textContent = '';
   loadPage();
+  refreshInstances();
   startStream();
 }
 
@@ -168,6 +173,96 @@ function drawChart(hour) {
 
 function refreshCounts() {
   later('counts', 500, () => api('/api/counts').then(showCounts).catch(() => {}));
+  refreshInstances();
+}
+
+// The instances, with a drain (or undrain) button each.
+function refreshInstances() {
+  later('instances', 500, () => api('/api/instances').then(showInstances).catch(() => {}));
+}
+
+function showInstances(answer) {
+  $('instances').tBodies[0].replaceChildren(...answer.instances.map(instanceRow));
+  $('instances-empty').hidden = answer.instances.length > 0;
+}
+
+function instanceRow(instance) {
+  const tr = el('tr');
+  tr.dataset.name = instance.name;
+  const shown = instance.draining ? 'draining' : 'claiming';
+  const button = el('button', instance.draining ? 'Undrain…' : 'Drain…');
+  button.type = 'button';
+  button.className = instance.draining ? 'undrain' : 'drain';
+  button.setAttribute('aria-label', (instance.draining ? 'Undrain ' : 'Drain ') + instance.name);
+  button.addEventListener('click', () => instanceAction(instance));
+  const cell = el('td', undefined, 'action');
+  cell.append(button);
+  tr.append(el('td', instance.name), el('td', instance.tasks), el('td', instance.liveLeases),
+    el('td', instance.alive ? 'yes' : 'no'), el('td', shown, 'state ' + shown), cell);
+  return tr;
+}
+
+function instanceAction(instance) {
+  const name = instance.name;
+  const drain = !instance.draining;
+  ask({
+    title: (drain ? 'Drain ' : 'Undrain ') + name + '?',
+    text: drain
+      ? 'Instance ' + name + ' will claim no task until it is undrained or restarts, and the ' +
+        instance.tasks + ' tasks it holds are handed over to the other instances (a task that ' +
+        'runs once, or is on its last attempt, stays there to its end).'
+      : 'Instance ' + name + ' will claim tasks again.',
+    yes: drain ? 'Drain' : 'Undrain',
+    no: 'Go back',
+  }, async () => {
+    const action = drain ? 'drain' : 'undrain';
+    try {
+      const answer = await api('/api/instances/' + encodeURIComponent(name) + '/' + action, {
+        method: 'POST',
+        body: '{}',
+      });
+      $('instance-result').textContent = drain
+        ? 'Drained ' + name + ': ' + answer.handedOver.length + ' tasks handed over, ' +
+          answer.kept.length + ' kept.'
+        : (answer.wasDraining ? 'Undrained ' + name + '.' : name + ' was not drained.');
+    } catch (err) {
+      $('instance-result').textContent = 'Not done: ' + err.message;
+    }
+    refreshInstances();
+  });
+}
+
+// The purge of finished tasks older than a bound.
+function purge() {
+  const amount = Number($('purge-age').value);
+  if ($('purge-age').value === '' || !Number.isInteger(amount) || amount < 0) {
+    $('purge-result').textContent = 'Give the age as a whole number, 0 or more.';
+    $('purge-age').focus();
+    return;
+  }
+  const unit = $('purge-unit');
+  const olderThanMs = amount * Number(unit.value);
+  ask({
+    title: 'Purge finished tasks?',
+    text: 'Remove every completed, failed and cancelled task, of every owner, last updated ' +
+      'more than ' + amount + ' ' + unit.selectedOptions[0].textContent + '? This cannot be undone.',
+    yes: 'Purge',
+    no: 'Keep them',
+  }, async () => {
+    $('purge-result').textContent = 'Purging…';
+    try {
+      const answer = await api('/api/purge', {
+        method: 'POST',
+        body: JSON.stringify({ olderThanMs }),
+      });
+      $('purge-result').textContent = 'Purged ' + answer.purged + ' of ' + answer.examined +
+        ' finished tasks.';
+    } catch (err) {
+      $('purge-result').textContent = 'Not done: ' + err.message;
+    }
+    loadPage();
+    refreshCounts();
+  });
 }
 
 // The table.
@@ -251,7 +346,7 @@ function matches(task) {
   return true;
 }
 
-// A change the stream told.
+// A creation or change the stream told (`task.change`: `created` or `changed`).
 function changed(task) {
   const tr = findRow(task.taskId);
   if (tr) {
@@ -260,7 +355,8 @@ function changed(task) {
     void tr.offsetWidth;
     tr.classList.add('changed');
   } else if (state.cursors.length === 1 && matches(task)) {
-    // A task this page does not show yet: read the page again, once things settle.
+    // A new task, or one this page does not show yet: read the page again, once things
+    // settle (one read for a burst of creations).
     later('page', 300, loadPage);
   }
   if (task.taskId === state.selected) {
@@ -363,29 +459,46 @@ const ACTIONS = {
   'hand-over': { label: 'Hand over', text: 'Hand over the lease of task' },
 };
 
-function confirmAction(action) {
-  const id = state.selected;
-  const dialog = $('confirm');
-  $('confirm-title').textContent = ACTIONS[action].label + '?';
-  $('confirm-text').textContent = ACTIONS[action].text + ' ' + id + '? This cannot be undone.';
-  $('reason-row').hidden = action !== 'fail';
+// The confirmation dialog: `run` (given the reason, when one is asked for) once confirmed.
+function ask({ title, text, reason, yes, no }, run) {
+  $('confirm-title').textContent = title;
+  $('confirm-text').textContent = text;
+  $('reason-row').hidden = !reason;
   $('reason').value = '';
-  $('reason').required = action === 'fail';
-  dialog.dataset.action = action;
-  dialog.dataset.id = id;
-  dialog.showModal();
-  (action === 'fail' ? $('reason') : $('confirm-no')).focus();
+  $('reason').required = !!reason;
+  $('confirm-yes').textContent = yes || 'Confirm';
+  $('confirm-no').textContent = no || 'Go back';
+  state.pending = { run, reason: !!reason };
+  $('confirm').showModal();
+  (reason ? $('reason') : $('confirm-no')).focus();
 }
 
-async function confirmed() {
-  const dialog = $('confirm');
-  const { action, id } = dialog.dataset;
-  const body = action === 'fail' ? { reason: $('reason').value.trim() } : {};
-  if (action === 'fail' && !body.reason) {
+function confirmed() {
+  const pending = state.pending;
+  if (!pending) return;
+  const reason = $('reason').value.trim();
+  if (pending.reason && !reason) {
     $('reason').focus();
     return;
   }
-  dialog.close();
+  state.pending = null;
+  $('confirm').close();
+  pending.run(reason);
+}
+
+function confirmAction(action) {
+  const id = state.selected;
+  ask({
+    title: ACTIONS[action].label + '?',
+    text: ACTIONS[action].text + ' ' + id + '? This cannot be undone.',
+    reason: action === 'fail',
+    yes: ACTIONS[action].label,
+    no: 'Keep the task',
+  }, (reason) => taskAction(action, id, reason));
+}
+
+async function taskAction(action, id, reason) {
+  const body = action === 'fail' ? { reason } : {};
   try {
     const record = await api('/api/tasks/' + encodeURIComponent(id) + '/' + action, {
       method: 'POST',
@@ -438,17 +551,20 @@ function wire() {
   });
   $('confirm-yes').addEventListener('click', confirmed);
   $('confirm-no').addEventListener('click', () => $('confirm').close());
+  $('confirm').addEventListener('close', () => { state.pending = null; });
+  $('purge-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    purge();
+  });
   $('reason').addEventListener('keydown', (event) => {
     if (event.key === 'Enter') { event.preventDefault(); confirmed(); }
   });
   $('detail-title').tabIndex = -1;
   setInterval(tickOldest, 1000);
-  // The store tells its subscribers of every change but not of a new task: the first page
-  // is read again every few seconds while it is shown, so new tasks appear.
   setInterval(() => {
     if (state.token && !$('app').hidden && state.cursors.length === 1 &&
         document.visibilityState === 'visible') loadPage();
-  }, NEW_TASKS_MS);
+  }, FALLBACK_MS);
   setInterval(() => { if (state.token && !$('app').hidden) refreshCounts(); }, 15000);
   if (state.token) signIn(state.token);
   else $('token').focus();
