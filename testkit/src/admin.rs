@@ -17,7 +17,7 @@ use mcp_tasks::{Error, Outcome, Owner, Redelivery, TaskStatus, TaskStore};
 use serde_json::json;
 
 use crate::Backend;
-use crate::support::{WAKE, alice, bob, ms, obj, req, tool_result};
+use crate::support::{WAKE, alice, bob, claim_within, ms, obj, req, tool_result};
 
 fn ids(page: &AdminPage) -> Vec<String> {
     page.rows
@@ -315,14 +315,7 @@ where
 
     let record = other.hand_over_task(&id, "ops").unwrap();
     assert_eq!(record.action, AdminAction::HandOver);
-    let started = Instant::now();
-    let claim = loop {
-        if let Some(claim) = other.claim().unwrap() {
-            break claim;
-        }
-        assert!(started.elapsed() < WAKE, "not claimed within {WAKE:?}");
-        other.wait_for_claimable(Some(ms(50))).unwrap();
-    };
+    let (claim, _) = claim_within(&other, WAKE);
     assert_eq!(claim.task.id().to_string(), id);
     assert_eq!(claim.attempts.attempt(), 2);
     let new = mcp_tasks::TaskHandle::claimed(other.clone(), claim);
@@ -342,14 +335,7 @@ where
     let report = store.drain(&second, "ops").unwrap();
     assert_eq!(report.handed_over.len(), 1, "{report:?}");
     assert!(report.kept.is_empty());
-    let started = Instant::now();
-    let claim = loop {
-        if let Some(claim) = store.claim().unwrap() {
-            break claim;
-        }
-        assert!(started.elapsed() < WAKE, "not claimed within {WAKE:?}");
-        store.wait_for_claimable(Some(ms(50))).unwrap();
-    };
+    let (claim, _) = claim_within(&store, WAKE);
     assert_eq!(claim.attempts.attempt(), 3);
     let last = mcp_tasks::TaskHandle::claimed(store.clone(), claim);
     drop(new);
@@ -555,14 +541,7 @@ where
     assert!(!store.undrain(&name).unwrap(), "not drained any more");
     assert!(store.drained().unwrap().is_empty());
     let _ = store.hand_over_task(&id, "ops").unwrap();
-    let started = Instant::now();
-    let claim = loop {
-        if let Some(claim) = store.claim().unwrap() {
-            break claim;
-        }
-        assert!(started.elapsed() < WAKE, "not claimed back within {WAKE:?}");
-        store.wait_for_claimable(Some(ms(50))).unwrap();
-    };
+    let (claim, _) = claim_within(&store, WAKE);
     assert_eq!(claim.attempts.attempt(), 3);
     let last = mcp_tasks::TaskHandle::claimed(store.clone(), claim);
     drop(held);

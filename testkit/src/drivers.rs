@@ -26,8 +26,8 @@ use uuid::Uuid;
 
 use crate::DriverBackend;
 use crate::support::{
-    BOUND, WAKE, accept, alice, ask, assert_unavailable, bob, eventually, input_keys, join_within,
-    ms, obj, recorder, req, terminal_changes, timed, tool_result,
+    BOUND, WAKE, accept, alice, ask, assert_unavailable, bob, claim_within, eventually, input_keys,
+    join_within, ms, obj, recorder, req, terminal_changes, timed, tool_result,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -1275,19 +1275,6 @@ pub fn a_store_that_cannot_read_answers_errors_never_states<B: DriverBackend>(ba
         TaskStatus::Working
     );
     let _done = handle.complete(tool_result("done")).unwrap();
-}
-
-/// Claims on `store` until one comes (bounded by `limit`); answers it and when.
-#[track_caller]
-fn claim_within<S: TaskStore>(store: &S, limit: Duration) -> (mcp_tasks::Claim, Instant) {
-    let started = Instant::now();
-    loop {
-        if let Some(claim) = store.claim().unwrap() {
-            return (claim, Instant::now());
-        }
-        assert!(started.elapsed() < limit, "not claimed within {limit:?}");
-        store.wait_for_claimable(Some(ms(20))).unwrap();
-    }
 }
 
 /// Checks: a redeliverable task whose instance stopped renewing is claimed only after its

@@ -278,3 +278,19 @@ pub fn assert_unavailable<T: Debug>(result: Result<T, Error>, what: &str) -> Err
         other => panic!("{what}: expected the store-unavailable error, got {other:?}"),
     }
 }
+
+/// Claims on `store` until one comes (bounded by `limit`); answers it and when.
+#[track_caller]
+pub(crate) fn claim_within<S: TaskStore>(
+    store: &S,
+    limit: Duration,
+) -> (mcp_tasks::Claim, Instant) {
+    let started = Instant::now();
+    loop {
+        if let Some(claim) = store.claim().unwrap() {
+            return (claim, Instant::now());
+        }
+        assert!(started.elapsed() < limit, "not claimed within {limit:?}");
+        store.wait_for_claimable(Some(ms(20))).unwrap();
+    }
+}
