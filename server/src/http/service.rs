@@ -607,7 +607,11 @@ async fn tasks_result(
                 .session_of(task)
                 .is_some_and(|s| Arc::ptr_eq(&s, session));
             if !mine {
-                // A redelivered task whose session went with its instance streams here.
+                // A redelivered task whose session went with its instance streams here
+                // (only a shared store redelivers: the registry's tasks run once).
+                if !app.server.is_shared() {
+                    return false;
+                }
                 return app.store_call(|| {
                     app.tasks
                         .adopt(&app.server, &app.trace, owner, task, session)
