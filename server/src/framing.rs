@@ -373,6 +373,22 @@ pub fn response(id: Option<&Id>, answer: &Result<Value, JsonRpcError>) -> String
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// A response whose result is `result`, JSON text already written: as [`response`] with
+/// `Ok` of that value.
+pub fn result_response(id: Option<&Id>, result: &str) -> String {
+    let mut out = String::with_capacity(32 + result.len());
+    out.push_str("{\"jsonrpc\":\"2.0\",");
+    if let Some(id) = id {
+        out.push_str("\"id\":");
+        out.push_str(id.as_json());
+        out.push(',');
+    }
+    out.push_str("\"result\":");
+    out.push_str(result);
+    out.push('}');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
