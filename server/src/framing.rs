@@ -184,23 +184,44 @@ pub fn parse(bytes: &[u8]) -> Incoming {
     parse_slowly(bytes)
 }
 
+/// The members of a message's envelope, as written. A member given twice fails the read
+/// (the long way then says what the message is).
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+}
+
+/// A member that is there, whatever its value (`null` too): `Some`.
+fn present<'de, D>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    <&RawValue as serde::Deserialize>::deserialize(deserializer).map(Some)
+}
+
 /// A request or notification that is right in every way, read from its envelope's raw
 /// members; `None` for anything else.
 fn parse_request(text: &str) -> Option<Incoming> {
-    use std::borrow::Cow;
     if !text.trim_start().starts_with('{') {
         return None;
     }
-    let members: HashMap<Cow<'_, str>, &RawValue> = serde_json::from_str(text).ok()?;
-    if members.get("jsonrpc")?.get() != "\"2.0\"" {
+    let members: Envelope<'_> = serde_json::from_str(text).ok()?;
+    if members.jsonrpc?.get() != "\"2.0\"" {
         return None;
     }
-    let method = members.get("method")?.get();
+    let method = members.method?.get();
     if !method.starts_with('"') {
         return None;
     }
     let method: String = serde_json::from_str(method).ok()?;
-    let params = match members.get("params") {
+    let params = match members.params {
         None => None,
         Some(raw) => {
             let raw = raw.get().trim_start();
@@ -210,7 +231,7 @@ fn parse_request(text: &str) -> Option<Incoming> {
             Some(serde_json::from_str::<Value>(raw).ok()?)
         }
     };
-    match members.get("id") {
+    match members.id {
         None => Some(Incoming::Notification { method, params }),
         Some(raw) => Some(Incoming::Request {
             id: Id::parse(raw.get())?,
@@ -318,22 +339,54 @@ fn has_method(message: &JsonObject) -> bool {
 /// A response, as one line of JSON: `{"jsonrpc":"2.0","id":<as written>,"result"|"error":…}`,
 /// without `id` when there is none to echo.
 pub fn response(id: Option<&Id>, answer: &Result<Value, JsonRpcError>) -> String {
-    let body = match answer {
-        Ok(result) => format!("\"result\":{result}"),
-        Err(error) => format!(
-            "\"error\":{}",
-            serde_json::to_string(error).unwrap_or_else(|_| {
-                format!(
-                    "{{\"code\":{},\"message\":\"the error could not be written\"}}",
-                    jsonrpc::INTERNAL_ERROR
-                )
-            })
-        ),
-    };
-    match id {
-        Some(id) => format!("{{\"jsonrpc\":\"2.0\",\"id\":{},{body}}}", id.as_json()),
-        None => format!("{{\"jsonrpc\":\"2.0\",{body}}}"),
+    // Written in one buffer: the envelope around the answer serialized in place.
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",");
+    if let Some(id) = id {
+        out.extend_from_slice(b"\"id\":");
+        out.extend_from_slice(id.as_json().as_bytes());
+        out.push(b',');
     }
+    match answer {
+        Ok(result) => {
+            out.extend_from_slice(b"\"result\":");
+            // A `Value` always serializes (its map keys are strings).
+            let _ = serde_json::to_writer(&mut out, result);
+        }
+        Err(error) => {
+            out.extend_from_slice(b"\"error\":");
+            let start = out.len();
+            if serde_json::to_writer(&mut out, error).is_err() {
+                out.truncate(start);
+                out.extend_from_slice(
+                    format!(
+                        "{{\"code\":{},\"message\":\"the error could not be written\"}}",
+                        jsonrpc::INTERNAL_ERROR
+                    )
+                    .as_bytes(),
+                );
+            }
+        }
+    }
+    out.push(b'}');
+    // Every piece is UTF-8: the id's text, fixed ASCII, and serde_json's output.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// A response whose result is `result`, JSON text already written: as [`response`] with
+/// `Ok` of that value.
+pub fn result_response(id: Option<&Id>, result: &str) -> String {
+    let mut out = String::with_capacity(32 + result.len());
+    out.push_str("{\"jsonrpc\":\"2.0\",");
+    if let Some(id) = id {
+        out.push_str("\"id\":");
+        out.push_str(id.as_json());
+        out.push(',');
+    }
+    out.push_str("\"result\":");
+    out.push_str(result);
+    out.push('}');
+    out
 }
 
 #[cfg(test)]
@@ -347,7 +400,6 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"a\u0037","method":"ping"}"#,
             r#"{"method":"ping","jsonrpc":"2.0","id":-99999999999999999999}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#,
-            r#"{"jsonrpc":"2.0","id":2,"method":"a","method":"b"}"#,
             r#"{"jsonrpc":"2.0","id":2,"m\u0065thod":"escaped"}"#,
             r#"{"jsonrpc":"2.0","id":2,"method":"x","params":[1]}"#,
             r#" {"jsonrpc":"2.0","id":2,"method":"x","params":{} } "#,
@@ -363,6 +415,7 @@ mod tests {
         // Everything else takes the long way.
         for text in [
             r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"a","method":"b"}"#,
             r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
             r#"{"jsonrpc":"2\u002e0","id":1,"method":"x"}"#,
             r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,

@@ -571,6 +571,52 @@ impl Server {
         operation.reply(reply, owner, self.store())
     }
 
+    /// The answer of a `tasks/get` of either generation, its result as JSON text serialized
+    /// straight from the stored task (no `Value` tree between), when that is all the
+    /// request needs: nothing observes it (telemetry off) and it is well formed; the
+    /// store's refusal (an unknown task ...) is the error [`request`](Self::request) would
+    /// answer. `None` for anything else: `request` answers it.
+    pub(crate) fn task_get_text(
+        &self,
+        owner: &Owner,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Option<Result<String, JsonRpcError>> {
+        if self.telemetry.is_enabled() {
+            return None;
+        }
+        let generation = Generation::of(method, params);
+        let get = match generation {
+            Generation::Extension => ext::methods::TASKS_GET,
+            Generation::V2025 => protocol::methods::TASKS_GET,
+        };
+        if method != get {
+            return None;
+        }
+        let task_id = match params? {
+            Value::Object(params) => params.get("taskId")?.as_str()?,
+            _ => return None,
+        };
+        let written = |text: serde_json::Result<String>| {
+            text.map_err(|err| Error::Internal(err.to_string()).to_jsonrpc())
+        };
+        Some(match generation {
+            Generation::Extension => {
+                if !ext::declares_extension(params) {
+                    return None;
+                }
+                match self.ext.store().get(owner, task_id) {
+                    Ok(task) => written(serde_json::to_string(&ext::GetTaskResult::new(&task))),
+                    Err(error) => Err(error.to_jsonrpc()),
+                }
+            }
+            Generation::V2025 => match self.v1.store().get(owner, task_id) {
+                Ok(task) => written(serde_json::to_string(&protocol::GetTaskResult::new(task))),
+                Err(error) => Err(error.to_jsonrpc()),
+            },
+        })
+    }
+
     /// Whether the tasks live in a store shared with other instances: only then can a task
     /// be claimed here for its next attempt ([`claim`](Self::claim)).
     #[must_use]
@@ -1288,6 +1334,78 @@ fn invalid(message: &str) -> JsonRpcError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The answer `request` gives, as the JSON text of its result or its error.
+    fn requested(server: &Server, owner: &Owner, params: &Value) -> Result<Value, JsonRpcError> {
+        match server.request(
+            owner,
+            &RequestId::Number(1),
+            "tasks/get",
+            Some(params.clone()),
+            Elicitation::Undeclared,
+        ) {
+            Reply::Now(answer) => answer,
+            _ => panic!("tasks/get is answered at once"),
+        }
+    }
+
+    #[test]
+    fn a_tasks_get_written_from_the_task_answers_what_the_request_answers() {
+        let server = Server::builder().build().expect("a server");
+        let (alice, bob) = (Owner::new("alice"), Owner::new("bob"));
+        let (handle, task) = server
+            .store()
+            .create(&alice, TaskRequest::new(RequestId::Number(7), "tools/call"))
+            .expect("a task");
+        let id = task.id().to_string();
+        let mut result = JsonObject::new();
+        result.insert("content".into(), json!([{"type": "text", "text": "done"}]));
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": ext::PROTOCOL_VERSION,
+            "io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {ext::EXTENSION_ID: {}}},
+        });
+        let mut working = Some(handle);
+        for finished in [false, true] {
+            if finished && let Some(handle) = working.take() {
+                drop(handle.finish(result.clone()).expect("finished"));
+            }
+            for params in [
+                json!({"taskId": id}),
+                json!({"taskId": id, "_meta": meta}),
+                json!({"taskId": "0a0b0c0d-0000-4000-8000-000000000000", "_meta": meta}),
+                json!({"taskId": "0a0b0c0d-0000-4000-8000-000000000000"}),
+            ] {
+                for owner in [&alice, &bob] {
+                    let fast = server
+                        .task_get_text(owner, "tasks/get", Some(&params))
+                        .expect("a well-formed tasks/get is written from the task");
+                    let fast = fast.map(|text| {
+                        serde_json::from_str::<Value>(&text).expect("the result is JSON")
+                    });
+                    assert_eq!(fast, requested(&server, owner, &params), "{params}");
+                }
+            }
+        }
+        // Anything else goes the usual way.
+        for params in [
+            json!({}),
+            json!({"taskId": 7}),
+            json!({"taskId": id, "_meta": {"io.modelcontextprotocol/protocolVersion": ext::PROTOCOL_VERSION}}),
+        ] {
+            assert!(
+                server
+                    .task_get_text(&alice, "tasks/get", Some(&params))
+                    .is_none()
+            );
+        }
+        assert!(server.task_get_text(&alice, "tasks/get", None).is_none());
+        assert!(
+            server
+                .task_get_text(&alice, "tasks/cancel", Some(&json!({"taskId": id})))
+                .is_none()
+        );
+    }
 
     #[test]
     fn a_job_reads_back_as_written_and_names_its_generation_by_version() {

@@ -128,6 +128,10 @@ pub(crate) struct Inner {
     owners: HashMap<Owner, BTreeMap<u64, u32>>,
     /// Keys of tasks with a finite TTL, by expiry time.
     expiry: BTreeSet<(Timestamp, Key)>,
+    /// A time no entry of `expiry` is before (`None`: none was added since the last
+    /// sweep found it empty): a sweep before it has nothing to do and does not walk the
+    /// tree, which every store call that sweeps would otherwise do.
+    expiry_floor: Option<Timestamp>,
     /// Interned method names of originating requests.
     methods: Vec<Arc<str>>,
 }
@@ -210,7 +214,7 @@ impl Inner {
         let method = self.intern(method)?;
         let slot = self.take_slot()?;
         if let Some(end) = task.expires_at() {
-            self.expiry.insert((end, key));
+            self.index_expiry(end, key);
         }
         let owner = match self.owners.get_key_value(owner) {
             Some((interned, _)) => interned.clone(),
@@ -253,6 +257,9 @@ impl Inner {
     /// expired.
     pub(crate) fn purge_expired(&mut self, now: Timestamp, dead: &mut Vec<Entry>) -> usize {
         let before = dead.len();
+        if self.expiry_floor.is_none_or(|floor| floor > now) {
+            return 0;
+        }
         while let Some(&(end, key)) = self.expiry.first() {
             if end > now {
                 break;
@@ -262,6 +269,7 @@ impl Inner {
                 dead.push(entry);
             }
         }
+        self.expiry_floor = self.expiry.first().map(|&(end, _)| end);
         dead.len() - before
     }
 
@@ -333,8 +341,14 @@ impl Inner {
             self.expiry.remove(&(before, key));
         }
         if let Some(after) = after {
-            self.expiry.insert((after, key));
+            self.index_expiry(after, key);
         }
+    }
+
+    /// Adds `key` to the expiry index at `end`, keeping the floor below every entry.
+    fn index_expiry(&mut self, end: Timestamp, key: Key) {
+        self.expiry.insert((end, key));
+        self.expiry_floor = Some(self.expiry_floor.map_or(end, |floor| floor.min(end)));
     }
 
     /// The request id and method of the task under `key`, if `owner` may see it.

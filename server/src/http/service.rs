@@ -378,6 +378,19 @@ async fn stateless_message(
             }
         };
     }
+    if let Some(result) =
+        app.store_call(|| app.server.task_get_text(&owner, &method, params.as_ref()))
+    {
+        let (status, text) = match result {
+            Ok(result) => (StatusCode::OK, framing::result_response(Some(&id), &result)),
+            Err(error) => (
+                stateless::status_of(error.code),
+                framing::response(Some(&id), &Err(error)),
+            ),
+        };
+        app.trace.write(&trace_name, "out", &text);
+        return json(status, text);
+    }
     let reply = app.store_call(|| {
         app.server.request(
             &owner,
@@ -460,6 +473,16 @@ async fn session_message(
     let owner = Owner::shared(Arc::clone(principal));
     if method == v1_methods::TASKS_RESULT {
         return tasks_result(app, &session, &owner, id, params, sse_ok, slot).await;
+    }
+    if let Some(result) =
+        app.store_call(|| app.server.task_get_text(&owner, &method, params.as_ref()))
+    {
+        let text = match result {
+            Ok(result) => framing::result_response(Some(&id), &result),
+            Err(error) => framing::response(Some(&id), &Err(error)),
+        };
+        app.trace.write(&session.id, "out", &text);
+        return json(StatusCode::OK, text);
     }
     let reply = app.store_call(|| {
         app.server.request_in(
@@ -607,7 +630,11 @@ async fn tasks_result(
                 .session_of(task)
                 .is_some_and(|s| Arc::ptr_eq(&s, session));
             if !mine {
-                // A redelivered task whose session went with its instance streams here.
+                // A redelivered task whose session went with its instance streams here
+                // (only a shared store redelivers: the registry's tasks run once).
+                if !app.server.is_shared() {
+                    return false;
+                }
                 return app.store_call(|| {
                     app.tasks
                         .adopt(&app.server, &app.trace, owner, task, session)
