@@ -77,11 +77,13 @@
 //!   keep them short.
 //!
 //! # Using it from synchronous and asynchronous code
-//! The store owns a small tokio runtime (two worker threads) on which its connections
-//! live; a call sends its statement there and blocks on a plain channel for the answer.
-//! So the same store works from plain threads and from handlers running on any async
-//! runtime, tokio's included (where the blocking `postgres` crate panics: it enters a
-//! runtime of its own). A call blocks its thread for one round trip, like the Redis store:
+//! A statement runs on the thread that calls: it takes a pooled connection, writes the
+//! statement and reads its answer itself, waiting on the connection's socket (no runtime
+//! is entered, no other thread is involved). So the same store works from plain threads
+//! and from handlers running on any async runtime, tokio's included (where the blocking
+//! `postgres` crate panics: it enters a runtime of its own). The store's own small tokio
+//! runtime (one worker thread) drives only its background connections: the listening one
+//! and the announcer's. A call blocks its thread for one round trip, like the Redis store:
 //! from async code prefer `spawn_blocking` for long sequences. The waits are also futures
 //! ([`wait_async`](mcp_tasks::TaskStore::wait_async)) that need no runtime: woken by the
 //! instance's notifications and the store layer's timer, each woken poll reads once.
@@ -193,6 +195,7 @@
 mod announce;
 mod builder;
 mod connection;
+mod direct;
 mod driver;
 mod events;
 mod rows;
