@@ -25,7 +25,7 @@ use mio::{Events, Interest, Token};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::config::{Host, TargetSessionAttrs};
 use tokio_postgres::tls::NoTlsStream;
-use tokio_postgres::{Client, Config, Connection, NoTls, Statement};
+use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Statement};
 
 /// Why a statement on a connection failed.
 #[derive(Debug)]
@@ -176,6 +176,9 @@ struct Driven {
     events: Events,
     woken: Arc<Woken>,
     waker: Waker,
+    /// The payloads of the notifications the connection received, in order, not taken
+    /// yet (a listening connection's; a pooled one receives none).
+    heard: Vec<String>,
 }
 
 impl Driven {
@@ -193,6 +196,7 @@ impl Driven {
             events: Events::with_capacity(4),
             waker: Waker::from(Arc::clone(&woken)),
             woken,
+            heard: Vec::new(),
         })
     }
 
@@ -214,11 +218,7 @@ impl Driven {
                 return out.map_err(Into::into);
             }
             if let Some(connection) = connection.as_deref_mut() {
-                match Pin::new(connection).poll(&mut cx) {
-                    Poll::Ready(Ok(())) => return Err(Failed::Closed),
-                    Poll::Ready(Err(err)) => return Err(Failed::Postgres(err)),
-                    Poll::Pending => {}
-                }
+                drive(connection, &mut cx, &mut self.heard)?;
             }
             if self.woken.0.load(Ordering::Acquire) {
                 continue;
@@ -232,6 +232,27 @@ impl Driven {
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                 Err(err) => return Err(Failed::Connect(err)),
             }
+        }
+    }
+}
+
+/// Polls `connection` until it can go no further (it sends what its client queued and
+/// reads what the server sent), keeping the notifications' payloads in `heard`; an error
+/// once it ended.
+fn drive(
+    connection: &mut Connection<Socket, NoTlsStream>,
+    cx: &mut Context<'_>,
+    heard: &mut Vec<String>,
+) -> Result<(), Failed> {
+    loop {
+        match connection.poll_message(cx) {
+            Poll::Pending => return Ok(()),
+            Poll::Ready(Some(Ok(AsyncMessage::Notification(notification)))) => {
+                heard.push(notification.payload().to_owned());
+            }
+            Poll::Ready(Some(Ok(_))) => {}
+            Poll::Ready(Some(Err(err))) => return Err(Failed::Postgres(err)),
+            Poll::Ready(None) => return Err(Failed::Closed),
         }
     }
 }
@@ -348,6 +369,42 @@ impl Direct {
         )
     }
 
+    /// Runs `sql` (one or more statements, no parameters) by `deadline`.
+    pub(crate) fn batch_execute(&mut self, sql: &str, deadline: Instant) -> Result<(), Failed> {
+        let client = &self.client;
+        self.driven.run(
+            client.batch_execute(sql),
+            Some(&mut self.connection),
+            deadline,
+        )
+    }
+
+    /// The payloads of the notifications received by `deadline`, in order: those received
+    /// already, or else the first that come (with any that came along), or none once the
+    /// deadline passed.
+    pub(crate) fn notifications(&mut self, deadline: Instant) -> Result<Vec<String>, Failed> {
+        loop {
+            let waker = self.driven.waker.clone();
+            drive(
+                &mut self.connection,
+                &mut Context::from_waker(&waker),
+                &mut self.driven.heard,
+            )?;
+            if !self.driven.heard.is_empty() {
+                return Ok(std::mem::take(&mut self.driven.heard));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(Vec::new());
+            }
+            match self.driven.poll.poll(&mut self.driven.events, Some(left)) {
+                Ok(()) => {}
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(Failed::Connect(err)),
+            }
+        }
+    }
+
     /// Whether the connection is known to be unusable.
     fn is_closed(&self) -> bool {
         self.client.is_closed()
@@ -368,8 +425,8 @@ fn tcp(config: &Config, addrs: &[SocketAddr], deadline: Instant) -> Result<Socke
         match std::net::TcpStream::connect_timeout(addr, left).and_then(|stream| {
             stream.set_nodelay(true)?;
             if config.get_keepalives() {
-                let keepalive = socket2::TcpKeepalive::new()
-                    .with_time(config.get_keepalives_idle());
+                let keepalive =
+                    socket2::TcpKeepalive::new().with_time(config.get_keepalives_idle());
                 socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive)?;
             }
             stream.set_nonblocking(true)?;
