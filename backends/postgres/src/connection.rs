@@ -1,6 +1,7 @@
 //! The engine: a bounded pool of connections that the calling thread drives itself
-//! ([`direct`](crate::direct)), and a small tokio runtime of the store's own for its
-//! background connections (the listening one, the announcer's) and its migrations. A
+//! ([`direct`](crate::direct)), and a small tokio runtime of the store's own for the
+//! announcer's connection and the migrations (the event thread drives the listening
+//! connection itself). A
 //! statement is written and its answer read by the thread that runs it, waiting on the
 //! connection's socket, so it works from any thread, including a worker of another async
 //! runtime (where `Handle::block_on`, and the blocking `postgres` crate built on it,
@@ -95,7 +96,7 @@ impl Drop for InUse<'_> {
 }
 
 impl Engine {
-    /// Starts the runtime (one worker thread, for the background connections) and the
+    /// Starts the runtime (one worker thread, for the announcer and migrations) and the
     /// pool of at most `pool_size` connections to `config`.
     pub(crate) fn start(
         mut config: Config,
@@ -115,7 +116,7 @@ impl Engine {
             .connect_timeout(io_timeout)
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(10));
-        // The background connections only (statements run on their callers' threads).
+        // The announcer and migrations only (statements run on their callers' threads).
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("mcp-tasks-postgres")
@@ -151,7 +152,7 @@ impl Engine {
             .unwrap_or_else(|_| Err(Error::store("the PostgreSQL store is shut down")))
     }
 
-    /// Spawns `future` on the store's runtime (background work: the listener).
+    /// Spawns `future` on the store's runtime (background work: the announcer).
     pub(crate) fn spawn<F>(&self, future: F)
     where
         F: Future<Output = ()> + Send + 'static,

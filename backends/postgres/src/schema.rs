@@ -11,6 +11,10 @@
 //! `owners` (its row also serializes the owner's creates, so that the per-owner limit is
 //! counted exactly). `removed` keeps a removed task's fields and write id for a replay.
 //!
+//! The common create (without a per-owner limit) and the common commit are also written as
+//! one plain statement each ([`statements`](crate::statements)), which lands only where the
+//! function would write, and writes what it would; the function decides whatever else.
+//!
 //! Every function decides within one statement's call, on rows it locks (`FOR UPDATE`),
 //! in `READ COMMITTED`: each statement inside a function reads what was committed before
 //! it started, and the row lock makes a concurrent writer of the same task wait and then
