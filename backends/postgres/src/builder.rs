@@ -145,13 +145,17 @@ impl PostgresStoreBuilder {
 /// Applies the migrations (`migrate`) or checks that the schema is at this build's
 /// version; answers that version.
 pub(crate) fn prepare_schema(engine: &Engine, schema: &str, migrate: bool) -> Result<i32, Error> {
-    let pool = engine.pool.clone();
+    let config = engine.config.clone();
+    let io_timeout = engine.io_timeout;
     let schema = schema.to_owned();
     engine.block_on(async move {
-        let mut client = pool
-            .get()
-            .await
-            .map_err(|err| Error::store_caused("cannot connect to PostgreSQL", err))?;
+        let (mut client, connection) =
+            tokio::time::timeout(io_timeout, config.connect(tokio_postgres::NoTls))
+                .await
+                .map_err(|_| Error::store("connecting to PostgreSQL timed out"))?
+                .map_err(|err| Error::store_caused("cannot connect to PostgreSQL", err))?;
+        // Driven on the runtime until the client is dropped (the connection closes then).
+        tokio::spawn(connection);
         if migrate {
             schema::migrate(&mut client, &schema).await
         } else {

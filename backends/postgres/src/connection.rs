@@ -1,20 +1,24 @@
-//! The engine: a small tokio runtime of the store's own, a bounded pool of connections on
-//! it, and the bridge every synchronous call crosses. A call sends its statement to the
-//! runtime and blocks on a plain channel for the answer, so it works from any thread,
-//! including a worker of another async runtime (where `Handle::block_on`, and the blocking
-//! `postgres` crate built on it, panic).
+//! The engine: a bounded pool of connections that the calling thread drives itself
+//! ([`direct`](crate::direct)), and a small tokio runtime of the store's own for the
+//! announcer's connection and the migrations (the event thread drives the listening
+//! connection itself). A
+//! statement is written and its answer read by the thread that runs it, waiting on the
+//! connection's socket, so it works from any thread, including a worker of another async
+//! runtime (where `Handle::block_on`, and the blocking `postgres` crate built on it,
+//! panic).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use mcp_tasks::Error;
 use tokio::runtime::Runtime;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Config, NoTls, Row};
+use tokio_postgres::{Config, Row};
+
+use crate::direct::{Direct, DirectPool, Failed, Unavailable};
 
 /// The parameters of one statement, owned (they cross to the store's runtime).
 pub(crate) type Params = Vec<Box<dyn ToSql + Send + Sync>>;
@@ -26,7 +30,7 @@ pub const POOL_NAME: &str = "mcp-tasks";
 /// dropped inside another runtime, where a blocking shutdown would panic).
 pub(crate) struct Engine {
     runtime: Option<Runtime>,
-    pub(crate) pool: Pool,
+    pool: DirectPool,
     pub(crate) config: Config,
     pub(crate) io_timeout: Duration,
 }
@@ -69,9 +73,31 @@ enum Failure {
     Other(Error),
 }
 
+/// Counts a pooled connection in use out of the pool if it is dropped rather than given
+/// back (broken, or a panic on the way).
+struct InUse<'a> {
+    pool: &'a DirectPool,
+    given_back: bool,
+}
+
+impl InUse<'_> {
+    fn give_back(mut self, direct: Direct) {
+        self.given_back = true;
+        self.pool.put(direct);
+    }
+}
+
+impl Drop for InUse<'_> {
+    fn drop(&mut self) {
+        if !self.given_back {
+            self.pool.discard();
+        }
+    }
+}
+
 impl Engine {
-    /// Starts the runtime (two worker threads) and the pool of at most `pool_size`
-    /// connections to `config`.
+    /// Starts the runtime (one worker thread, for the announcer and migrations) and the
+    /// pool of at most `pool_size` connections to `config`.
     pub(crate) fn start(
         mut config: Config,
         pool_size: usize,
@@ -90,32 +116,18 @@ impl Engine {
             .connect_timeout(io_timeout)
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(10));
+        // The announcer and migrations only (statements run on their callers' threads).
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(1)
             .thread_name("mcp-tasks-postgres")
             .enable_all()
             .build()
             .map_err(|err| {
                 Error::store_caused("cannot start the PostgreSQL store's runtime", err)
             })?;
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(pool_size)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(io_timeout))
-            .create_timeout(Some(io_timeout))
-            .recycle_timeout(Some(io_timeout))
-            .build()
-            .map_err(|err| Error::store_caused("cannot build the connection pool", err))?;
         Ok(Engine {
             runtime: Some(runtime),
-            pool,
+            pool: DirectPool::new(config.clone(), pool_size),
             config,
             io_timeout,
         })
@@ -140,7 +152,7 @@ impl Engine {
             .unwrap_or_else(|_| Err(Error::store("the PostgreSQL store is shut down")))
     }
 
-    /// Spawns `future` on the store's runtime (background work: the listener).
+    /// Spawns `future` on the store's runtime (background work: the announcer).
     pub(crate) fn spawn<F>(&self, future: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -150,70 +162,72 @@ impl Engine {
         }
     }
 
-    /// Runs one statement (prepared once per connection) and answers its rows. A broken
-    /// connection drops every idle one of the pool (all are as old as it) and the
-    /// statement is sent once more on a fresh connection: statements that write carry a
-    /// write id, so a replay of one that was applied answers as the first did.
-    pub(crate) fn query(&self, sql: Arc<str>, params: Params) -> Result<Vec<Row>, Error> {
-        let pool = self.pool.clone();
-        let io_timeout = self.io_timeout;
-        self.block_on(async move {
-            let params = Arc::new(params);
-            match once(&pool, &sql, &params, io_timeout).await {
-                Ok(rows) => Ok(rows),
-                Err(Failure::Other(error)) => Err(error),
-                Err(Failure::Connection(_)) => {
-                    pool.retain(|_, _| false);
-                    match once(&pool, &sql, &params, io_timeout).await {
-                        Ok(rows) => Ok(rows),
-                        Err(Failure::Other(error) | Failure::Connection(error)) => Err(error),
-                    }
-                }
+    /// Runs one statement (prepared once per connection) on the calling thread and
+    /// answers its rows. A broken connection drops every idle one of the pool (all are as
+    /// old as it) and the statement is sent once more on a fresh connection: statements
+    /// that write carry a write id, so a replay of one that was applied answers as the
+    /// first did.
+    pub(crate) fn query(&self, sql: &Arc<str>, params: &Params) -> Result<Vec<Row>, Error> {
+        let refs: Vec<&(dyn ToSql + Sync)> = params
+            .iter()
+            .map(|param| param.as_ref() as &(dyn ToSql + Sync))
+            .collect();
+        match self.once(sql, &refs) {
+            Ok(rows) => Ok(rows),
+            Err(Failure::Other(error)) => Err(error),
+            Err(Failure::Connection(_)) => {
+                self.pool.clear_idle();
+                self.once(sql, &refs)
+                    .map_err(|(Failure::Other(error) | Failure::Connection(error))| error)
             }
-        })
+        }
     }
-}
 
-/// One attempt of a statement on a pooled connection, bounded by the I/O timeout.
-async fn once(
-    pool: &Pool,
-    sql: &str,
-    params: &Params,
-    io_timeout: Duration,
-) -> Result<Vec<Row>, Failure> {
-    let client = pool.get().await.map_err(|err| {
-        Failure::Connection(Error::store_caused(
-            "cannot get a connection to PostgreSQL",
-            err,
-        ))
-    })?;
-    let refs: Vec<&(dyn ToSql + Sync)> = params
-        .iter()
-        .map(|param| param.as_ref() as &(dyn ToSql + Sync))
-        .collect();
-    let run = async {
-        let statement = client.prepare_cached(sql).await?;
-        client.query(&statement, &refs).await
-    };
-    match tokio::time::timeout(io_timeout, run).await {
-        Ok(Ok(rows)) => Ok(rows),
-        Ok(Err(err)) if is_connection_error(&err) => {
-            let _ = Object::take(client);
-            Err(Failure::Connection(Error::store_caused(
+    /// One attempt of a statement on a pooled connection, bounded by the I/O timeout.
+    fn once(&self, sql: &Arc<str>, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Failure> {
+        let deadline = Instant::now() + self.io_timeout;
+        let direct = match self.pool.get(deadline) {
+            Ok(direct) => direct,
+            Err(Unavailable::Busy) => {
+                return Err(Failure::Other(Error::store(format!(
+                    "no connection to PostgreSQL was free within the I/O timeout ({:?})",
+                    self.io_timeout
+                ))));
+            }
+            Err(Unavailable::Connect(err)) => {
+                return Err(Failure::Connection(Error::store_caused(
+                    "cannot get a connection to PostgreSQL",
+                    err,
+                )));
+            }
+        };
+        let mut direct = direct;
+        let in_use = InUse {
+            pool: &self.pool,
+            given_back: false,
+        };
+        match direct.query(sql, params, deadline) {
+            Ok(rows) => {
+                in_use.give_back(direct);
+                Ok(rows)
+            }
+            // The connection may still carry the statement's answer: never reused
+            // (dropped here, and counted out by `in_use`).
+            Err(Failed::TimedOut) => Err(Failure::Connection(Error::store(format!(
+                "PostgreSQL did not answer within the I/O timeout ({:?})",
+                self.io_timeout
+            )))),
+            Err(err) if err.is_connection() => Err(Failure::Connection(Error::store_caused(
                 "the connection to PostgreSQL failed",
                 err,
-            )))
-        }
-        Ok(Err(err)) => Err(Failure::Other(Error::store_caused(
-            "PostgreSQL refused a statement of the task store",
-            err,
-        ))),
-        Err(_) => {
-            // The connection may still carry the statement's answer: never reuse it.
-            let _ = Object::take(client);
-            Err(Failure::Connection(Error::store(format!(
-                "PostgreSQL did not answer within the I/O timeout ({io_timeout:?})"
-            ))))
+            ))),
+            Err(err) => {
+                in_use.give_back(direct);
+                Err(Failure::Other(Error::store_caused(
+                    "PostgreSQL refused a statement of the task store",
+                    err,
+                )))
+            }
         }
     }
 }

@@ -71,8 +71,8 @@ impl PostgresDriver {
     }
 
     /// Runs one of the store's statements.
-    fn query(&self, sql: &Arc<str>, params: Params) -> Result<Vec<Row>, Error> {
-        self.engine.query(Arc::clone(sql), params)
+    fn query(&self, sql: &Arc<str>, params: &Params) -> Result<Vec<Row>, Error> {
+        self.engine.query(sql, params)
     }
 
     /// Runs a statement about the task under `key` (its id and owner tag first, then
@@ -80,7 +80,7 @@ impl PostgresDriver {
     fn about(&self, sql: &Arc<str>, key: &TaskKey, more: Params) -> Result<Vec<Row>, Error> {
         let mut params: Params = vec![Box::new(key.id()), Box::new(key.owner_tag())];
         params.extend(more);
-        self.query(sql, params)
+        self.query(sql, &params)
     }
 }
 
@@ -100,40 +100,48 @@ impl Driver for PostgresDriver {
 
     fn insert(&self, new: &NewTask<'_>) -> Result<Inserted, Error> {
         let lease = new.lease.map(|lease| bigint(lease.as_millis().max(1)));
-        let rows = self.about(
-            &self.sql.create,
-            new.key,
-            vec![
-                Box::new(new.body.to_owned()),
-                Box::new(new.ttl.map(bigint)),
-                Box::new(new.limits.per_owner.map(bigint)),
-                Box::new(new.request_id.to_owned()),
-                Box::new(new.method.to_owned()),
-                Box::new(write_id()),
-                Box::new(lease),
-                Box::new(new.job.map(str::to_owned)),
-                // No channel: the write sends no event; the announcer does, once committed.
-                Box::new(None::<String>),
-                Box::new(new.holder.to_owned()),
-            ],
-        )?;
+        let params: Params = vec![
+            Box::new(new.key.id()),
+            Box::new(new.key.owner_tag()),
+            Box::new(new.body.to_owned()),
+            Box::new(new.ttl.map(bigint)),
+            Box::new(new.limits.per_owner.map(bigint)),
+            Box::new(new.request_id.to_owned()),
+            Box::new(new.method.to_owned()),
+            Box::new(write_id()),
+            Box::new(lease),
+            Box::new(new.job.map(str::to_owned)),
+            // No channel: the write sends no event; the announcer does, once committed.
+            Box::new(None::<String>),
+            Box::new(new.holder.to_owned()),
+        ];
+        let announce = |created: i64| {
+            self.announcer.announce(announce::written(
+                &new.key.owner_tag(),
+                &new.key.id(),
+                false,
+                1,
+                TaskStatus::Working.as_str(),
+                created,
+                created,
+                new.body,
+            ));
+            Ok(Inserted::Created(Timestamp::from_unix_millis(created)))
+        };
+        // Without a per-owner limit, one plain statement; when it inserts nothing (the id
+        // exists: a replay, or another task), the function answers, with the same
+        // parameters.
+        if new.limits.per_owner.is_none() {
+            let rows = self.query(&self.sql.create_fast, &params)?;
+            if let Some(row) = rows.first() {
+                return announce(column(row, 0)?);
+            }
+        }
+        let rows = self.query(&self.sql.create, &params)?;
         let row = rows.first().ok_or_else(|| unexpected("no row"))?;
         let outcome: String = column(row, 0)?;
         match outcome.as_str() {
-            "ok" => {
-                let created: i64 = column(row, 1)?;
-                self.announcer.announce(announce::written(
-                    &new.key.owner_tag(),
-                    &new.key.id(),
-                    false,
-                    1,
-                    TaskStatus::Working.as_str(),
-                    created,
-                    created,
-                    new.body,
-                ));
-                Ok(Inserted::Created(Timestamp::from_unix_millis(created)))
-            }
+            "ok" => announce(column(row, 1)?),
             "limit" => Ok(Inserted::Full(LimitScope::PerOwner)),
             other => Err(unexpected(other)),
         }
@@ -154,49 +162,66 @@ impl Driver for PostgresDriver {
                 Some(i32::try_from(attempt).unwrap_or(i32::MAX)),
             ),
         };
-        let rows = self.about(
-            &self.sql.commit,
-            write.key,
-            vec![
-                Box::new(bigint(write.version)),
-                Box::new(write.task.status().as_str().to_owned()),
-                Box::new(write.body.to_owned()),
-                Box::new(write.ttl_changed),
-                Box::new(write.task.ttl().map(bigint)),
-                Box::new(write.notify),
-                Box::new(write_id()),
-                Box::new(condition.to_owned()),
-                Box::new(backoff),
-                Box::new(lease),
-                Box::new(attempt),
-                Box::new(None::<String>),
-                Box::new(write.keep_updated),
-                Box::new(write.holder.to_owned()),
-            ],
-        )?;
+        let params: Params = vec![
+            Box::new(write.key.id()),
+            Box::new(write.key.owner_tag()),
+            Box::new(bigint(write.version)),
+            Box::new(write.task.status().as_str().to_owned()),
+            Box::new(write.body.to_owned()),
+            Box::new(write.ttl_changed),
+            Box::new(write.task.ttl().map(bigint)),
+            Box::new(write.notify),
+            Box::new(write_id()),
+            Box::new(condition.to_owned()),
+            Box::new(backoff),
+            Box::new(lease),
+            Box::new(attempt),
+            Box::new(None::<String>),
+            Box::new(write.keep_updated),
+            Box::new(write.holder.to_owned()),
+        ];
+        let announce = |version: i64, created: i64, updated: i64| {
+            self.announcer.announce(announce::written(
+                &write.key.owner_tag(),
+                &write.key.id(),
+                write.notify,
+                version,
+                write.task.status().as_str(),
+                created,
+                updated,
+                write.body,
+            ));
+        };
+        let claimed = matches!(write.condition, Condition::Claim { .. });
+        // The common case, one plain `UPDATE`; when it does not land, the function decides
+        // (with the same parameters, so a replay of either is recognized by the write id).
+        let rows = self.query(&self.sql.commit_fast, &params)?;
+        if let Some(row) = rows.first() {
+            let updated: i64 = column(row, 2)?;
+            announce(column(row, 0)?, column(row, 1)?, updated);
+            return Ok(Wrote::Written {
+                at: Timestamp::from_unix_millis(updated),
+                job: if claimed {
+                    Some(column::<Option<String>>(row, 3)?.unwrap_or_default())
+                } else {
+                    None
+                },
+            });
+        }
+        let rows = self.query(&self.sql.commit, &params)?;
         let row = rows.first().ok_or_else(|| unexpected("no row"))?;
         let outcome: String = column(row, 0)?;
         match outcome.as_str() {
             "ok" => Ok(Wrote::Written {
                 at: {
                     let updated: i64 = column(row, 5)?;
-                    self.announcer.announce(announce::written(
-                        &write.key.owner_tag(),
-                        &write.key.id(),
-                        write.notify,
-                        column(row, 1)?,
-                        write.task.status().as_str(),
-                        column(row, 4)?,
-                        updated,
-                        write.body,
-                    ));
+                    announce(column(row, 1)?, column(row, 4)?, updated);
                     Timestamp::from_unix_millis(updated)
                 },
-                job: match write.condition {
-                    Condition::Claim { .. } => {
-                        Some(column::<Option<String>>(row, 6)?.unwrap_or_default())
-                    }
-                    _ => None,
+                job: if claimed {
+                    Some(column::<Option<String>>(row, 6)?.unwrap_or_default())
+                } else {
+                    None
                 },
             }),
             "stale" => Ok(Wrote::Stale(Some((
@@ -238,7 +263,7 @@ impl Driver for PostgresDriver {
     fn page(&self, owner: &Owner, after: Option<u64>, limit: usize) -> Result<Vec<Listed>, Error> {
         let rows = self.query(
             &self.sql.list,
-            vec![
+            &vec![
                 Box::new(mcp_tasks::backend::owner_tag(owner)),
                 Box::new(after.map_or(i64::MIN, bigint)),
                 Box::new(bigint(limit)),
@@ -271,7 +296,7 @@ impl Driver for PostgresDriver {
         });
         let rows = self.query(
             &self.sql.page_all,
-            vec![
+            &vec![
                 Box::new(seq),
                 Box::new(id),
                 Box::new(statuses),
@@ -332,7 +357,7 @@ impl Driver for PostgresDriver {
             .collect();
         let rows = self.query(
             &self.sql.renew,
-            vec![
+            &vec![
                 Box::new(ids),
                 Box::new(ops),
                 Box::new(attempts),
@@ -355,7 +380,7 @@ impl Driver for PostgresDriver {
     }
 
     fn lapsed(&self, limit: usize) -> Result<Vec<LapsedLease>, Error> {
-        let rows = self.query(&self.sql.lapsed, vec![Box::new(bigint(limit))])?;
+        let rows = self.query(&self.sql.lapsed, &vec![Box::new(bigint(limit))])?;
         let mut lapsed = Vec::with_capacity(rows.len());
         for row in &rows {
             let id: uuid::Uuid = column(row, 0)?;
@@ -379,7 +404,7 @@ impl Driver for PostgresDriver {
     fn share_secret(&self, mine: u128) -> Result<u128, Error> {
         let rows = self.query(
             &self.sql.share_secret,
-            vec![Box::new(format!("{mine:032x}"))],
+            &vec![Box::new(format!("{mine:032x}"))],
         )?;
         let shared: String = rows
             .first()
@@ -395,7 +420,7 @@ impl Driver for PostgresDriver {
     }
 
     fn now(&self) -> Result<Timestamp, Error> {
-        let rows = self.query(&self.sql.now, Vec::new())?;
+        let rows = self.query(&self.sql.now, &Vec::new())?;
         let millis: i64 = rows
             .first()
             .ok_or_else(|| unexpected("no time"))
@@ -405,7 +430,7 @@ impl Driver for PostgresDriver {
 
     /// Deletes expired rows (any instance's), 1,000 per round.
     fn sweep(&self) -> Result<(), Error> {
-        self.query(&self.sql.sweep, vec![Box::new(SWEEP_BATCH)])
+        self.query(&self.sql.sweep, &vec![Box::new(SWEEP_BATCH)])
             .map(|_| ())
     }
 

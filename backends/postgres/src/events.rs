@@ -1,21 +1,22 @@
-//! The listening connection: one per instance, on the store's runtime. It `LISTEN`s on the
-//! store's channel and hands each notification, in order, to the instance's event thread,
-//! which hands it to the store's [`FeedSink`] (off the runtime: the store may read a task
-//! too large for its notification, and its subscribers are user code). It checks the connection
-//! with a `SELECT 1` after a second of silence, which must answer within a second (a hung
-//! connection counts as lost); when the connection is lost it tells the
-//! waits (they poll until it is back, then read again, since notifications sent meanwhile
-//! are lost), backs off (10 ms doubling to 1 s) and connects again.
+//! The listening connection: one per instance, driven by a thread of its own (the
+//! instance's event thread, [`direct`](crate::direct)), which `LISTEN`s on the store's
+//! channel and hands each notification, in order, to the store's [`FeedSink`] (on this
+//! thread, off any runtime: the store may read a task too large for its notification, and
+//! its subscribers are user code). It checks the connection with a `SELECT 1` after a
+//! second of silence, which must answer within a second (a hung connection counts as
+//! lost); when the connection is lost it tells the waits (they poll until it is back, then
+//! read again, since notifications sent meanwhile are lost), backs off (10 ms doubling to
+//! 1 s) and connects again. It ends, closing its connection, within a quarter of a second
+//! of the store being dropped.
 
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use mcp_tasks::Error;
 use mcp_tasks::backend::FeedSink;
-use tokio_postgres::{AsyncMessage, Config, NoTls};
+use tokio_postgres::Config;
 
 use crate::connection::Engine;
+use crate::direct::Direct;
 
 /// The application name of each instance's listening connection (`pg_stat_activity`
 /// shows it).
@@ -30,124 +31,79 @@ const IDLE_CHECK: Duration = Duration::from_secs(1);
 /// within two seconds), not ten seconds of unheard changes.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// What the listening connection tells the event thread, in order.
-enum Event {
-    Up,
-    Down,
-    Message(String),
-}
+/// How often the event thread looks whether the store is gone, while nothing is heard.
+const TICK: Duration = Duration::from_millis(250);
 
-/// Starts the event thread and the listening connection on `channel`, delivering to
-/// `sink`.
+/// Starts the event thread, listening on `channel` and delivering to `sink`.
 pub(crate) fn start(engine: &Engine, channel: &str, sink: FeedSink) -> Result<(), Error> {
-    let (events, received) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("mcp-tasks-pg-events".into())
-        .spawn(move || dispatch(&received, &sink))
-        .map_err(|err| Error::store_caused("cannot start the event thread", err))?;
     let mut config = engine.config.clone();
     config.application_name(LISTENER_NAME);
-    engine.spawn(listen(
-        config,
-        channel.to_owned(),
-        engine.io_timeout,
-        events,
-    ));
+    let channel = channel.to_owned();
+    let io_timeout = engine.io_timeout;
+    std::thread::Builder::new()
+        .name("mcp-tasks-pg-events".into())
+        .spawn(move || listen(&config, &channel, io_timeout, &sink))
+        .map_err(|err| Error::store_caused("cannot start the event thread", err))?;
     Ok(())
 }
 
-/// The event thread: hands each event to the store while it lives.
-fn dispatch(received: &Receiver<Event>, sink: &FeedSink) {
-    for event in received {
-        let open = match event {
-            Event::Up => sink.up(),
-            Event::Down => sink.down(),
-            Event::Message(payload) => sink.message(&payload),
-        };
-        if !open {
-            return;
-        }
-    }
-}
-
-/// Listens, and listens again after every failure, until the store is gone (the event
-/// thread stops receiving).
-async fn listen(config: Config, channel: String, io_timeout: Duration, events: Sender<Event>) {
+/// Listens, and listens again after every failure, until the store is gone.
+fn listen(config: &Config, channel: &str, io_timeout: Duration, sink: &FeedSink) {
     let mut backoff = Duration::from_millis(10);
     loop {
         let started = Instant::now();
-        let _ = session(&config, &channel, io_timeout, &events).await;
-        if events.send(Event::Down).is_err() {
+        if session(config, channel, io_timeout, sink).is_ok() || !sink.down() {
             return;
         }
         if started.elapsed() > Duration::from_secs(5) {
             backoff = Duration::from_millis(10);
         }
-        tokio::time::sleep(backoff).await;
+        std::thread::sleep(backoff);
         backoff = (backoff * 2).min(Duration::from_secs(1));
     }
 }
 
-/// One listening session: connect, `LISTEN`, forward notifications; answers why it ended.
-async fn session(
+/// One listening session: connect, `LISTEN`, deliver notifications. `Ok` once the store
+/// is gone; `Err` (saying why) when the connection failed, hung or closed.
+fn session(
     config: &Config,
     channel: &str,
     io_timeout: Duration,
-    events: &Sender<Event>,
+    sink: &FeedSink,
 ) -> Result<(), String> {
-    let (client, mut connection) = tokio::time::timeout(io_timeout, config.connect(NoTls))
-        .await
-        .map_err(|_| "connecting timed out".to_owned())?
-        .map_err(|err| err.to_string())?;
-    let (forward, mut notifications) = tokio::sync::mpsc::unbounded_channel();
-    let driver = tokio::spawn(async move {
-        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(message) = messages.next().await {
-            match message {
-                Ok(AsyncMessage::Notification(notification)) => {
-                    if forward.send(notification.payload().to_owned()).is_err() {
-                        return;
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => return,
-            }
-        }
-    });
-    let _abort = AbortOnDrop(driver);
-    tokio::time::timeout(
-        io_timeout,
-        client.batch_execute(&format!("LISTEN \"{channel}\"")),
-    )
-    .await
-    .map_err(|_| "LISTEN timed out".to_owned())?
-    .map_err(|err| err.to_string())?;
-    events.send(Event::Up).map_err(|_| "the store is gone")?;
+    let deadline = Instant::now() + io_timeout;
+    let mut connection = Direct::connect(config, deadline).map_err(|err| err.to_string())?;
+    connection
+        .batch_execute(&format!("LISTEN \"{channel}\""), deadline)
+        .map_err(|err| format!("LISTEN failed: {err}"))?;
+    if !sink.up() {
+        return Ok(());
+    }
+    let mut heard = Instant::now();
     loop {
-        tokio::select! {
-            payload = notifications.recv() => match payload {
-                Some(payload) => events
-                    .send(Event::Message(payload))
-                    .map_err(|_| "the store is gone")?,
-                None => return Err("the listening connection closed".to_owned()),
-            },
-            () = tokio::time::sleep(IDLE_CHECK) => {
+        let payloads = connection
+            .notifications(Instant::now() + TICK)
+            .map_err(|err| err.to_string())?;
+        if payloads.is_empty() {
+            if sink.is_closed() {
+                return Ok(());
+            }
+            if heard.elapsed() >= IDLE_CHECK {
                 // Silent for a while: is PostgreSQL still there? (A hung server counts as
                 // gone: the waits poll meanwhile.)
-                tokio::time::timeout(io_timeout.min(PROBE_TIMEOUT), client.simple_query("SELECT 1"))
-                    .await
-                    .map_err(|_| "the listening connection hung".to_owned())?
-                    .map_err(|err| err.to_string())?;
+                let probe = Instant::now() + io_timeout.min(PROBE_TIMEOUT);
+                connection
+                    .batch_execute("SELECT 1", probe)
+                    .map_err(|err| format!("the listening connection failed its check: {err}"))?;
+                heard = Instant::now();
+            }
+            continue;
+        }
+        heard = Instant::now();
+        for payload in payloads {
+            if !sink.message(&payload) {
+                return Ok(());
             }
         }
-    }
-}
-
-/// Stops the connection's driver when the session ends (closing the connection).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

@@ -77,11 +77,13 @@
 //!   keep them short.
 //!
 //! # Using it from synchronous and asynchronous code
-//! The store owns a small tokio runtime (two worker threads) on which its connections
-//! live; a call sends its statement there and blocks on a plain channel for the answer.
-//! So the same store works from plain threads and from handlers running on any async
-//! runtime, tokio's included (where the blocking `postgres` crate panics: it enters a
-//! runtime of its own). A call blocks its thread for one round trip, like the Redis store:
+//! A statement runs on the thread that calls: it takes a pooled connection, writes the
+//! statement and reads its answer itself, waiting on the connection's socket (no runtime
+//! is entered, no other thread is involved). So the same store works from plain threads
+//! and from handlers running on any async runtime, tokio's included (where the blocking
+//! `postgres` crate panics: it enters a runtime of its own). The instance's event thread
+//! drives its listening connection the same way, and the store's own small tokio runtime
+//! (one worker thread) only the announcer's connection (and the migrations). A call blocks its thread for one round trip, like the Redis store:
 //! from async code prefer `spawn_blocking` for long sequences. The waits are also futures
 //! ([`wait_async`](mcp_tasks::TaskStore::wait_async)) that need no runtime: woken by the
 //! instance's notifications and the store layer's timer, each woken poll reads once.
@@ -165,13 +167,16 @@
 //! transactions one at a time (a database-wide lock held across the commit's flush), so
 //! the store leaves its events to each instance's announcer, which sends many per
 //! transaction, and the writes group-commit like any one-row `UPDATE`. With 16 handlers on
-//! 2 instances on the development machine (2 cores shared with other work): ~3,700
-//! changes per second where the same build of version 2 (which notified in each write)
-//! made ~450; 0.34× (0.28–0.50) of what `pgbench` makes of a plain one-row `UPDATE` at
-//! 16 clients in the same run, and 4× what it makes of one with `pg_notify` (`cargo bench
-//! -p mcp-tasks-suites --features redis,postgres --bench shared_concurrency`). What it
-//! costs: a wake-up across instances waits for the write's reply and one more round trip
-//! (1.9 ms median from the call, 0.4 ms after it returned, against 0.8 and 0.2 ms), and
+//! 2 instances on the development machine (2 cores shared with other work): 7,200–8,600
+//! changes per second on a quiet machine where the same build of version 2 (which notified
+//! in each write) made ~450 on a loaded one; 0.35–0.41× of what `pgbench` makes of a plain
+//! one-row `UPDATE` at 16 clients in the same run when commits flush fast (~20,000/s),
+//! 0.56–0.65× when they flush slowly, and 1.7× what it makes of one with `pg_notify`
+//! (`cargo bench -p mcp-tasks-suites --features redis,postgres --bench shared_concurrency`).
+//! The common create (without a per-owner limit) and the common commit are one plain
+//! statement each; the schema's functions decide the rest. What it costs: a wake-up across
+//! instances waits for the write's reply and one more round trip (0.55–0.67 ms median
+//! from the call, 0.23–0.30 ms after it returned), and
 //! every pending wait reads its task once per fallback poll, since an event is lost if its
 //! instance stops between the commit and the announcement. Reads are not affected.
 //!
@@ -193,6 +198,7 @@
 mod announce;
 mod builder;
 mod connection;
+mod direct;
 mod driver;
 mod events;
 mod rows;

@@ -8,7 +8,9 @@ use crate::schema::quoted;
 pub(crate) struct Statements {
     pub(crate) read: Arc<str>,
     pub(crate) create: Arc<str>,
+    pub(crate) create_fast: Arc<str>,
     pub(crate) commit: Arc<str>,
+    pub(crate) commit_fast: Arc<str>,
     pub(crate) remove: Arc<str>,
     pub(crate) list: Arc<str>,
     pub(crate) page_all: Arc<str>,
@@ -40,6 +42,62 @@ impl Statements {
                 "SELECT outcome, version, status, body, created, updated, job FROM \
                  {s}.commit_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
                  $15, $16)",
+            ),
+            // `create_task` without a per-owner limit in one plain statement (no PL/pgSQL
+            // call): it inserts the task as `create_task` would, answering its creation
+            // time; no row when a task with this id exists (then `create_task` answers:
+            // a replay, or `exists`). Takes `create`'s parameters, in its order ($5, the
+            // limit, must be NULL; $11, the channel, is not used).
+            create_fast: sql(
+                "WITH n AS MATERIALIZED (SELECT {s}.now_ms() AS now, $5::bigint AS max, \
+                 $11::text AS channel), \
+                 position AS (INSERT INTO {s}.owners AS o (owner, seq) \
+                   SELECT $2::text, n.now FROM n \
+                   ON CONFLICT (owner) DO UPDATE SET seq = greatest(o.seq + 1, excluded.seq) \
+                   RETURNING o.seq) \
+                 INSERT INTO {s}.tasks (id, owner, seq, version, status, body, created, \
+                   updated, expires, request_id, method, write_id, job, lease, lease_attempt, \
+                   lease_holder) \
+                 SELECT $1::uuid, $2::text, position.seq, 1, 'working', $3::text, n.now, n.now, \
+                   n.now + $4::bigint, $6::text, $7::text, $8::uuid, $10::text, \
+                   n.now + $9::bigint, \
+                   CASE WHEN $10::text IS NULL OR $9::bigint IS NULL THEN NULL ELSE 1 END, \
+                   CASE WHEN $9::bigint IS NULL THEN NULL ELSE $12::text END \
+                 FROM n, position WHERE n.max IS NULL \
+                 ON CONFLICT (id) DO NOTHING \
+                 RETURNING created",
+            ),
+            // The common case of `commit_task` in one plain `UPDATE` (no PL/pgSQL call, whose
+            // expressions PostgreSQL prepares again in every transaction): it lands only
+            // when `commit_task` would write, and then writes what it would, answering
+            // the version, creation and last update written (and a claim's job). No row:
+            // `commit_task` decides (stale, gone, illegal, held, or a replay). Takes
+            // `commit`'s parameters, in its order ($8, notify, and $14, the channel, are
+            // not used: the announcer sends the event).
+            commit_fast: sql(
+                "WITH n AS MATERIALIZED (SELECT {s}.now_ms() AS now, $8::boolean AS notify, \
+                 $14::text AS channel) \
+                 UPDATE {s}.tasks t SET version = $3::bigint + 1, status = $4::text, \
+                 body = $5::text, \
+                 updated = CASE WHEN $15::boolean THEN t.updated \
+                   ELSE greatest(n.now, t.updated) END, \
+                 write_id = $9::uuid, \
+                 lease = CASE WHEN {s}.finished($4::text) THEN NULL \
+                   WHEN $10::text = 'claim' THEN n.now + $12::bigint ELSE t.lease END, \
+                 lease_attempt = CASE WHEN $10::text = 'claim' THEN $13::integer \
+                   ELSE t.lease_attempt END, \
+                 lease_holder = CASE WHEN $10::text = 'claim' THEN $16::text \
+                   ELSE t.lease_holder END, \
+                 expires = CASE WHEN NOT $6::boolean THEN t.expires \
+                   WHEN $7::bigint IS NULL THEN NULL ELSE t.created + $7::bigint END \
+                 FROM n \
+                 WHERE t.id = $1::uuid AND t.owner = $2::text \
+                 AND (t.expires IS NULL OR t.expires > n.now) AND t.version = $3::bigint \
+                 AND ($10::text <> 'lapsed' OR t.lease <= n.now) \
+                 AND ($10::text <> 'claim' OR t.lease + $11::bigint <= n.now) \
+                 AND (t.status = $4::text OR NOT {s}.finished(t.status)) \
+                 RETURNING t.version, t.created, t.updated, \
+                 CASE WHEN $10::text = 'claim' THEN coalesce(t.job, '') END",
             ),
             remove: sql(
                 "SELECT status, body, created, updated FROM {s}.remove_task($1, $2, $3, $4, $5)",
