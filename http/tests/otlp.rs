@@ -383,15 +383,15 @@ fn mcp_http_serves_the_metrics_to_a_prometheus_scrape_behind_its_tokens() {
         "{text}"
     );
 
-    // The store gauges: the completed task, once a scan saw it (a memory store keeps no
-    // job: no tool).
+    // The store gauges: the completed task under its tool (every task keeps the tool it
+    // runs, on every store), once a scan saw it.
     let started = Instant::now();
     let text = loop {
         let text = scrape(Some(ALICE)).text();
         let stored = text.lines().any(|line| {
             line.starts_with("mcp_task_store_tasks{")
                 && line.contains("mcp_task_status=\"completed\"")
-                && line.contains("gen_ai_tool_name=\"_unknown\"")
+                && line.contains("gen_ai_tool_name=\"sleep\"")
                 && line.ends_with(" 1")
         });
         if stored {

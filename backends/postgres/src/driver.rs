@@ -441,7 +441,7 @@ impl Driver for PostgresDriver {
                 "SELECT substr(name, 7) FROM {s}.settings WHERE left(name, 6) = 'drain/' \
                  ORDER BY name",
             ),
-            Vec::new(),
+            &Vec::new(),
         )?;
         rows.iter().map(|row| column(row, 0)).collect()
     }
@@ -455,10 +455,8 @@ impl Driver for PostgresDriver {
             "WITH gone AS (DELETE FROM {s}.settings WHERE name = $1 RETURNING 1) \
              SELECT count(*) > 0 FROM gone"
         };
-        let rows = self.query(
-            &self.in_schema(sql),
-            vec![Box::new(format!("drain/{name}"))],
-        )?;
+        let params: Params = vec![Box::new(format!("drain/{name}"))];
+        let rows = self.query(&self.in_schema(sql), &params)?;
         rows.first()
             .ok_or_else(|| unexpected("no row"))
             .and_then(|row| column(row, 0))
