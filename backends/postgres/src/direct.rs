@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use mio::{Events, Interest, Token};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio_postgres::config::{Host, TargetSessionAttrs};
+use tokio_postgres::config::{Host, LoadBalanceHosts, TargetSessionAttrs};
 use tokio_postgres::tls::NoTlsStream;
 use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Statement};
 
@@ -272,17 +272,24 @@ pub(crate) struct Direct {
 }
 
 impl Direct {
-    /// Connects to the first of `config`'s hosts that answers (in order, as
-    /// `tokio-postgres` does, without random load balancing), by `deadline`.
+    /// Connects to the first of `config`'s hosts that answers, by `deadline`: in the
+    /// order given, or (`load_balance_hosts=random`) starting from a random one, so that
+    /// connections spread over the hosts.
     pub(crate) fn connect(config: &Config, deadline: Instant) -> Result<Direct, Failed> {
         let hosts = config.get_hosts();
         let addrs = config.get_hostaddrs();
         let count = hosts.len().max(addrs.len());
+        let first = match config.get_load_balance_hosts() {
+            LoadBalanceHosts::Random if count > 1 => {
+                usize::try_from(uuid::Uuid::new_v4().as_u128() % count as u128).unwrap_or(0)
+            }
+            _ => 0,
+        };
         let mut last = Failed::Connect(io::Error::new(
             io::ErrorKind::InvalidInput,
             "no host to connect to",
         ));
-        for i in 0..count {
+        for i in (0..count).map(|n| (first + n) % count) {
             let port = (config.get_ports().get(i))
                 .or_else(|| config.get_ports().first())
                 .copied()
