@@ -71,6 +71,10 @@ pub struct Shown {
 /// kind (`not_found`, `already_finished`, `not_handed_over`, `store`).
 pub type ActAnswer = (String, Result<Value, (String, String)>);
 
+/// The bounds on a task's age a list may set: created longer ago than the first, and less
+/// long ago than the second.
+pub type CreatedAges = (Option<Duration>, Option<Duration>);
+
 /// What the commands ask of a store.
 pub trait Console {
     /// The time the ages of a table count from.
@@ -79,14 +83,19 @@ pub trait Console {
     /// When the store cannot answer.
     fn now(&self) -> Result<Timestamp, Failed>;
 
-    /// One page of every owner's tasks that `query` keeps (its time bounds relative to
-    /// [`now`](Self::now)), after `cursor`.
+    /// One page of every owner's tasks that `query` keeps and, by `ages`, created longer
+    /// ago than its first and less long ago than its second (on the store's clock),
+    /// after `cursor`.
     ///
     /// # Errors
-    /// A cursor no list issued, a filter this way to the store cannot apply (a usage
-    /// error), a store that cannot answer.
-    fn list(&self, query: &TaskQuery, cursor: Option<&str>, limit: usize)
-    -> Result<Listed, Failed>;
+    /// A cursor no list issued, a store that cannot answer.
+    fn list(
+        &self,
+        query: &TaskQuery,
+        ages: CreatedAges,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Listed, Failed>;
 
     /// One task whole.
     ///
@@ -153,10 +162,22 @@ impl Console for StoreConsole {
     fn list(
         &self,
         query: &TaskQuery,
+        (older_than, newer_than): CreatedAges,
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Listed, Failed> {
-        let page = self.0.list_tasks(query, cursor, limit)?;
+        let mut query = query.clone();
+        if older_than.is_some() || newer_than.is_some() {
+            let now = self.0.clock()?.unix_millis();
+            let ago = |d: Duration| {
+                Timestamp::from_unix_millis(
+                    now.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+                )
+            };
+            query.created_before = older_than.map(ago);
+            query.created_after = newer_than.map(ago);
+        }
+        let page = self.0.list_tasks(&query, cursor, limit)?;
         Ok(Listed {
             doc: json!({
                 "tasks": page.rows.iter().map(row_json).collect::<Vec<_>>(),

@@ -11,12 +11,12 @@
 use std::time::Duration;
 
 use mcp_tasks::Timestamp;
-use mcp_tasks::admin::{Action, TaskQuery};
+use mcp_tasks::admin::{Action, TaskQuery, View};
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
-use crate::console::{ActAnswer, Console, Failed, Listed, Shown};
+use crate::console::{ActAnswer, Console, CreatedAges, Failed, Listed, Shown};
 
 /// The environment variable holding the admin token (the command line has no token
 /// option: `ps` would show it).
@@ -173,6 +173,11 @@ fn read(response: Response) -> Result<Result<Value, ApiError>, Failed> {
     }))
 }
 
+/// A duration in whole milliseconds.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// An error with its causes, in one line.
 fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
@@ -230,25 +235,10 @@ impl Console for HttpConsole {
     fn list(
         &self,
         query: &TaskQuery,
+        (older_than, newer_than): CreatedAges,
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Listed, Failed> {
-        let unserved = [
-            ("--min-attempts", query.min_attempts.is_some()),
-            ("--older-than", query.created_before.is_some()),
-            ("--newer-than", query.created_after.is_some()),
-            ("--holder", query.lease_holder.is_some()),
-            (
-                "--stalled, --input-required-longer-than, --exhausted",
-                query.view.is_some(),
-            ),
-        ];
-        if let Some((flags, _)) = unserved.iter().find(|(_, set)| *set) {
-            return Err(Failed::usage(format!(
-                "the admin API lists by --status, --tool and --owner only; {flags} need the \
-                 store's URL"
-            )));
-        }
         let mut url = self.url(&["tasks"]);
         {
             let mut pairs = url.query_pairs_mut();
@@ -260,6 +250,31 @@ impl Console for HttpConsole {
             }
             if let Some(owner) = &query.owner {
                 pairs.append_pair("owner", owner.key().unwrap_or("-"));
+            }
+            if let Some(min) = query.min_attempts {
+                pairs.append_pair("minAttempts", &min.to_string());
+            }
+            // Ages: the server counts them on the store's clock.
+            if let Some(age) = older_than {
+                pairs.append_pair("olderThanMs", &millis(age).to_string());
+            }
+            if let Some(age) = newer_than {
+                pairs.append_pair("newerThanMs", &millis(age).to_string());
+            }
+            if let Some(holder) = &query.lease_holder {
+                pairs.append_pair("holder", holder);
+            }
+            match &query.view {
+                Some(View::Stalled { grace }) => {
+                    pairs.append_pair("stalledGraceMs", &millis(*grace).to_string());
+                }
+                Some(View::InputRequiredLongerThan(bound)) => {
+                    pairs.append_pair("inputRequiredLongerThanMs", &millis(*bound).to_string());
+                }
+                Some(View::Exhausted) => {
+                    pairs.append_pair("exhausted", "true");
+                }
+                None => {}
             }
             if let Some(cursor) = cursor {
                 pairs.append_pair("cursor", cursor);
@@ -306,8 +321,7 @@ impl Console for HttpConsole {
         older_than: Duration,
         _progress: &mut dyn FnMut(usize, usize),
     ) -> Result<(usize, usize), Failed> {
-        let millis = u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX);
-        let done = self.call(self.post(&["purge"], &json!({"olderThanMs": millis})))?;
+        let done = self.call(self.post(&["purge"], &json!({"olderThanMs": millis(older_than)})))?;
         let count = |name: &str| {
             done.get(name)
                 .and_then(Value::as_u64)

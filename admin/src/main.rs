@@ -32,8 +32,8 @@ use console::{Console, Failed, Listed, Shown, StoreConsole};
     version,
     after_help = "Over a server's admin console (--store http://HOST:PORT): the admin token \
         comes from --token-file PATH, MCP_TASKS_ADMIN_TOKEN_FILE or MCP_TASKS_ADMIN_TOKEN; \
-        actions are recorded under the token's admin principal (not --as); list filters by \
-        --status, --tool and --owner only; purge shows no progress. Plain http:// only: \
+        actions are recorded under the token's admin principal (not --as); purge shows no \
+        progress. Plain http:// only: \
         reach a remote console through an SSH tunnel.\n\nExit codes: 0 done, 1 something \
         failed (a task not found or finished, the store or console unreachable, a token \
         refused), 2 a usage error."
@@ -350,13 +350,6 @@ fn run(cli: Cli) -> Result<bool, Failed> {
 }
 
 fn list(console: &dyn Console, args: &ListArgs, json: bool) -> Result<bool, Failed> {
-    let now = console.now()?;
-    let ago = |d: Duration| {
-        Timestamp::from_unix_millis(
-            now.unix_millis()
-                .saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-        )
-    };
     let mut query = TaskQuery::all();
     for status in &args.status {
         query = query.with_status(*status);
@@ -367,8 +360,6 @@ fn list(console: &dyn Console, args: &ListArgs, json: bool) -> Result<bool, Fail
         key => Owner::new(key),
     });
     query.min_attempts = args.min_attempts;
-    query.created_before = args.older_than.map(ago);
-    query.created_after = args.newer_than.map(ago);
     query.lease_holder.clone_from(&args.holder);
     query.view = if args.stalled {
         Some(View::Stalled { grace: args.grace })
@@ -379,7 +370,13 @@ fn list(console: &dyn Console, args: &ListArgs, json: bool) -> Result<bool, Fail
     } else {
         None
     };
-    let page = console.list(&query, args.cursor.as_deref(), usize::from(args.limit))?;
+    let page = console.list(
+        &query,
+        (args.older_than, args.newer_than),
+        args.cursor.as_deref(),
+        usize::from(args.limit),
+    )?;
+    let now = console.now()?;
     if json {
         print_json(&page.doc);
     } else {

@@ -233,10 +233,13 @@ fn the_console_reaches_a_servers_in_process_store_through_its_admin_api() {
         "{table}"
     );
     assert!(table.contains("3 tasks; end of the store"), "{table}");
-    // A filter the API does not serve: a usage error.
-    let holder = with_file(&["list", "--holder", "somewhere"]);
-    assert_eq!(holder.status.code(), Some(2), "{}", stderr(&holder));
-    assert!(stderr(&holder).contains("--holder"), "{}", stderr(&holder));
+    // The other filters, sent as the API's parameters.
+    let recent = ok_json(&with_file(&["--json", "list", "--newer-than", "1h"]));
+    assert_eq!(task_ids(&recent).len(), 3);
+    let old = ok_json(&with_file(&["--json", "list", "--older-than", "1h"]));
+    assert_eq!(task_ids(&old), Vec::<String>::new());
+    let held = ok_json(&with_file(&["--json", "list", "--holder", "somewhere"]));
+    assert_eq!(task_ids(&held), Vec::<String>::new());
 
     // Show.
     let shown = ok_json(&with_file(&["--json", "show", &alices[0]]));
