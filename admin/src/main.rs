@@ -3,30 +3,52 @@
 //! handed over and purged, and the instances holding them (`mcp_tasks::admin`).
 //!
 //! `mcp-tasks-admin --store URL <command>` (or `MCP_TASKS_STORE=URL`); `--json` for
-//! scripts. Exit code 0 when everything asked for was done, 1 when something failed (a
+//! scripts. `--store http://HOST:PORT` reaches a running server's store through its admin
+//! API (the `http` feature, on by default): the way to the in-process store (`memory`),
+//! and to any store without its credentials, with an admin token from `--token-file PATH`,
+//! `MCP_TASKS_ADMIN_TOKEN_FILE` or `MCP_TASKS_ADMIN_TOKEN`. Exit code 0 when everything asked for was done, 1 when something failed (a
 //! task not found, already finished, the store unreachable), 2 for a usage error.
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use mcp_tasks::admin::{
-    Action, AdminError, AdminPage, InstanceInfo, TaskAdmin, TaskDetails, TaskQuery, View,
-    owner_name,
-};
+use mcp_tasks::admin::{Action, TaskQuery, View, owner_name};
 use mcp_tasks::{Owner, TaskStatus, Timestamp};
 use mcp_tasks_server::store_url::{STORE_ENV, SharedStore, StoreSettings, is_memory};
 use serde_json::{Value, json};
 
+mod console;
+#[cfg(feature = "http")]
+mod http;
+
+use console::{Console, Failed, Listed, Shown, StoreConsole};
+
 /// The operator's console of an mcp-tasks store: every owner's tasks.
 #[derive(Debug, Parser)]
-#[command(name = "mcp-tasks-admin", version)]
+#[command(
+    name = "mcp-tasks-admin",
+    version,
+    after_help = "Over a server's admin console (--store http://HOST:PORT): the admin token \
+        comes from --token-file PATH, MCP_TASKS_ADMIN_TOKEN_FILE or MCP_TASKS_ADMIN_TOKEN; \
+        actions are recorded under the token's admin principal (not --as); purge shows no \
+        progress. Plain http:// only: \
+        reach a remote console through an SSH tunnel.\n\nExit codes: 0 done, 1 something \
+        failed (a task not found or finished, the store or console unreachable, a token \
+        refused), 2 a usage error."
+)]
 struct Cli {
-    /// The store: redis://…, rediss://…, redis+unix://…, postgres://…, postgresql://… or sqlite:PATH
+    /// The store: redis://…, rediss://…, redis+unix://…, postgres://…, postgresql://…,
+    /// sqlite:PATH, or a running server's admin console, http://HOST:PORT (its
+    /// MCP_TASKS_ADMIN_ADDR; the way to its in-process store), with an admin token.
     #[arg(long, env = STORE_ENV, value_name = "URL", global = true)]
     store: Option<String>,
+    /// With an http:// store: the file whose first line is the admin token (or set
+    /// MCP_TASKS_ADMIN_TOKEN_FILE, or the token itself in MCP_TASKS_ADMIN_TOKEN; no option
+    /// takes the token itself, which `ps` would show).
+    #[arg(long, value_name = "PATH", global = true)]
+    token_file: Option<std::path::PathBuf>,
     /// Print JSON (one document) instead of a table.
     #[arg(long, global = true)]
     json: bool,
@@ -48,7 +70,8 @@ enum Command {
         /// The task ids.
         #[arg(required = true)]
         ids: Vec<String>,
-        /// Who cancels (written in the task's status message).
+        /// Who cancels (written in the task's status message; over an http:// console, the
+        /// admin token's principal is written instead).
         #[arg(long = "as", value_name = "NAME")]
         actor: String,
     },
@@ -60,7 +83,8 @@ enum Command {
         /// Why: the error's message.
         #[arg(long, value_name = "TEXT")]
         reason: String,
-        /// Who fails them (written in the task's status message).
+        /// Who fails them (written in the task's status message; over an http:// console,
+        /// the admin token's principal is written instead).
         #[arg(long = "as", value_name = "NAME")]
         actor: String,
     },
@@ -172,136 +196,147 @@ fn parse_status(text: &str) -> Result<TaskStatus, String> {
     })
 }
 
-/// A failure to report in one line (exit code 1).
-struct Failed(String);
-
-impl From<AdminError> for Failed {
-    fn from(err: AdminError) -> Self {
-        Failed(err.to_string())
-    }
-}
-
-impl From<mcp_tasks::Error> for Failed {
-    fn from(err: mcp_tasks::Error) -> Self {
-        Failed(err.to_string())
-    }
-}
-
 fn main() -> ExitCode {
     // clap exits with 2 on a usage error, 0 for --help and --version.
     let cli = Cli::parse();
     match run(cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
-        Err(Failed(message)) => {
-            eprintln!("mcp-tasks-admin: {message}");
-            ExitCode::from(1)
+        Err(failed) => {
+            eprintln!("mcp-tasks-admin: {}", failed.message);
+            ExitCode::from(if failed.usage { 2 } else { 1 })
         }
     }
 }
 
-/// Opens the store the command line (or the environment) names.
-fn open(url: Option<&str>) -> Result<Arc<dyn TaskAdmin>, Failed> {
-    let Some(url) = url else {
-        return Err(Failed(format!(
-            "no store: pass --store URL or set {STORE_ENV} (redis://…, postgres://…, sqlite:PATH)"
+/// Opens the store (or the server's admin API) the command line or the environment names.
+fn open(cli: &Cli) -> Result<Box<dyn Console>, Failed> {
+    let Some(url) = cli.store.as_deref() else {
+        return Err(Failed::new(format!(
+            "no store: pass --store URL or set {STORE_ENV} (redis://…, postgres://…, \
+             sqlite:PATH, or a server's admin console http://HOST:PORT)"
         )));
     };
+    if is_http_url(url) {
+        return open_http(url, cli.token_file.as_deref());
+    }
     if is_memory(url) {
-        return Err(Failed(
-            "the in-process store (`memory`) lives inside its server's process: the console \
-             reaches shared stores only (redis://…, postgres://…, sqlite:PATH)"
-                .to_owned(),
+        return Err(Failed::new(
+            "the in-process store (`memory`) lives inside its server's process: reach it \
+             through that server's admin console, --store http://HOST:PORT (the server's \
+             MCP_TASKS_ADMIN_ADDR) with an admin token (--token-file PATH or \
+             MCP_TASKS_ADMIN_TOKEN)",
         ));
     }
-    let store = SharedStore::parse(url).map_err(Failed)?;
-    let settings = StoreSettings::from_env().map_err(Failed)?;
+    let store = SharedStore::parse(url).map_err(Failed::new)?;
+    let settings = StoreSettings::from_env().map_err(Failed::new)?;
     let instance = format!("mcp-tasks-admin-{}", std::process::id());
-    store.open_admin(&settings, &instance).map_err(Failed)
+    let admin = store
+        .open_admin(&settings, &instance)
+        .map_err(Failed::new)?;
+    Ok(Box::new(StoreConsole(admin)))
+}
+
+/// Whether `url` names a server's admin console rather than a store.
+fn is_http_url(url: &str) -> bool {
+    let lower = url.trim().to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+#[cfg(feature = "http")]
+fn open_http(url: &str, token_file: Option<&std::path::Path>) -> Result<Box<dyn Console>, Failed> {
+    Ok(Box::new(http::HttpConsole::open(url, token_file)?))
+}
+
+#[cfg(not(feature = "http"))]
+fn open_http(url: &str, _: Option<&std::path::Path>) -> Result<Box<dyn Console>, Failed> {
+    Err(Failed::usage(format!(
+        "`{url}`: this build has no HTTP client (build mcp-tasks-admin with its `http` \
+         feature to reach a server's admin console)"
+    )))
 }
 
 /// Runs the command; `Ok(false)` when part of it failed (said on stderr).
 fn run(cli: Cli) -> Result<bool, Failed> {
-    let admin = open(cli.store.as_deref())?;
-    let admin = &*admin;
+    let console = open(&cli)?;
+    let console = &*console;
     let json = cli.json;
     match cli.command {
-        Command::List(args) => list(admin, &args, json),
+        Command::List(args) => list(console, &args, json),
         Command::Show { id } => {
-            let details = admin.show_task(&id)?;
+            let shown = console.show(&id)?;
             if json {
-                print_json(&details.to_json());
+                print_json(&shown.doc);
             } else {
-                print_details(&details);
+                print_details(&shown);
             }
             Ok(true)
         }
-        Command::Cancel { ids, actor } => act(admin, &ids, &Action::Cancel, &actor, json),
+        Command::Cancel { ids, actor } => act(console, &ids, &Action::Cancel, &actor, json),
         Command::Fail { ids, reason, actor } => {
-            act(admin, &ids, &Action::Fail { reason }, &actor, json)
+            act(console, &ids, &Action::Fail { reason }, &actor, json)
         }
-        Command::HandOver { ids, actor } => act(admin, &ids, &Action::HandOver, &actor, json),
+        Command::HandOver { ids, actor } => act(console, &ids, &Action::HandOver, &actor, json),
         Command::Purge { older_than } => {
             let started = std::time::Instant::now();
-            let done = admin.purge_finished(older_than, &mut |p| {
+            let (examined, purged) = console.purge(older_than, &mut |examined, purged| {
                 if started.elapsed() > Duration::from_secs(1) {
-                    eprintln!(
-                        "purge: {} finished tasks read, {} removed",
-                        p.examined, p.purged
-                    );
+                    eprintln!("purge: {examined} finished tasks read, {purged} removed");
                 }
             })?;
             if json {
-                print_json(&json!({"examined": done.examined, "purged": done.purged}));
+                print_json(&json!({"examined": examined, "purged": purged}));
             } else {
                 println!(
-                    "purged {} of {} finished tasks (finished more than {} ago)",
-                    done.purged,
-                    done.examined,
+                    "purged {purged} of {examined} finished tasks (finished more than {} ago)",
                     human(older_than)
                 );
             }
             Ok(true)
         }
         Command::Instances => {
-            let instances = admin.instances()?;
+            let instances = console.instances()?;
             if json {
-                print_json(&Value::Array(
-                    instances.iter().map(InstanceInfo::to_json).collect(),
-                ));
+                print_json(&Value::Array(instances));
             } else {
                 print_instances(&instances);
             }
             Ok(true)
         }
         Command::Drain { name, actor } => {
-            let report = admin.drain(&name, &actor)?;
+            let report = console.drain(&name, &actor)?;
             if json {
-                print_json(&report.to_json());
+                print_json(&report);
             } else {
-                for record in &report.handed_over {
+                for record in report["handedOver"].as_array().into_iter().flatten() {
                     println!(
                         "handed over {} ({})",
-                        record.task_id,
-                        owner_name(&record.owner)
+                        text(&record["taskId"]),
+                        owner_of(&record["owner"])
                     );
                 }
-                for kept in &report.kept {
-                    println!("kept: {kept}");
+                let kept = report["kept"].as_array().map_or(&[][..], Vec::as_slice);
+                for reason in kept {
+                    println!("kept: {}", text(reason));
                 }
+                let handed_over = report["handedOver"].as_array().map_or(0, Vec::len);
                 println!(
                     "{}: draining{} (it claims no task until `undrain` or its restart); \
                      {} tasks handed over, {} kept (they run there to their end)",
                     name,
-                    if report.was_draining { " already" } else { "" },
-                    report.handed_over.len(),
-                    report.kept.len()
+                    if report["wasDraining"] == true {
+                        " already"
+                    } else {
+                        ""
+                    },
+                    handed_over,
+                    kept.len()
                 );
             }
             Ok(true)
         }
         Command::Undrain { name } => {
-            let was = admin.undrain(&name)?;
+            let was = console.undrain(&name)?;
             if json {
                 print_json(&json!({"name": name, "wasDraining": was}));
             } else if was {
@@ -314,14 +349,7 @@ fn run(cli: Cli) -> Result<bool, Failed> {
     }
 }
 
-fn list(admin: &dyn TaskAdmin, args: &ListArgs, json: bool) -> Result<bool, Failed> {
-    let now = admin.clock()?;
-    let ago = |d: Duration| {
-        Timestamp::from_unix_millis(
-            now.unix_millis()
-                .saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-        )
-    };
+fn list(console: &dyn Console, args: &ListArgs, json: bool) -> Result<bool, Failed> {
     let mut query = TaskQuery::all();
     for status in &args.status {
         query = query.with_status(*status);
@@ -332,8 +360,6 @@ fn list(admin: &dyn TaskAdmin, args: &ListArgs, json: bool) -> Result<bool, Fail
         key => Owner::new(key),
     });
     query.min_attempts = args.min_attempts;
-    query.created_before = args.older_than.map(ago);
-    query.created_after = args.newer_than.map(ago);
     query.lease_holder.clone_from(&args.holder);
     query.view = if args.stalled {
         Some(View::Stalled { grace: args.grace })
@@ -344,12 +370,15 @@ fn list(admin: &dyn TaskAdmin, args: &ListArgs, json: bool) -> Result<bool, Fail
     } else {
         None
     };
-    let page = admin.list_tasks(&query, args.cursor.as_deref(), usize::from(args.limit))?;
+    let page = console.list(
+        &query,
+        (args.older_than, args.newer_than),
+        args.cursor.as_deref(),
+        usize::from(args.limit),
+    )?;
+    let now = console.now()?;
     if json {
-        print_json(&json!({
-            "tasks": page.rows.iter().map(mcp_tasks::admin::row_json).collect::<Vec<_>>(),
-            "nextCursor": page.next_cursor,
-        }));
+        print_json(&page.doc);
     } else {
         print_page(&page, now);
     }
@@ -357,46 +386,69 @@ fn list(admin: &dyn TaskAdmin, args: &ListArgs, json: bool) -> Result<bool, Fail
 }
 
 fn act(
-    admin: &dyn TaskAdmin,
+    console: &dyn Console,
     ids: &[String],
     action: &Action,
     actor: &str,
     json: bool,
 ) -> Result<bool, Failed> {
-    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let answers = admin.act(&ids, action, actor)?;
+    let answers = console.act(ids, action, actor)?;
     let all_done = answers.iter().all(|(_, answer)| answer.is_ok());
     if json {
         print_json(&Value::Array(
             answers
                 .iter()
                 .map(|(id, answer)| match answer {
-                    Ok(record) => record.to_json(),
-                    Err(err) => json!({"taskId": id, "error": err.to_string(), "kind": kind(err)}),
+                    Ok(record) => record.clone(),
+                    Err((error, kind)) => json!({"taskId": id, "error": error, "kind": kind}),
                 })
                 .collect(),
         ));
     } else {
         for (_, answer) in &answers {
             match answer {
-                Ok(record) => println!("{record}"),
-                Err(err) => eprintln!("mcp-tasks-admin: {err}"),
+                Ok(record) => println!(
+                    "admin {} did {} on task {} of {} ({} -> {}) at {}",
+                    text(&record["actor"]),
+                    text(&record["action"]),
+                    text(&record["taskId"]),
+                    owner_of(&record["owner"]),
+                    text(&record["from"]),
+                    text(&record["to"]),
+                    text(&record["at"])
+                ),
+                Err((error, _)) => eprintln!("mcp-tasks-admin: {error}"),
             }
         }
     }
     Ok(all_done)
 }
 
-/// An error's kind, for scripts.
-fn kind(err: &AdminError) -> &'static str {
-    match err {
-        AdminError::NotFound { .. } => "not_found",
-        AdminError::AlreadyFinished { .. } => "already_finished",
-        AdminError::NotHandedOver { .. } => "not_handed_over",
-        AdminError::InvalidCursor { .. } => "invalid_cursor",
-        AdminError::NoInstances => "no_instances",
-        _ => "store",
+/// A JSON string as it is, another value as JSON, `-` for none.
+fn text(value: &Value) -> String {
+    match value {
+        Value::Null => "-".to_owned(),
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
     }
+}
+
+/// An owner's key (`null`: the anonymous owner) as an operator reads it.
+fn owner_of(value: &Value) -> String {
+    owner_name(&match value.as_str() {
+        Some(key) => Owner::new(key),
+        None => Owner::anonymous(),
+    })
+}
+
+/// A timestamp of the JSON documents.
+fn time(value: &Value) -> Option<Timestamp> {
+    value.as_str().and_then(|text| Timestamp::parse(text).ok())
+}
+
+/// How long ago `value` was, for people; `-` when it is no timestamp.
+fn ago(value: &Value, now: Timestamp) -> String {
+    time(value).map_or("-".to_owned(), |at| human(now.saturating_since(at)))
 }
 
 fn print_json(value: &Value) {
@@ -416,7 +468,7 @@ fn human(d: Duration) -> String {
     }
 }
 
-fn print_page(page: &AdminPage, now: Timestamp) {
+fn print_page(page: &Listed, now: Timestamp) {
     let mut lines = vec![[
         "ID".to_owned(),
         "OWNER".to_owned(),
@@ -427,40 +479,34 @@ fn print_page(page: &AdminPage, now: Timestamp) {
         "AGE".to_owned(),
         "UPDATED".to_owned(),
     ]];
-    for row in &page.rows {
-        let task = &row.task;
-        let lease = match row.leased_until {
+    let rows = page.doc["tasks"].as_array().map_or(&[][..], Vec::as_slice);
+    for row in rows {
+        let lease = match time(&row["leasedUntil"]) {
             None => "-".to_owned(),
             Some(at) if at > now => format!("{} left", human(at.saturating_since(now))),
             Some(at) => format!("lapsed {} ago", human(now.saturating_since(at))),
         };
         lines.push([
-            row.key.id().to_string(),
-            owner_name(row.key.owner()),
-            task.status().to_string(),
-            task.attempts()
-                .map_or("-".to_owned(), |a| format!("{}/{}", a.attempt(), a.max())),
-            row.lease_holder.clone().unwrap_or_else(|| "-".to_owned()),
+            text(&row["taskId"]),
+            owner_of(&row["owner"]),
+            text(&row["status"]),
+            match (row["attempt"].as_u64(), row["maxAttempts"].as_u64()) {
+                (Some(attempt), Some(max)) => format!("{attempt}/{max}"),
+                _ => "-".to_owned(),
+            },
+            text(&row["leaseHolder"]),
             lease,
-            human(now.saturating_since(task.created_at())),
-            format!(
-                "{} ago",
-                human(now.saturating_since(task.last_updated_at()))
-            ),
+            ago(&row["createdAt"], now),
+            format!("{} ago", ago(&row["lastUpdatedAt"], now)),
         ]);
     }
     print_table(&lines);
-    match &page.next_cursor {
-        Some(cursor) => println!(
-            "{} tasks ({} read); more: --cursor {cursor}",
-            page.rows.len(),
-            page.examined
-        ),
-        None => println!(
-            "{} tasks ({} read); end of the store",
-            page.rows.len(),
-            page.examined
-        ),
+    let read = page
+        .examined
+        .map_or(String::new(), |examined| format!(" ({examined} read)"));
+    match page.doc["nextCursor"].as_str() {
+        Some(cursor) => println!("{} tasks{read}; more: --cursor {cursor}", rows.len()),
+        None => println!("{} tasks{read}; end of the store", rows.len()),
     }
 }
 
@@ -485,28 +531,25 @@ fn print_table<const N: usize>(lines: &[[String; N]]) {
     }
 }
 
-fn print_details(details: &TaskDetails) {
-    let row = &details.row;
-    let task = &row.task;
+fn print_details(shown: &Shown) {
+    let doc = &shown.doc;
     let mut lines: Vec<[String; 2]> = vec![
-        ["task".into(), row.key.id().to_string()],
-        ["owner".into(), owner_name(row.key.owner())],
-        ["status".into(), task.status().to_string()],
-        [
-            "message".into(),
-            task.status_message().unwrap_or("-").to_owned(),
-        ],
-        ["created".into(), task.created_at().to_string()],
-        ["updated".into(), task.last_updated_at().to_string()],
+        ["task".into(), text(&doc["taskId"])],
+        ["owner".into(), owner_of(&doc["owner"])],
+        ["status".into(), text(&doc["status"])],
+        ["message".into(), text(&doc["statusMessage"])],
+        ["created".into(), text(&doc["createdAt"])],
+        ["updated".into(), text(&doc["lastUpdatedAt"])],
         [
             "attempts".into(),
-            task.attempts().map_or("- (runs once)".to_owned(), |a| {
-                format!("{} of {}", a.attempt(), a.max())
-            }),
+            match (doc["attempt"].as_u64(), doc["maxAttempts"].as_u64()) {
+                (Some(attempt), Some(max)) => format!("{attempt} of {max}"),
+                _ => "- (runs once)".to_owned(),
+            },
         ],
         [
             "lease".into(),
-            match (&row.lease_holder, row.leased_until) {
+            match (doc["leaseHolder"].as_str(), doc["leasedUntil"].as_str()) {
                 (Some(holder), Some(until)) => format!("{holder} until {until}"),
                 (None, Some(until)) => format!("until {until}"),
                 _ => "-".to_owned(),
@@ -514,36 +557,27 @@ fn print_details(details: &TaskDetails) {
         ],
         [
             "job".into(),
-            match &details.job {
-                None => "-".to_owned(),
-                Some(job) => format!("tool {}", job.tool.as_deref().unwrap_or("(none named)")),
+            if doc["hasJob"] == true {
+                format!("tool {}", doc["tool"].as_str().unwrap_or("(none named)"))
+            } else {
+                "-".to_owned()
             },
         ],
         [
             "checkpoint".into(),
-            details
-                .checkpoint_bytes
+            doc["checkpointBytes"]
+                .as_u64()
                 .map_or("-".to_owned(), |n| format!("{n} bytes")),
         ],
-        [
-            "trace".into(),
-            details.trace_id.clone().unwrap_or_else(|| "-".to_owned()),
-        ],
+        ["trace".into(), text(&doc["traceId"])],
     ];
-    match task.outcome() {
-        Some(mcp_tasks::Outcome::Error(error)) => {
-            lines.push([
-                "outcome".into(),
-                format!("error {}: {}", error.code, error.message),
-            ]);
-        }
-        Some(mcp_tasks::Outcome::Result(_)) => lines.push(["outcome".into(), "a result".into()]),
-        _ => {}
+    if let Some(outcome) = &shown.outcome {
+        lines.push(["outcome".into(), outcome.clone()]);
     }
     print_table(&lines);
 }
 
-fn print_instances(instances: &[InstanceInfo]) {
+fn print_instances(instances: &[Value]) {
     let mut lines = vec![[
         "INSTANCE".to_owned(),
         "TASKS".to_owned(),
@@ -552,16 +586,15 @@ fn print_instances(instances: &[InstanceInfo]) {
         "ALIVE".to_owned(),
         "DRAINING".to_owned(),
     ]];
+    let yes = |value: &Value| if *value == true { "yes" } else { "no" }.to_owned();
     for instance in instances {
         lines.push([
-            instance.name.clone(),
-            instance.tasks.to_string(),
-            instance.live_leases.to_string(),
-            instance
-                .latest_deadline
-                .map_or("-".to_owned(), |at| at.to_string()),
-            if instance.alive { "yes" } else { "no" }.to_owned(),
-            if instance.draining { "yes" } else { "no" }.to_owned(),
+            text(&instance["name"]),
+            text(&instance["tasks"]),
+            text(&instance["liveLeases"]),
+            text(&instance["latestDeadline"]),
+            yes(&instance["alive"]),
+            yes(&instance["draining"]),
         ]);
     }
     print_table(&lines);

@@ -575,7 +575,9 @@ impl Server {
     /// straight from the stored task (no `Value` tree between), when that is all the
     /// request needs: nothing observes it (telemetry off) and it is well formed; the
     /// store's refusal (an unknown task ...) is the error [`request`](Self::request) would
-    /// answer. `None` for anything else: `request` answers it.
+    /// answer. `None` for anything else: `request` answers it. Only the HTTP front uses it
+    /// (and the tests).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn task_get_text(
         &self,
         owner: &Owner,

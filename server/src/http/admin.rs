@@ -6,7 +6,7 @@
 //! | request | what |
 //! |---|---|
 //! | `GET /` (`/app.js`, `/app.css`) | the page (it asks for the admin token; it holds no data) |
-//! | `GET /api/tasks?status=&tool=&owner=&cursor=&limit=` | one page of every owner's tasks |
+//! | `GET /api/tasks?status=&tool=&owner=&cursor=&limit=` (and `minAttempts`, `olderThanMs`, `newerThanMs`, `holder`, one of `stalledGraceMs`, `inputRequiredLongerThanMs`, `exhausted=true`) | one page of every owner's tasks |
 //! | `GET /api/counts` | the tasks by status and by tool, the last hour per minute, the oldest working task |
 //! | `GET /api/tasks/{id}` | one task whole |
 //! | `POST /api/tasks/{id}/cancel`, `/fail` (`{"reason": ".."}`), `/hand-over` | an action, recorded under the admin principal's name |
@@ -38,7 +38,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use mcp_tasks::admin::{
-    AdminError, ChangeKind, InstanceInfo, MAX_ADMIN_PAGE, TaskAdmin, TaskQuery,
+    AdminError, ChangeKind, InstanceInfo, MAX_ADMIN_PAGE, TaskAdmin, TaskQuery, View,
 };
 use mcp_tasks::backend::StoredRow;
 use mcp_tasks::{Owner, StatusChange, TaskStatus};
@@ -503,13 +503,37 @@ fn decode_path(segment: &str) -> String {
     percent_decode(segment, false).unwrap_or_else(|| segment.to_owned())
 }
 
+/// What a list asks for.
+#[derive(Debug)]
+struct ListParameters {
+    /// The filter, but for its time bounds.
+    filter: TaskQuery,
+    cursor: Option<String>,
+    limit: usize,
+    /// Only tasks created longer ago than this (`olderThanMs`), on the store's clock.
+    older_than: Option<Duration>,
+    /// Only tasks created less long ago than this (`newerThanMs`).
+    newer_than: Option<Duration>,
+}
+
+/// A whole number parameter, or the `400` naming it.
+#[allow(clippy::result_large_err)]
+fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, Response<Body>> {
+    value.parse::<T>().map_err(|_| {
+        bad_parameter(
+            name,
+            &format!("`{name}` is a whole number (0 or more, within its range)"),
+        )
+    })
+}
+
 /// The list's parameters: the query, the cursor, the limit.
 #[allow(clippy::result_large_err)]
-fn list_parameters(
-    query: Option<&str>,
-) -> Result<(TaskQuery, Option<String>, usize), Response<Body>> {
+fn list_parameters(query: Option<&str>) -> Result<ListParameters, Response<Body>> {
     let mut filter = TaskQuery::all();
     let (mut cursor, mut limit) = (None, DEFAULT_LIST_LIMIT);
+    let (mut older_than, mut newer_than) = (None, None);
+    let mut views = Vec::new();
     for pair in query
         .unwrap_or("")
         .split('&')
@@ -552,29 +576,75 @@ fn list_parameters(
                     }
                 };
             }
-            "tool" | "owner" | "cursor" => {}
+            "minAttempts" => filter.min_attempts = Some(number(&name, &value)?),
+            "olderThanMs" => older_than = Some(Duration::from_millis(number(&name, &value)?)),
+            "newerThanMs" => newer_than = Some(Duration::from_millis(number(&name, &value)?)),
+            "holder" if !value.is_empty() => filter.lease_holder = Some(value),
+            "stalledGraceMs" => views.push(View::Stalled {
+                grace: Duration::from_millis(number(&name, &value)?),
+            }),
+            "inputRequiredLongerThanMs" => views.push(View::InputRequiredLongerThan(
+                Duration::from_millis(number(&name, &value)?),
+            )),
+            "exhausted" if value == "true" => views.push(View::Exhausted),
+            "exhausted" if value == "false" => {}
+            "exhausted" => {
+                return Err(bad_parameter("exhausted", "`exhausted` is true or false"));
+            }
+            "tool" | "owner" | "cursor" | "holder" => {}
             other => {
                 return Err(bad_parameter(
                     other,
                     &format!(
-                        "`{}` is not a parameter of the list: status, tool, owner, cursor, \
-                         limit",
+                        "`{}` is not a parameter of the list: status, tool, owner, \
+                         minAttempts, olderThanMs, newerThanMs, holder, stalledGraceMs, \
+                         inputRequiredLongerThanMs, exhausted, cursor, limit",
                         other.chars().take(40).collect::<String>()
                     ),
                 ));
             }
         }
     }
-    Ok((filter, cursor, limit))
+    if views.len() > 1 {
+        return Err(bad_parameter(
+            "view",
+            "one of stalledGraceMs, inputRequiredLongerThanMs and exhausted at most",
+        ));
+    }
+    filter.view = views.pop();
+    Ok(ListParameters {
+        filter,
+        cursor,
+        limit,
+        older_than,
+        newer_than,
+    })
 }
 
 async fn list(console: &Arc<Console>, query: Option<&str>) -> Response<Body> {
-    let (filter, cursor, limit) = match list_parameters(query) {
+    let ListParameters {
+        mut filter,
+        cursor,
+        limit,
+        older_than,
+        newer_than,
+    } = match list_parameters(query) {
         Ok(parameters) => parameters,
         Err(response) => return response,
     };
     let store = Arc::clone(&console.store);
     let answered = blocking(move || -> Result<Value, AdminError> {
+        if older_than.is_some() || newer_than.is_some() {
+            // The bounds on the store's clock, as the command line's.
+            let now = store.clock()?.unix_millis();
+            let ago = |d: Duration| {
+                mcp_tasks::Timestamp::from_unix_millis(
+                    now.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+                )
+            };
+            filter.created_before = older_than.map(ago);
+            filter.created_after = newer_than.map(ago);
+        }
         let page = store.list_tasks(&filter, cursor.as_deref(), limit)?;
         let mut tasks = Vec::with_capacity(page.rows.len());
         for row in &page.rows {
@@ -989,10 +1059,48 @@ mod tests {
         assert!(list_parameters(Some("limit=0")).is_err());
         assert!(list_parameters(Some("limit=1001")).is_err());
         assert!(list_parameters(Some("colour=red")).is_err());
-        let (query, cursor, limit) =
-            list_parameters(Some("owner=%3Cscript%3E&cursor=abc")).unwrap();
-        assert_eq!(query.owner, Some(Owner::new("<script>")));
-        assert_eq!(cursor.as_deref(), Some("abc"));
-        assert_eq!(limit, DEFAULT_LIST_LIMIT);
+        let listed = list_parameters(Some("owner=%3Cscript%3E&cursor=abc")).unwrap();
+        assert_eq!(listed.filter.owner, Some(Owner::new("<script>")));
+        assert_eq!(listed.cursor.as_deref(), Some("abc"));
+        assert_eq!(listed.limit, DEFAULT_LIST_LIMIT);
+        assert_eq!((listed.older_than, listed.newer_than), (None, None));
+        assert_eq!(listed.filter.view, None);
+    }
+
+    #[test]
+    fn the_command_lines_filters_are_list_parameters() {
+        let listed = list_parameters(Some(
+            "minAttempts=2&olderThanMs=90000&newerThanMs=5&holder=web-1&stalledGraceMs=60000",
+        ))
+        .unwrap();
+        assert_eq!(listed.filter.min_attempts, Some(2));
+        assert_eq!(listed.older_than, Some(Duration::from_secs(90)));
+        assert_eq!(listed.newer_than, Some(Duration::from_millis(5)));
+        assert_eq!(listed.filter.lease_holder.as_deref(), Some("web-1"));
+        assert_eq!(
+            listed.filter.view,
+            Some(View::Stalled {
+                grace: Duration::from_secs(60)
+            })
+        );
+        let waiting = list_parameters(Some("inputRequiredLongerThanMs=1000")).unwrap();
+        assert_eq!(
+            waiting.filter.view,
+            Some(View::InputRequiredLongerThan(Duration::from_secs(1)))
+        );
+        let exhausted = list_parameters(Some("exhausted=true")).unwrap();
+        assert_eq!(exhausted.filter.view, Some(View::Exhausted));
+        let parameter = |query: &str| match list_parameters(Some(query)) {
+            Ok(_) => panic!("{query} accepted"),
+            Err(response) => response.status(),
+        };
+        for refused in [
+            "minAttempts=-1",
+            "olderThanMs=soon",
+            "exhausted=yes",
+            "exhausted=true&stalledGraceMs=1",
+        ] {
+            assert_eq!(parameter(refused), StatusCode::BAD_REQUEST, "{refused}");
+        }
     }
 }
