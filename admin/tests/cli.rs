@@ -4,7 +4,7 @@
 //! the binary's private cluster (a fresh schema), SQLite in a temporary file; without
 //! redis-server or PostgreSQL installed, its test says `SKIPPED` and passes.
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 use mcp_tasks::{JsonObject, Outcome, Owner, Redelivery, TaskRequest, TaskStatus, TaskStore};
@@ -14,48 +14,9 @@ use mcp_tasks_sqlite::SqliteTaskStore;
 use mcp_tasks_test_support::postgres::shared_url;
 use mcp_tasks_test_support::redis::RedisServer;
 use serde_json::{Value, json};
+use support::{admin, ok_json, stderr, stdout, task_ids};
 
-/// Runs the console with `args` against the store at `url`, with `env` set.
-fn admin(url: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks-admin"));
-    command
-        .env_remove("MCP_TASKS_STORE")
-        .arg("--store")
-        .arg(url)
-        .args(args);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    command.output().expect("the console runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// The JSON the console printed, after checking it succeeded.
-fn ok_json(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "failed: {}{}",
-        stdout(output),
-        stderr(output)
-    );
-    serde_json::from_slice(&output.stdout).expect("JSON on stdout")
-}
-
-fn task_ids(listed: &Value) -> Vec<String> {
-    listed["tasks"]
-        .as_array()
-        .expect("tasks")
-        .iter()
-        .map(|task| task["taskId"].as_str().unwrap().to_owned())
-        .collect()
-}
+mod support;
 
 fn job(tool: &str) -> JsonObject {
     let Value::Object(job) = json!({"tool": tool, "arguments": {}}) else {

@@ -7,9 +7,12 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
+use support::{admin, ok_json, stderr, stdout, task_ids};
+
+mod support;
 
 #[allow(dead_code)]
 #[path = "../../servers/tests/support/mcp_http.rs"]
@@ -125,49 +128,6 @@ impl Server {
             .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
             .to_owned()
     }
-}
-
-/// Runs the console over `console` with `env` set (and no other token source) and `args`.
-fn admin(console: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks-admin"));
-    command
-        .env_remove("MCP_TASKS_STORE")
-        .env_remove("MCP_TASKS_ADMIN_TOKEN")
-        .env_remove("MCP_TASKS_ADMIN_TOKEN_FILE")
-        .arg("--store")
-        .arg(console)
-        .args(args);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    command.output().expect("the console runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn ok_json(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "failed: {}{}",
-        stdout(output),
-        stderr(output)
-    );
-    serde_json::from_slice(&output.stdout).expect("JSON on stdout")
-}
-
-fn task_ids(listed: &Value) -> Vec<String> {
-    listed["tasks"]
-        .as_array()
-        .expect("tasks")
-        .iter()
-        .map(|task| task["taskId"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 fn token_file(dir: &Path, token: &str) -> String {
