@@ -98,21 +98,34 @@ if limit then
 end
 -- The task does not exist: every task's hash holds `c` (the first read).
 local now = now_ms()
-local index_expiry = redis.call('PEXPIRETIME', KEYS[2])
-local counter_expiry = redis.call('PEXPIRETIME', KEYS[3])
--- Sequence numbers grow with time, so they keep growing if the counter expired.
-local last = tonumber(redis.call('GET', KEYS[3]) or '0')
-local seq = math.max(last + 1, now)
--- Each number is formatted once (formatting costs as much as a command).
-local at, position = num(now), num(seq)
 local ttl = tonumber(ARGV[3])
 local expiry = ttl and num(now + ttl)
+-- The owner's index keeps at least this task's expiry. Where it exists with an earlier
+-- one (the common case), `GT` pushes it on in one command; otherwise (no expiry, a later
+-- one, or no index yet: `GT` leaves each alone) `keep` decides on its `PEXPIRETIME`
+-- once the index is written.
+local index_expiry
+if not ttl or redis.call('PEXPIREAT', KEYS[2], expiry, 'GT') == 0 then
+  index_expiry = redis.call('PEXPIRETIME', KEYS[2])
+end
 -- The counter is written with the expiry `keep` would give it, in the same command.
+local counter_expiry = redis.call('PEXPIRETIME', KEYS[3])
+local at = num(now)
+local last
 if not ttl then
-  redis.call('SET', KEYS[3], position)
+  last = redis.call('SET', KEYS[3], at, 'GET')
 elseif counter_expiry == -2 or (counter_expiry >= 0 and counter_expiry < now + ttl) then
-  redis.call('SET', KEYS[3], position, 'PXAT', expiry)
+  last = redis.call('SET', KEYS[3], at, 'PXAT', expiry, 'GET')
 else
+  last = redis.call('SET', KEYS[3], at, 'KEEPTTL', 'GET')
+end
+-- Sequence numbers grow with time, so they keep growing if the counter expired. The
+-- counter was written with the clock's time and answered the last number (one command);
+-- where the sequence ran ahead of the clock, it is written again.
+local seq = math.max(tonumber(last or '0') + 1, now)
+local position = at
+if seq ~= now then
+  position = num(seq)
   redis.call('SET', KEYS[3], position, 'KEEPTTL')
 end
 local lease = tonumber(ARGV[8])
@@ -145,15 +158,19 @@ else
 end
 redis.call('ZADD', KEYS[2], position, ARGV[1])
 if ARGV[12] == '1' then
-  local all = num(math.max(tonumber(redis.call('GET', KEYS[extra + 1]) or '0') + 1, now))
-  redis.call('SET', KEYS[extra + 1], all)
-  redis.call('ZADD', KEYS[extra], all, KEYS[1])
+  -- Creations across owners outrun the clock: one `INCR` then, a `SET` where it lags.
+  local all = redis.call('INCR', KEYS[extra + 1])
+  if all < now then
+    all = now
+    redis.call('SET', KEYS[extra + 1], at)
+  end
+  redis.call('ZADD', KEYS[extra], num(all), KEYS[1])
 end
 if ttl then
   redis.call('PEXPIREAT', KEYS[1], expiry)
-  keep(KEYS[2], now + ttl, index_expiry, expiry)
-else
-  keep(KEYS[2], nil, index_expiry)
+end
+if index_expiry then
+  keep(KEYS[2], ttl and now + ttl, index_expiry, expiry)
 end
 redis.call('PUBLISH', ARGV[9], ARGV[10] .. '\n' .. ARGV[1] .. '\n0\n1\nworking\n' .. at .. '\n'
   .. at .. '\n' .. ARGV[2])

@@ -727,3 +727,79 @@ fn bad_settings_are_typed_errors() {
     assert!(matches!(unreachable, Error::Store { .. }), "{unreachable}");
     assert_eq!(unreachable.code(), -32603);
 }
+
+/// An owner's index and sequence counter (what its listings walk) live as long as its
+/// longest-lived task, and without expiry while one of its tasks has none; tasks created
+/// faster than the clock ticks still list in creation order.
+#[test]
+fn an_owners_index_and_counter_last_as_long_as_its_longest_task() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let store = instance(&server, &prefix, Limits::none());
+    let owner = alice();
+    let tag = mcp_tasks::backend::owner_tag(&owner);
+    let key = |suffix: &str| format!("{prefix}:{{{tag}}}:{suffix}");
+    let expiry = |key: &str| -> i64 {
+        let reply = server.command(&["PEXPIRETIME", key]);
+        reply
+            .strip_prefix(':')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("PEXPIRETIME {key} answered {reply}"))
+    };
+    let (index, counter) = (key("i"), key("n"));
+
+    // Many in a row: the sequence runs ahead of the clock, and still orders them.
+    let created: Vec<String> = (0..40)
+        .map(|n| store.insert(&owner, req(n)).unwrap().id().to_string())
+        .collect();
+    let listed = store.list(&owner, None, 100).unwrap().tasks;
+    let mut in_order = ids(&listed);
+    in_order.retain(|id| created.contains(id));
+    assert_eq!(in_order, created, "listed in creation order");
+    let last = expiry(&key(&format!("t:{}", created[39])));
+    assert!(last > 0, "a task of the default ttl expires");
+    assert_eq!(
+        expiry(&index),
+        last,
+        "the index lasts as long as the last task"
+    );
+    assert_eq!(
+        expiry(&counter),
+        last,
+        "the counter lasts as long as the last task"
+    );
+
+    // A shorter-lived task moves neither.
+    let short = store.insert(&owner, req(40).with_ttl(Some(1_000))).unwrap();
+    assert!(expiry(&key(&format!("t:{}", short.id()))) < last);
+    assert_eq!((expiry(&index), expiry(&counter)), (last, last));
+
+    // A task without expiry (another instance's policy allows it) keeps both for good,
+    // and a later task with one leaves them so.
+    let forever = RedisTaskStore::builder(&server.url())
+        .prefix(prefix.as_str())
+        .ttl_policy(TtlPolicy::new(None).with_unlimited_allowed(true))
+        .build()
+        .unwrap();
+    let kept = forever.insert(&owner, req(41)).unwrap();
+    assert_eq!(kept.ttl(), None);
+    assert_eq!((expiry(&index), expiry(&counter)), (-1, -1));
+    let _ = store.insert(&owner, req(42)).unwrap();
+    assert_eq!((expiry(&index), expiry(&counter)), (-1, -1));
+
+    // With every task of the index removed, the index is gone; the next task files a new
+    // one that expires with it, after the ones before it.
+    let other = bob();
+    let tag = mcp_tasks::backend::owner_tag(&other);
+    let index = format!("{prefix}:{{{tag}}}:i");
+    let first = store.insert(&other, req(1)).unwrap().id().to_string();
+    store.remove(&other, &first).unwrap();
+    assert_eq!(server.command(&["EXISTS", &index]), ":0");
+    let next = store.insert(&other, req(2)).unwrap().id().to_string();
+    let next_expiry = expiry(&format!("{prefix}:{{{tag}}}:t:{next}"));
+    assert!(next_expiry > 0);
+    assert_eq!(expiry(&index), next_expiry);
+    assert_eq!(ids(&store.list(&other, None, 10).unwrap().tasks), [next]);
+}
