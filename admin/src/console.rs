@@ -168,14 +168,7 @@ impl Console for StoreConsole {
     ) -> Result<Listed, Failed> {
         let mut query = query.clone();
         if older_than.is_some() || newer_than.is_some() {
-            let now = self.0.clock()?.unix_millis();
-            let ago = |d: Duration| {
-                Timestamp::from_unix_millis(
-                    now.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-                )
-            };
-            query.created_before = older_than.map(ago);
-            query.created_after = newer_than.map(ago);
+            query = query.created_within(self.0.clock()?, older_than, newer_than);
         }
         let page = self.0.list_tasks(&query, cursor, limit)?;
         Ok(Listed {

@@ -112,6 +112,30 @@ impl TaskQuery {
         self
     }
 
+    /// The same query, only for tasks created longer ago than `older_than` and less long
+    /// ago than `newer_than`, counted back from `now` (the store's clock,
+    /// [`TaskAdmin::clock`](super::TaskAdmin::clock)); a bound left `None` leaves that
+    /// side as it was.
+    #[must_use]
+    pub fn created_within(
+        mut self,
+        now: Timestamp,
+        older_than: Option<Duration>,
+        newer_than: Option<Duration>,
+    ) -> Self {
+        let ago = |age: Duration| {
+            let age = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+            Timestamp::from_unix_millis(now.unix_millis().saturating_sub(age))
+        };
+        if let Some(age) = older_than {
+            self.created_before = Some(ago(age));
+        }
+        if let Some(age) = newer_than {
+            self.created_after = Some(ago(age));
+        }
+        self
+    }
+
     /// The same query, only for tasks leased by the instance `name`.
     #[must_use]
     pub fn held_by(mut self, name: impl Into<String>) -> Self {

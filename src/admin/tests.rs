@@ -1,4 +1,5 @@
 use std::collections::HashSet;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -403,5 +404,34 @@ fn a_working_task_stalls_once_its_lease_lapsed_and_nothing_picks_it_up() {
         !TaskQuery::all()
             .held_by("web-2")
             .matches_row(&row(None, lapsed_ago(-30)), now)
+    );
+}
+
+#[test]
+fn ages_count_back_from_the_time_given() {
+    let now = Timestamp::from_unix_millis(10_000);
+    let query = TaskQuery::all().created_within(
+        now,
+        Some(Duration::from_millis(3_000)),
+        Some(Duration::from_millis(9_000)),
+    );
+    assert_eq!(
+        query.created_before,
+        Some(Timestamp::from_unix_millis(7_000))
+    );
+    assert_eq!(
+        query.created_after,
+        Some(Timestamp::from_unix_millis(1_000))
+    );
+    // A bound left out keeps that side; an age past the epoch saturates.
+    let kept = TaskQuery::all()
+        .created_after(Timestamp::from_unix_millis(5))
+        .created_within(now, Some(Duration::MAX), None);
+    assert_eq!(kept.created_after, Some(Timestamp::from_unix_millis(5)));
+    assert_eq!(
+        kept.created_before,
+        Some(Timestamp::from_unix_millis(
+            10_000_i64.saturating_sub(i64::MAX)
+        ))
     );
 }

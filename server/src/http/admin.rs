@@ -636,14 +636,7 @@ async fn list(console: &Arc<Console>, query: Option<&str>) -> Response<Body> {
     let answered = blocking(move || -> Result<Value, AdminError> {
         if older_than.is_some() || newer_than.is_some() {
             // The bounds on the store's clock, as the command line's.
-            let now = store.clock()?.unix_millis();
-            let ago = |d: Duration| {
-                mcp_tasks::Timestamp::from_unix_millis(
-                    now.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-                )
-            };
-            filter.created_before = older_than.map(ago);
-            filter.created_after = newer_than.map(ago);
+            filter = filter.created_within(store.clock()?, older_than, newer_than);
         }
         let page = store.list_tasks(&filter, cursor.as_deref(), limit)?;
         let mut tasks = Vec::with_capacity(page.rows.len());
