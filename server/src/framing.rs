@@ -39,7 +39,10 @@ impl Id {
     /// The id whose JSON text is `raw`, or `None` if it is not a string or an integer.
     pub fn parse(raw: &str) -> Option<Id> {
         let raw = raw.trim();
-        let key = if raw.starts_with('"') {
+        let key = if is_plain_count(raw) {
+            // The usual id (`7`): digits as `i64` prints them, read without the checks below.
+            RequestId::Number(raw.parse::<i64>().ok()?)
+        } else if raw.starts_with('"') {
             RequestId::String(serde_json::from_str::<String>(raw).ok()?)
         } else if is_integer_literal(raw) {
             match raw.parse::<i64>() {
@@ -70,6 +73,15 @@ impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.raw)
     }
+}
+
+/// Whether `text` is a non-negative integer written as `i64` prints it: 1 to 18 digits, no
+/// leading zero (so it fits, and reads back as written).
+fn is_plain_count(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    (1..=18).contains(&bytes.len())
+        && bytes.iter().all(u8::is_ascii_digit)
+        && (bytes[0] != b'0' || bytes.len() == 1)
 }
 
 /// Whether `text` is a JSON number whose value is an integer (`7`, `-0`, `1e3`, `2.50e1`),
@@ -456,6 +468,13 @@ mod tests {
     fn ids_map_to_the_store_s_request_ids() {
         let plain = Id::parse("42").expect("an id");
         assert_eq!(plain.request_id(), &RequestId::Number(42));
+        for (text, n) in [("0", 0), ("123456789012345678", 123_456_789_012_345_678)] {
+            let id = Id::parse(text).expect("an id");
+            assert_eq!(id.request_id(), &RequestId::Number(n));
+            assert_eq!(id.as_json(), text);
+        }
+        let negative = Id::parse("-0").expect("an id");
+        assert_eq!(negative.request_id(), &RequestId::String("-0".into()));
         let big = Id::parse("9223372036854775808").expect("an id");
         assert_eq!(
             big.request_id(),

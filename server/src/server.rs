@@ -619,6 +619,29 @@ impl Server {
         })
     }
 
+    /// The result of a 2025-11-25 `tasks/result` for a task that has already completed
+    /// with a result, as JSON text serialized straight from the stored result (no
+    /// `serde_json::Value` tree between), when that is all the request needs: nothing
+    /// observes it (telemetry off) and it names the task. `None` for anything else (a task
+    /// still running, ended with an error or cancelled, unknown, ...):
+    /// [`Dispatcher::result_async`] answers it. Only the HTTP front uses it (and the tests).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn task_result_text(&self, owner: &Owner, params: Option<&Value>) -> Option<String> {
+        if self.telemetry.is_enabled() {
+            return None;
+        }
+        let task_id = params?.get("taskId")?.as_str()?;
+        let task = self.v1.store().get(owner, task_id).ok()?;
+        match task.outcome()? {
+            Outcome::Result(result) => serde_json::to_string(&protocol::GetTaskPayloadResult::new(
+                result.clone(),
+                task.id(),
+            ))
+            .ok(),
+            Outcome::Error(_) => None,
+        }
+    }
+
     /// Whether the tasks live in a store shared with other instances: only then can a task
     /// be claimed here for its next attempt ([`claim`](Self::claim)).
     #[must_use]
@@ -1407,6 +1430,50 @@ mod tests {
                 .task_get_text(&alice, "tasks/cancel", Some(&json!({"taskId": id})))
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_tasks_result_written_from_the_result_answers_what_the_dispatcher_answers() {
+        let server = Server::builder().build().expect("a server");
+        let (alice, bob) = (Owner::new("alice"), Owner::new("bob"));
+        let create = || {
+            server
+                .store()
+                .create(&alice, TaskRequest::new(RequestId::Number(7), "tools/call"))
+                .expect("a task")
+        };
+        let mut result = JsonObject::new();
+        result.insert("content".into(), json!([{"type": "text", "text": "done"}]));
+        result.insert("_meta".into(), json!({"kept": true}));
+        let (handle, task) = create();
+        let params = json!({"taskId": task.id().to_string()});
+        assert!(
+            server.task_result_text(&alice, Some(&params)).is_none(),
+            "a task still working is waited for the usual way"
+        );
+        drop(handle.finish(result).expect("finished"));
+        let fast = server
+            .task_result_text(&alice, Some(&params))
+            .expect("a completed task's result is written from it");
+        let usual = crate::work::block_on(server.dispatcher().result_async(&alice, Some(&params)))
+            .expect("the dispatcher answers the result");
+        assert_eq!(serde_json::to_string(&usual).unwrap(), fast);
+        // Anything else goes the usual way: another owner, an error, a cancel, no task id.
+        assert!(server.task_result_text(&bob, Some(&params)).is_none());
+        let (failing, failed) = create();
+        drop(
+            failing
+                .fail(Outcome::error(jsonrpc::INTERNAL_ERROR, "broken"))
+                .expect("failed"),
+        );
+        let (cancelling, cancelled) = create();
+        drop(cancelling.cancel().expect("cancelled"));
+        for task in [failed, cancelled] {
+            let params = json!({"taskId": task.id().to_string()});
+            assert!(server.task_result_text(&alice, Some(&params)).is_none());
+        }
+        assert!(server.task_result_text(&alice, Some(&json!({}))).is_none());
+        assert!(server.task_result_text(&alice, None).is_none());
     }
 
     #[test]

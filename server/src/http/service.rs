@@ -647,6 +647,15 @@ async fn tasks_result(
                     .is_ok_and(|task: AnyTask| !task.is_terminal())
             })
         });
+    if !streams
+        && let Some(result) = app.store_call(|| app.server.task_result_text(owner, params.as_ref()))
+    {
+        // Completed already (the usual case: the client polled until it did).
+        let text = framing::result_response(Some(&id), &result);
+        app.trace.write(&session.id, "out", &text);
+        drop(slot);
+        return json(StatusCode::OK, text);
+    }
     let dispatcher = app.server.dispatcher().clone();
     let (owner2, trace, session_id) = (owner.clone(), Arc::clone(&app.trace), session.id.clone());
     // On a stream, the task's terminal status notification goes out before the answer.

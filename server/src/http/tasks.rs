@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 
 use crate::outbound;
 use crate::server::{Generation, Job, Server, Store};
-use mcp_tasks::protocol::{TaskStatusNotification, tag_related_task};
+use mcp_tasks::protocol::tag_related_task;
 use mcp_tasks::{
     AnyTask, InputRequired, JsonObject, JsonRpcError, Owner, Task, TaskId, TaskStatus, TaskStore,
     jsonrpc,
 };
 use serde_json::{Value, json};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 use super::session::Session;
 use super::trace::Trace;
@@ -165,21 +165,26 @@ impl Tasks {
         self.running().get(task)?.session.as_ref()?.upgrade()
     }
 
-    /// Sends each store change to the sessions concerned, from a task of the runtime.
+    /// Sends each store change to the sessions concerned, as the store tells it: on the
+    /// thread that delivers the store's changes (one at a time, in order), inside this
+    /// runtime's context (an input request's wait for its answer is spawned on it). What a
+    /// change does here is short and never calls the store: a few locks, a notification
+    /// serialized and queued. No channel and no task of its own: a change costs no copy of
+    /// the task, no send and no wake-up of another task (often on the other thread).
     pub fn watch(self: &Arc<Self>, server: &Arc<Server>, trace: &Arc<Trace>) {
-        let (changes, mut received) = mpsc::unbounded_channel();
+        let runtime = tokio::runtime::Handle::current();
+        // Weak: the server owns the store, which owns this subscriber.
+        let (tasks, weak, trace) = (Arc::clone(self), Arc::downgrade(server), Arc::clone(trace));
         TaskStore::subscribe(server.store(), move |change| {
-            let _ = changes.send(change.clone());
-        });
-        let (tasks, server, trace) = (Arc::clone(self), Arc::clone(server), Arc::clone(trace));
-        tokio::spawn(async move {
-            while let Some(change) = received.recv().await {
-                tasks.on_change(&server, &trace, &change.task);
-            }
+            let Some(server) = weak.upgrade() else {
+                return;
+            };
+            let _inside = runtime.enter();
+            tasks.on_change(&server, &trace, &change.task);
         });
     }
 
-    fn on_change(&self, server: &Arc<Server>, trace: &Arc<Trace>, task: &AnyTask) {
+    fn on_change(&self, server: &Server, trace: &Arc<Trace>, task: &AnyTask) {
         let Some(session) = self.session_of(task.id()) else {
             if task.is_terminal() {
                 self.finished(server, task.id());
@@ -190,7 +195,7 @@ impl Tasks {
             forward_input(&session, server.store(), trace, waiting);
         }
         if session.is_news(task) {
-            match serde_json::to_string(&TaskStatusNotification::new(task.clone())) {
+            match status_notification(task) {
                 Ok(notification) => {
                     trace.write(&session.id, "out", &notification);
                     session.notify(Some(task.id()), notification);
@@ -297,6 +302,20 @@ fn shrink_if_sparse<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>) {
     }
 }
 
+/// The `notifications/tasks/status` message announcing `task`, serialized from the task
+/// as it is: the text of
+/// [`TaskStatusNotification`](mcp_tasks::protocol::TaskStatusNotification), without a copy
+/// of the task to build one, nor the flattening serializer between.
+fn status_notification(task: &AnyTask) -> serde_json::Result<String> {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","method":"notifications/tasks/status","params":"#;
+    let params = serde_json::to_string(task)?;
+    let mut text = String::with_capacity(HEAD.len() + params.len() + 1);
+    text.push_str(HEAD);
+    text.push_str(&params);
+    text.push('}');
+    Ok(text)
+}
+
 /// Forwards each input request of `task` not forwarded yet as a request to the client, and
 /// puts the answer (or a dismissal) back into the store.
 fn forward_input(
@@ -397,7 +416,36 @@ async fn wait_for_answer(
 
 #[cfg(test)]
 mod tests {
+    use mcp_tasks::protocol::TaskStatusNotification;
+    use mcp_tasks::{RequestId, TaskRegistry, TaskRequest};
+
     use super::*;
+
+    #[test]
+    fn a_status_notification_is_the_text_of_the_protocol_type() {
+        let store = TaskRegistry::new();
+        let owner = Owner::new("alice");
+        let request = || TaskRequest::new(RequestId::from(1), "tools/call").with_ttl(Some(60_000));
+        let same = |task: &AnyTask| {
+            let expected =
+                serde_json::to_string(&TaskStatusNotification::new(task.clone())).unwrap();
+            assert_eq!(status_notification(task).unwrap(), expected, "{task:?}");
+        };
+        let (working, task) = store.create(&owner, request()).unwrap();
+        same(&AnyTask::from(task));
+        let mut result = JsonObject::new();
+        result.insert("content".into(), json!([{"type": "text", "text": "done"}]));
+        let done = working.with_message("all done").complete(result).unwrap();
+        same(&store.get(&owner, &done.id().to_string()).unwrap());
+        let (failing, _) = store.create(&owner, request()).unwrap();
+        let failed = failing
+            .fail(mcp_tasks::Outcome::error(jsonrpc::INTERNAL_ERROR, "broken"))
+            .unwrap();
+        same(&store.get(&owner, &failed.id().to_string()).unwrap());
+        let (cancelling, _) = store.create(&owner, request()).unwrap();
+        let cancelled = cancelling.cancel().unwrap();
+        same(&store.get(&owner, &cancelled.id().to_string()).unwrap());
+    }
 
     fn returned_long_ago(tasks: &Tasks, task: &TaskId) {
         let long_ago = Instant::now().checked_sub(FORGET_AFTER * 2);
