@@ -189,5 +189,12 @@ mod tests {
                 "{name}: {plan}"
             );
         }
+        // The functions this build calls compare the owner so too (schema version 5).
+        let functions = shared_psql(&format!(
+            "SELECT string_agg(p.proname, ',' ORDER BY p.proname) FROM pg_proc p \
+             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = '{schema}' \
+             AND p.prosrc LIKE '%t.owner IS NOT DISTINCT FROM p_owner%'"
+        ));
+        assert_eq!(functions.as_deref(), Some("commit_task,remove_task"));
     }
 }
