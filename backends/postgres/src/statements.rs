@@ -124,9 +124,7 @@ impl Statements {
                  FROM {s}.tasks \
                  WHERE (seq, id) > ($1, $2) AND {live} \
                  AND ($3::text[] IS NULL OR status = ANY($3)) ORDER BY seq, id LIMIT $4"),
-            origin: sql(
-                "SELECT request_id, method FROM {s}.tasks WHERE {task} AND {live}",
-            ),
+            origin: sql("SELECT request_id, method FROM {s}.tasks WHERE {task} AND {live}"),
             job: sql("SELECT job FROM {s}.tasks WHERE {task} AND {live}"),
             renew: sql("SELECT {s}.renew_leases($1, $2, $3, $4, $5)"),
             lapsed: sql(
