@@ -38,6 +38,13 @@ pub const ANNOUNCER_NAME: &str = "mcp-tasks-announcer";
 /// The most events one transaction carries.
 const MAX_BATCH: usize = 1_000;
 
+/// Under load, the least time from the start of one batch to the start of the next: once
+/// a batch carried more than one event, the next gathers for a moment rather than go with
+/// a few (every batch costs PostgreSQL a transaction and a wake-up of each listening
+/// backend, and each instance a wake-up of its event thread). After a batch of one event
+/// (a quiet moment), the next goes at once.
+const BATCH_INTERVAL: Duration = Duration::from_millis(1);
+
 /// The statement that sends a batch: `$1` the channel, `$2` the events.
 const SEND: &str = "SELECT count(pg_notify($1, e)) FROM unnest($2::text[]) AS e";
 
@@ -171,7 +178,14 @@ async fn run(
     let mut client: Option<(Client, Statement)> = None;
     let mut batch = Vec::new();
     let mut payloads = Vec::new();
+    let mut last: Option<tokio::time::Instant> = None;
     while let Some(first) = queued.recv().await {
+        if let Some(next) = last.map(|last| last + BATCH_INTERVAL)
+            && next > tokio::time::Instant::now()
+        {
+            tokio::time::sleep_until(next).await;
+        }
+        let started = tokio::time::Instant::now();
         batch.clear();
         batch.push(first);
         while batch.len() < MAX_BATCH {
@@ -180,6 +194,7 @@ async fn run(
                 Err(_) => break,
             }
         }
+        last = (batch.len() > 1).then_some(started);
         pack(&batch, &mut payloads);
         // Once on the connection it has, once more on a fresh one; then the batch is
         // dropped (the waits' fallback poll reads what it would have told).
