@@ -10,7 +10,11 @@
 //! announcer: whatever queued while its last batch was sent goes in the next, one
 //! statement (`pg_notify` over an array) committed with `synchronous_commit = off`
 //! (nothing durable rides on it, so the lock is held for no flush). With one writer the
-//! event goes at once; under load, one transaction carries many.
+//! event goes at once; under load, one transaction carries many, packed into as few
+//! notifications as hold them ([`pack`]: up to 7,900 bytes each), so that the listening
+//! connections' backends queue, read and send one entry where they handled one per event.
+//! (An instance of an older build, which reads one event per notification, ignores packed
+//! ones while builds are mixed: its waits then hear those changes on their fallback poll.)
 //!
 //! An event is lost if the instance stops between a write's commit and its announcement,
 //! or if the announcement fails twice (a fresh connection is tried once): so the driver
@@ -34,12 +38,29 @@ pub const ANNOUNCER_NAME: &str = "mcp-tasks-announcer";
 /// The most events one transaction carries.
 const MAX_BATCH: usize = 1_000;
 
+/// Under load, the least time from the start of one batch to the start of the next: once
+/// a batch carried more than one event, the next gathers for a moment rather than go with
+/// a few (every batch costs PostgreSQL a transaction and a wake-up of each listening
+/// backend, and each instance a wake-up of its event thread). After a batch of one event
+/// (a quiet moment), the next goes at once.
+const BATCH_INTERVAL: Duration = Duration::from_millis(1);
+
 /// The statement that sends a batch: `$1` the channel, `$2` the events.
 const SEND: &str = "SELECT count(pg_notify($1, e)) FROM unnest($2::text[]) AS e";
 
 /// The longest event that keeps the task's record (PostgreSQL's limit is 8,000 bytes;
-/// the schema's `event` keeps the same margin).
+/// the schema's `event` keeps the same margin), and the longest notification of packed
+/// events.
 const FULL_EVENT_MAX: usize = 7_900;
+
+/// The first line of a notification that packs several events ([`pack`]): no owner tag
+/// reads so, so an instance of an older build ignores it whole (rather than reading its
+/// first event with the others as its record).
+pub(crate) const PACKED: &str = "*\n";
+
+/// What separates packed events: a control character, which a record (JSON text) never
+/// holds, nor does an event's head.
+pub(crate) const SEPARATOR: char = '\u{1e}';
 
 /// The sending side: queues an event, never blocks. Dropping it ends the announcer once
 /// it sent what was queued.
@@ -101,6 +122,52 @@ pub(crate) fn claimable(tag: &str, id: &uuid::Uuid) -> String {
     format!("{tag}\n{id}\nclaimable")
 }
 
+/// The notifications that carry `events`, in order, into `payloads`: consecutive events
+/// packed into one notification up to [`FULL_EVENT_MAX`] bytes, `PACKED` and then the
+/// events separated by [`SEPARATOR`] (so that the listeners' backends and connections
+/// handle one entry where they handled dozens); an event alone as it is.
+fn pack(events: &[String], payloads: &mut Vec<String>) {
+    payloads.clear();
+    // One event needs no packing (and an older build reads it).
+    if let [single] = events {
+        payloads.push(single.clone());
+        return;
+    }
+    let mut packed: Option<String> = None;
+    for event in events {
+        let fits = |payload: &String| payload.len() + 1 + event.len() <= FULL_EVENT_MAX;
+        if event.contains(SEPARATOR) || PACKED.len() + event.len() > FULL_EVENT_MAX {
+            payloads.extend(packed.take());
+            payloads.push(event.clone());
+            continue;
+        }
+        match &mut packed {
+            Some(payload) if fits(payload) => {
+                payload.push(SEPARATOR);
+                payload.push_str(event);
+            }
+            _ => {
+                payloads.extend(packed.take());
+                let mut payload = String::with_capacity(FULL_EVENT_MAX);
+                payload.push_str(PACKED);
+                payload.push_str(event);
+                packed = Some(payload);
+            }
+        }
+    }
+    payloads.extend(packed);
+}
+
+/// The events packed in `payload` (one notification), in order: those after [`PACKED`],
+/// or the payload itself.
+pub(crate) fn unpack(payload: &str) -> impl Iterator<Item = &str> {
+    let (packed, events) = match payload.strip_prefix(PACKED) {
+        Some(events) => (true, events),
+        None => (false, payload),
+    };
+    events.split(move |c| packed && c == SEPARATOR)
+}
+
 /// Sends what is queued, batch after batch, until the store is gone.
 async fn run(
     config: Config,
@@ -110,7 +177,15 @@ async fn run(
 ) {
     let mut client: Option<(Client, Statement)> = None;
     let mut batch = Vec::new();
+    let mut payloads = Vec::new();
+    let mut last: Option<tokio::time::Instant> = None;
     while let Some(first) = queued.recv().await {
+        if let Some(next) = last.map(|last| last + BATCH_INTERVAL)
+            && next > tokio::time::Instant::now()
+        {
+            tokio::time::sleep_until(next).await;
+        }
+        let started = tokio::time::Instant::now();
         batch.clear();
         batch.push(first);
         while batch.len() < MAX_BATCH {
@@ -119,6 +194,8 @@ async fn run(
                 Err(_) => break,
             }
         }
+        last = (batch.len() > 1).then_some(started);
+        pack(&batch, &mut payloads);
         // Once on the connection it has, once more on a fresh one; then the batch is
         // dropped (the waits' fallback poll reads what it would have told).
         for _ in 0..2 {
@@ -129,7 +206,8 @@ async fn run(
                 continue;
             };
             let sent =
-                tokio::time::timeout(io_timeout, connected.query(send, &[&channel, &batch])).await;
+                tokio::time::timeout(io_timeout, connected.query(send, &[&channel, &payloads]))
+                    .await;
             if matches!(sent, Ok(Ok(_))) {
                 break;
             }
@@ -148,4 +226,59 @@ async fn connect(config: &Config, io_timeout: Duration) -> Option<(Client, State
         Some((client, send))
     };
     tokio::time::timeout(io_timeout, connected).await.ok()?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FULL_EVENT_MAX, PACKED, SEPARATOR, pack, unpack};
+
+    fn events(count: usize, len: usize) -> Vec<String> {
+        (0..count)
+            .map(|n| format!("a\n{n}\n1\n{}", "x".repeat(len)))
+            .collect()
+    }
+
+    fn unpacked(payloads: &[String]) -> Vec<String> {
+        payloads
+            .iter()
+            .flat_map(|payload| unpack(payload).map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn packed_events_come_out_whole_and_in_order_within_the_notification_limit() {
+        let sent = events(500, 100);
+        let mut payloads = Vec::new();
+        pack(&sent, &mut payloads);
+        assert!(payloads.len() < 10, "{} notifications", payloads.len());
+        assert!(payloads.len() > 1, "packed into one notification");
+        assert!(payloads.iter().all(|p| p.len() <= FULL_EVENT_MAX));
+        assert!(payloads.iter().all(|p| p.starts_with(PACKED)));
+        assert_eq!(unpacked(&payloads), sent);
+    }
+
+    #[test]
+    fn an_event_alone_goes_as_it_is() {
+        let mut payloads = Vec::new();
+        let one = events(1, 10);
+        pack(&one, &mut payloads);
+        assert_eq!(payloads, one);
+        assert_eq!(unpacked(&payloads), one);
+    }
+
+    #[test]
+    fn large_events_and_events_holding_the_separator_go_alone() {
+        let large = format!("a\nid\n1\n{}", "y".repeat(FULL_EVENT_MAX - 8));
+        let odd = format!("a\nid\n1\n{{\"x\":\"{SEPARATOR}\"}}");
+        let mut sent = events(3, 10);
+        sent.insert(1, large.clone());
+        sent.push(odd.clone());
+        sent.extend(events(2, 10));
+        let mut payloads = Vec::new();
+        pack(&sent, &mut payloads);
+        assert!(payloads.contains(&large) && payloads.contains(&odd));
+        assert!(payloads.iter().all(|p| p.len() <= FULL_EVENT_MAX));
+        // The odd one is delivered whole: it is not packed, so it is not split.
+        assert_eq!(unpacked(&payloads), sent);
+    }
 }

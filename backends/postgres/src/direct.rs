@@ -154,10 +154,22 @@ impl AsyncWrite for Socket {
     }
 }
 
-/// Set when a future or the connection was woken: something moved, poll again before
+/// Set when a future or the connection was woken: something moved, poll it again before
 /// waiting on the socket.
 #[derive(Default)]
 struct Woken(AtomicBool);
+
+impl Woken {
+    /// Clears the flag, before a poll.
+    fn clear(&self) {
+        self.0.store(false, Ordering::Release);
+    }
+
+    /// Whether it was woken since it was cleared.
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
 
 impl Wake for Woken {
     fn wake(self: Arc<Self>) {
@@ -169,13 +181,19 @@ impl Wake for Woken {
     }
 }
 
-/// What drives one socket's futures on the calling thread: its readiness poller and the
-/// waker that tells that something moved.
+/// What drives one socket's futures on the calling thread: its readiness poller and two
+/// wakers, one telling that the connection has more to do (its client queued a request)
+/// and one that a future's answer moved (the connection handed it something). Apart, so
+/// that a request just queued costs one pass of the connection, not a second pass of both.
 struct Driven {
     poll: mio::Poll,
     events: Events,
-    woken: Arc<Woken>,
+    /// The connection's.
+    stirred: Arc<Woken>,
     waker: Waker,
+    /// The future's.
+    answered: Arc<Woken>,
+    answer_waker: Waker,
     /// The payloads of the notifications the connection received, in order, not taken
     /// yet (a listening connection's; a pooled one receives none).
     heard: Vec<String>,
@@ -190,12 +208,15 @@ impl Driven {
             Token(0),
             Interest::READABLE | Interest::WRITABLE,
         )?;
-        let woken = Arc::new(Woken::default());
+        let stirred = Arc::new(Woken::default());
+        let answered = Arc::new(Woken::default());
         Ok(Driven {
             poll,
             events: Events::with_capacity(4),
-            waker: Waker::from(Arc::clone(&woken)),
-            woken,
+            waker: Waker::from(Arc::clone(&stirred)),
+            stirred,
+            answer_waker: Waker::from(Arc::clone(&answered)),
+            answered,
             heard: Vec::new(),
         })
     }
@@ -210,17 +231,27 @@ impl Driven {
         deadline: Instant,
     ) -> Result<T, Failed> {
         let mut future = pin!(future);
+        let answer_waker = self.answer_waker.clone();
+        let mut answer_cx = Context::from_waker(&answer_waker);
         let waker = self.waker.clone();
         let mut cx = Context::from_waker(&waker);
         loop {
-            self.woken.0.store(false, Ordering::Release);
-            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            self.answered.clear();
+            if let Poll::Ready(out) = future.as_mut().poll(&mut answer_cx) {
                 return out.map_err(Into::into);
             }
             if let Some(connection) = connection.as_deref_mut() {
-                drive(connection, &mut cx, &mut self.heard)?;
+                // Until the connection stops waking itself: it sent what the future
+                // queued, and read what came.
+                loop {
+                    self.stirred.clear();
+                    drive(connection, &mut cx, &mut self.heard)?;
+                    if !self.stirred.is_set() {
+                        break;
+                    }
+                }
             }
-            if self.woken.0.load(Ordering::Acquire) {
+            if self.answered.is_set() {
                 continue;
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -460,6 +491,9 @@ struct PoolState {
     idle: Vec<Direct>,
     /// Connections open: idle, in use, or being opened.
     open: usize,
+    /// Callers waiting for a connection to be given back (so that one given back when none
+    /// waits costs no wake-up call: a `Condvar`'s notify is a system call even then).
+    waiting: usize,
 }
 
 /// What the pool could not give.
@@ -478,6 +512,7 @@ impl DirectPool {
             state: Mutex::new(PoolState {
                 idle: Vec::new(),
                 open: 0,
+                waiting: 0,
             }),
             freed: Condvar::new(),
         }
@@ -509,22 +544,34 @@ impl DirectPool {
             if left.is_zero() {
                 return Err(Unavailable::Busy);
             }
+            state.waiting += 1;
             state = (self.freed.wait_timeout(state, left))
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            state.waiting -= 1;
         }
     }
 
     /// Gives `direct` back.
     pub(crate) fn put(&self, direct: Direct) {
-        self.lock().idle.push(direct);
-        self.freed.notify_one();
+        let mut state = self.lock();
+        state.idle.push(direct);
+        let waiting = state.waiting > 0;
+        drop(state);
+        if waiting {
+            self.freed.notify_one();
+        }
     }
 
     /// Counts out a connection that was dropped (broken, or possibly carrying an answer).
     pub(crate) fn discard(&self) {
-        self.lock().open -= 1;
-        self.freed.notify_one();
+        let mut state = self.lock();
+        state.open -= 1;
+        let waiting = state.waiting > 0;
+        drop(state);
+        if waiting {
+            self.freed.notify_one();
+        }
     }
 
     /// Closes every idle connection (they are as old as one found broken).

@@ -101,8 +101,10 @@ fn session(
         }
         heard = Instant::now();
         for payload in payloads {
-            if !sink.message(&payload) {
-                return Ok(());
+            for event in crate::announce::unpack(&payload) {
+                if !sink.message(event) {
+                    return Ok(());
+                }
             }
         }
     }

@@ -51,7 +51,9 @@
 //!   version 3), and each instance's announcer (one connection of its own,
 //!   `application_name` [`ANNOUNCER_NAME`]) sends the events of the instance's committed
 //!   writes, in the order they were answered, whatever queued while its last batch was
-//!   sent in one transaction (`synchronous_commit = off`: nothing durable rides on it). So
+//!   sent in one transaction (`synchronous_commit = off`: nothing durable rides on it),
+//!   packed into as few notifications as hold them; under load at most one such batch a
+//!   millisecond, after a quiet moment at once. So
 //!   notifications no longer serialize the writes' commits (PostgreSQL commits notifying
 //!   transactions one at a time), and a wake-up costs one more round trip than a change
 //!   (0.8 ms median across instances on the development machine). Each instance keeps one
@@ -167,15 +169,19 @@
 //! transactions one at a time (a database-wide lock held across the commit's flush), so
 //! the store leaves its events to each instance's announcer, which sends many per
 //! transaction, and the writes group-commit like any one-row `UPDATE`. With 16 handlers on
-//! 2 instances on the development machine (2 cores shared with other work): 7,200–8,600
-//! changes per second on a quiet machine where the same build of version 2 (which notified
-//! in each write) made ~450 on a loaded one; 0.35–0.41× of what `pgbench` makes of a plain
-//! one-row `UPDATE` at 16 clients in the same run when commits flush fast (~20,000/s),
-//! 0.56–0.65× when they flush slowly, and 1.7× what it makes of one with `pg_notify`
+//! 2 instances on the development machine (2 cores shared with other work), alternated
+//! with the build before in the same hour: 0.44–0.50× (median 0.47×; 7,650–9,550 changes
+//! per second) of what `pgbench` makes of a plain one-row `UPDATE` at 16 clients in the same
+//! run (~17,000–21,000/s), where that build made 0.36–0.45× (median 0.41×); client CPU
+//! ~48 µs and PostgreSQL's ~150 µs per change, against ~56 and ~175 µs before (the raw
+//! `UPDATE`: ~14 and ~70 µs). A change costs PostgreSQL about twice a plain `UPDATE`: a
+//! create inserts into four indexes and bumps the owner's row, and every change is
+//! announced and heard by every instance's listening connection. When commits flush
+//! slowly (a loaded disk) the ratio is higher, 0.56–0.67×
 //! (`cargo bench -p mcp-tasks-suites --features redis,postgres --bench shared_concurrency`).
 //! The common create (without a per-owner limit) and the common commit are one plain
 //! statement each; the schema's functions decide the rest. What it costs: a wake-up across
-//! instances waits for the write's reply and one more round trip (0.55–0.67 ms median
+//! instances waits for the write's reply and one more round trip (0.50–0.67 ms median
 //! from the call, 0.23–0.30 ms after it returned), and
 //! every pending wait reads its task once per fallback poll, since an event is lost if its
 //! instance stops between the commit and the announcement. Reads are not affected.

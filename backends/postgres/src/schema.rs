@@ -36,13 +36,13 @@
 use tokio_postgres::Client;
 
 /// The schema version this build writes and reads.
-pub(crate) const VERSION: i32 = 4;
+pub(crate) const VERSION: i32 = 5;
 
 /// The advisory lock key migrations hold (any 64-bit number unlikely to be another's).
 const MIGRATION_LOCK: i64 = 0x6d63_705f_7461_736b;
 
 /// The migrations, in order: version and SQL (`{s}` stands for the quoted schema name).
-const MIGRATIONS: &[(i32, &str)] = &[(1, V1), (2, V2), (3, V3), (4, V4)];
+const MIGRATIONS: &[(i32, &str)] = &[(1, V1), (2, V2), (3, V3), (4, V4), (5, V3)];
 
 const V1: &str = r#"
 CREATE TABLE {s}.tasks (
@@ -455,7 +455,8 @@ $$;
 
 /// Version 3: the writes may leave their events to the instance. `event`, `remove_task`
 /// and `renew_leases` send nothing for a `NULL` channel; `commit_task` answers the task's creation time with
-/// `ok` (the instance needs it for the event it sends).
+/// `ok` (the instance needs it for the event it sends). `{owner_is}` is `=` here, and
+/// `IS NOT DISTINCT FROM` when version 5 applies the same text again.
 const V3: &str = r#"
 CREATE OR REPLACE FUNCTION {s}.event(channel text, tag text, id uuid, notify text,
     version bigint, status text, created bigint, updated bigint, body text)
@@ -488,7 +489,7 @@ DECLARE
   now bigint := {s}.now_ms();
 BEGIN
   DELETE FROM {s}.tasks t
-    WHERE t.id = p_id AND t.owner = p_owner AND (t.expires IS NULL OR t.expires > now)
+    WHERE t.id = p_id AND t.owner {owner_is} p_owner AND (t.expires IS NULL OR t.expires > now)
     RETURNING t.status, t.body, t.created, t.updated INTO gone;
   IF FOUND THEN
     DELETE FROM {s}.removed r WHERE r.at < now - p_window;
@@ -525,7 +526,7 @@ BEGIN
   SELECT t.version, t.status, t.body, t.created, t.updated, t.write_id, t.lease,
       t.lease_attempt, t.job, t.lease_holder
     INTO cur FROM {s}.tasks t
-    WHERE t.id = p_id AND t.owner = p_owner AND (t.expires IS NULL OR t.expires > now)
+    WHERE t.id = p_id AND t.owner {owner_is} p_owner AND (t.expires IS NULL OR t.expires > now)
     FOR UPDATE;
   IF NOT FOUND THEN
     RETURN QUERY SELECT 'gone'::text, NULL::bigint, NULL::text, NULL::text, NULL::bigint,
@@ -640,14 +641,30 @@ const V4: &str = r#"
 ALTER TABLE {s}.tasks SET (fillfactor = 70);
 "#;
 
+/// Version 5 is version 3's text applied again (its functions replaced, with the same
+/// parameters and answers, so that instances of an older build keep working while the
+/// schema is migrated), with `{owner_is}` read as `IS NOT DISTINCT FROM`: `commit_task` and
+/// `remove_task` find the task by its id and compare its owner with an operator no index
+/// serves, so their plans take the primary key. (With `=`, a plan made while the table
+/// was small took the `(owner, seq)` index and read every task of the owner; see
+/// [`Statements`](crate::statements::Statements).)
+const OWNER_IS_FROM: i32 = 5;
+
 /// The schema name quoted as an SQL identifier.
 pub(crate) fn quoted(schema: &str) -> String {
     format!("\"{}\"", schema.replace('"', "\"\""))
 }
 
-/// The SQL of `migration` for `schema`.
-fn sql(migration: &str, schema: &str) -> String {
-    migration.replace("{s}", &quoted(schema))
+/// The SQL of `migration`, applied as `version`, for `schema`.
+fn sql(migration: &str, version: i32, schema: &str) -> String {
+    let owner_is = if version >= OWNER_IS_FROM {
+        "IS NOT DISTINCT FROM"
+    } else {
+        "="
+    };
+    migration
+        .replace("{owner_is}", owner_is)
+        .replace("{s}", &quoted(schema))
 }
 
 /// Applies the migrations `schema` lacks, in one transaction under an advisory lock (so
@@ -687,7 +704,7 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<i32, St
     }
     for (version, migration) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
         transaction
-            .batch_execute(&sql(migration, schema))
+            .batch_execute(&sql(migration, *version, schema))
             .await
             .map_err(|err| format!("migration {version} failed: {err}"))?;
         transaction
