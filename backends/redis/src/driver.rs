@@ -101,6 +101,42 @@ fn number(value: impl TryInto<u64>) -> String {
     value.try_into().unwrap_or(u64::MAX).to_string()
 }
 
+/// Adds `value` to `cmd` as the scripts take an optional number (`''` for none).
+fn optional(cmd: &mut redis::Cmd, value: Option<u64>) -> &mut redis::Cmd {
+    match value {
+        Some(value) => cmd.arg(value),
+        None => cmd.arg(""),
+    }
+}
+
+/// The `EVALSHA` of `script` on `keys` keys, which the caller adds, then the script's
+/// arguments; `bytes`: the longest of them (the record), to size the command once.
+///
+/// The scripts run on every change are built so, in one buffer, rather than by
+/// [`Script::key`] and [`Script::arg`], which copy each argument into a vector of its own
+/// first, then all of them into the command.
+fn evalsha(script: &Script, keys: usize, bytes: usize) -> redis::Cmd {
+    let mut cmd = redis::Cmd::with_capacity(keys + 24, bytes + 512);
+    cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys);
+    cmd
+}
+
+/// Runs `cmd`, an [`evalsha`] of `script`, loading the script first where the server does
+/// not know it (`NOSCRIPT`: a restarted or flushed Redis), as [`Script::invoke`] does.
+fn run<T: redis::FromRedisValue>(
+    connection: &mut Connection,
+    script: &Script,
+    cmd: &redis::Cmd,
+) -> redis::RedisResult<T> {
+    match cmd.query(connection) {
+        Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            script.load(connection)?;
+            cmd.query(connection)
+        }
+        result => result,
+    }
+}
+
 /// A duration in milliseconds as the scripts take it (at least 1).
 fn millis(duration: Duration) -> String {
     number(duration.as_millis().max(1))
@@ -200,31 +236,28 @@ impl Driver for RedisDriver {
         let keys = self.keys(new.key.owner());
         // Chosen before the call, so that a replay recognizes its own write.
         let write = write_id();
-        let reply: Vec<String> = self.with(|connection| {
-            let mut invocation = self.create.key(keys.task(&id));
-            invocation.key(&keys.index).key(&keys.counter);
-            if new.lease.is_some() {
-                invocation.key(&self.leases);
-            }
-            if let Some((all, counter)) = &self.all {
-                invocation.key(all).key(counter);
-            }
-            invocation
-                .arg(&id)
-                .arg(new.body)
-                .arg(new.ttl.map(number).unwrap_or_default())
-                .arg(new.limits.per_owner.map(number).unwrap_or_default())
-                .arg(new.request_id)
-                .arg(new.method)
-                .arg(&write)
-                .arg(new.lease.map(millis).unwrap_or_default())
-                .arg(&self.channel)
-                .arg(&keys.tag)
-                .arg(new.job.unwrap_or_default())
-                .arg(if self.all.is_some() { "1" } else { "" })
-                .arg(new.holder)
-                .invoke(connection)
-        })?;
+        let key_count = 3 + usize::from(new.lease.is_some()) + 2 * usize::from(self.all.is_some());
+        let mut cmd = evalsha(&self.create, key_count, new.body.len());
+        cmd.arg(keys.task(&id)).arg(&keys.index).arg(&keys.counter);
+        if new.lease.is_some() {
+            cmd.arg(&self.leases);
+        }
+        if let Some((all, counter)) = &self.all {
+            cmd.arg(all).arg(counter);
+        }
+        cmd.arg(&id).arg(new.body);
+        optional(&mut cmd, new.ttl)
+            .arg(new.limits.per_owner.map(number).unwrap_or_default())
+            .arg(new.request_id)
+            .arg(new.method)
+            .arg(&write)
+            .arg(new.lease.map(millis).unwrap_or_default())
+            .arg(&self.channel)
+            .arg(&keys.tag)
+            .arg(new.job.unwrap_or_default())
+            .arg(if self.all.is_some() { "1" } else { "" })
+            .arg(new.holder);
+        let reply: Vec<String> = self.with(|connection| run(connection, &self.create, &cmd))?;
         match reply.first().map(String::as_str) {
             Some("ok") => Ok(Inserted::Created(stamp(&reply)?)),
             Some("limit") => Ok(Inserted::Full(LimitScope::PerOwner)),
@@ -247,37 +280,36 @@ impl Driver for RedisDriver {
             } => ("claim", Some((backoff, lease, attempt))),
         };
         let write_id = write_id();
-        let reply: Vec<String> = self.with(|connection| {
-            let mut invocation = self.commit.key(keys.task(&id));
-            invocation.key(&keys.index).key(&keys.counter);
-            if claim.is_some() {
-                invocation.key(&self.leases);
-            }
-            invocation
-                .arg(version.to_string())
-                .arg(status.as_str())
-                .arg(write.body)
-                .arg(write.task.ttl().map(number).unwrap_or_default())
-                .arg(if write.notify { "1" } else { "0" })
-                .arg(&self.channel)
-                .arg(&keys.tag)
-                .arg(&id)
-                .arg(&write_id)
-                .arg(condition)
-                .arg(if write.ttl_changed { "1" } else { "" })
-                .arg((version + 1).to_string());
-            match claim {
-                Some((backoff, lease, attempt)) => invocation
-                    .arg(number(backoff.as_millis()))
-                    .arg(millis(lease))
-                    .arg(attempt),
-                None => invocation.arg("").arg("").arg(""),
-            };
-            invocation
-                .arg(if write.keep_updated { "1" } else { "" })
-                .arg(write.holder)
-                .invoke(connection)
-        })?;
+        // The index and counter only where the script touches them (a new ttl).
+        let key_count = 1 + usize::from(claim.is_some()) + 2 * usize::from(write.ttl_changed);
+        let mut cmd = evalsha(&self.commit, key_count, write.body.len());
+        cmd.arg(keys.task(&id));
+        if claim.is_some() {
+            cmd.arg(&self.leases);
+        }
+        if write.ttl_changed {
+            cmd.arg(&keys.index).arg(&keys.counter);
+        }
+        cmd.arg(version).arg(status.as_str()).arg(write.body);
+        optional(&mut cmd, write.task.ttl())
+            .arg(if write.notify { "1" } else { "0" })
+            .arg(&self.channel)
+            .arg(&keys.tag)
+            .arg(&id)
+            .arg(&write_id)
+            .arg(condition)
+            .arg(if write.ttl_changed { "1" } else { "" })
+            .arg(version + 1);
+        match claim {
+            Some((backoff, lease, attempt)) => cmd
+                .arg(number(backoff.as_millis()))
+                .arg(millis(lease))
+                .arg(attempt),
+            None => cmd.arg("").arg("").arg(""),
+        };
+        cmd.arg(if write.keep_updated { "1" } else { "" })
+            .arg(write.holder);
+        let reply: Vec<String> = self.with(|connection| run(connection, &self.commit, &cmd))?;
         match reply.first().map(String::as_str) {
             Some("ok") => Ok(Wrote::Written {
                 at: stamp(&reply)?,

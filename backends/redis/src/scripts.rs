@@ -2,9 +2,9 @@
 //! atomically by the server.
 //!
 //! Conventions. Times are the server's (`TIME`), in milliseconds. Numbers passed back to
-//! `redis.call` go through `string.format('%.0f')` (Lua's default formatting keeps 14
-//! digits). A task hash holds `v` (version), `s` (status), `b` (the record: everything
-//! else, opaque to Lua), `c` and `u` (created and updated, written only here), `q`
+//! `redis.call` go through `num` (`string.format('%d')`, or `'%.0f'` past 15 digits; Lua's
+//! default formatting keeps 14 digits). A task hash holds `v` (version), `s` (status),
+//! `b` (the record: everything else, opaque to Lua), `c` and `u` (created and updated, written only here), `q`
 //! (creation sequence), `r` and `m` (the originating request id and method), `w` (the write
 //! id of the last write), `j` (the job of a redeliverable task), and while a handler of
 //! some instance runs the task, `l` (the deadline of its lease, `0` once handed over),
@@ -38,6 +38,10 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function num(n)
+  if n < 1e15 and n > -1e15 then
+    -- Integer formatting: half the time of '%.0f' (every number here is whole).
+    return string.format('%d', n)
+  end
   return string.format('%.0f', n)
 end
 local function finished(status)
@@ -180,7 +184,8 @@ return {'ok', at}
 /// Writes a task decided by the caller on version `v`, if it is still at `v` and the move
 /// is one the spec's table allows; publishes the change in the same step.
 ///
-/// KEYS: task, index, counter, and for a claim the lease index. ARGV: version, status,
+/// KEYS: task, then for a claim the lease index, then where the change sets another ttl
+/// (ARGV 11 below) the owner's index and counter. ARGV: version, status,
 /// record, ttl (`''` = unlimited), notify (`'1'` when the wire-visible task changed),
 /// channel, owner tag, id, write id, `'lapsed'` to write only if the task's lease has
 /// lapsed or `'claim'` to write only if it lapsed at least a back-off ago and then hold a
@@ -222,7 +227,7 @@ elseif ARGV[10] == 'claim' then
   end
   local deadline = num(now + tonumber(ARGV[14]))
   redis.call('HSET', KEYS[1], 'l', deadline, 'la', ARGV[15], 'lh', ARGV[17])
-  redis.call('ZADD', KEYS[4], deadline, KEYS[1])
+  redis.call('ZADD', KEYS[2], deadline, KEYS[1])
 end
 -- The spec's table: an unfinished status moves to any other; a finished one to none.
 local from, to = current[2], ARGV[2]
@@ -236,18 +241,20 @@ if ARGV[16] ~= '1' and now > tonumber(updated) then
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[12], 's', to, 'b', ARGV[3], 'u', updated, 'w', ARGV[9])
 if ARGV[11] == '1' then
+  -- The index and counter are the last two keys.
+  local index, counter = KEYS[#KEYS - 1], KEYS[#KEYS]
   created = tonumber(created)
   local ttl = tonumber(ARGV[4])
-  local index_expiry = redis.call('PEXPIRETIME', KEYS[2])
-  local counter_expiry = redis.call('PEXPIRETIME', KEYS[3])
+  local index_expiry = redis.call('PEXPIRETIME', index)
+  local counter_expiry = redis.call('PEXPIRETIME', counter)
   if ttl then
     redis.call('PEXPIREAT', KEYS[1], num(created + ttl))
-    keep(KEYS[2], created + ttl, index_expiry)
-    keep(KEYS[3], created + ttl, counter_expiry)
+    keep(index, created + ttl, index_expiry)
+    keep(counter, created + ttl, counter_expiry)
   else
     redis.call('PERSIST', KEYS[1])
-    keep(KEYS[2], nil, index_expiry)
-    keep(KEYS[3], nil, counter_expiry)
+    keep(index, nil, index_expiry)
+    keep(counter, nil, counter_expiry)
   end
 end
 redis.call('PUBLISH', ARGV[6], ARGV[7] .. '\n' .. ARGV[8] .. '\n' .. ARGV[5] .. '\n' .. ARGV[12]

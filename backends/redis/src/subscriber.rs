@@ -57,8 +57,9 @@ fn subscribe(
         match pubsub.get_message() {
             Ok(message) => {
                 heard = Instant::now();
-                let payload = message.get_payload::<String>().unwrap_or_default();
-                if !sink.message(&payload) {
+                // Read in place (text that is not UTF-8 is no change event).
+                let payload = std::str::from_utf8(message.get_payload_bytes()).unwrap_or_default();
+                if !sink.message(payload) {
                     return Ok(());
                 }
             }
