@@ -230,7 +230,7 @@ async fn connect(config: &Config, io_timeout: Duration) -> Option<(Client, State
 
 #[cfg(test)]
 mod tests {
-    use super::{FULL_EVENT_MAX, PACKED, SEPARATOR, pack, unpack};
+    use super::{FULL_EVENT_MAX, PACKED, SEPARATOR, pack, unpack, written};
 
     fn events(count: usize, len: usize) -> Vec<String> {
         (0..count)
@@ -280,5 +280,57 @@ mod tests {
         assert!(payloads.iter().all(|p| p.len() <= FULL_EVENT_MAX));
         // The odd one is delivered whole: it is not packed, so it is not split.
         assert_eq!(unpacked(&payloads), sent);
+    }
+
+    /// Events of the given lengths (each distinct, so that their order shows).
+    fn sized(lengths: &[usize]) -> Vec<String> {
+        (lengths.iter().enumerate())
+            .map(|(n, &len)| format!("{n}{}", "x".repeat(len - 1)))
+            .collect()
+    }
+
+    #[test]
+    fn a_notification_holds_as_many_events_as_fit_and_not_a_byte_more() {
+        // The mark, three events and two separators: exactly the limit.
+        let exact = sized(&[2_632, 2_632, 2_632]);
+        let mut payloads = Vec::new();
+        pack(&exact, &mut payloads);
+        assert_eq!(payloads.len(), 1, "three events fill one notification");
+        assert_eq!(payloads[0].len(), FULL_EVENT_MAX);
+        // One byte more: the third starts the next notification.
+        let over = sized(&[2_632, 2_632, 2_633]);
+        pack(&over, &mut payloads);
+        let expected = vec![
+            format!("{PACKED}{}{SEPARATOR}{}", over[0], over[1]),
+            format!("{PACKED}{}", over[2]),
+        ];
+        assert_eq!(payloads, expected);
+    }
+
+    #[test]
+    fn an_event_as_long_as_a_notification_holds_beside_its_mark_is_packed() {
+        let sent = sized(&[10, FULL_EVENT_MAX - PACKED.len(), 10]);
+        let mut payloads = Vec::new();
+        pack(&sent, &mut payloads);
+        let expected: Vec<String> = sent.iter().map(|e| format!("{PACKED}{e}")).collect();
+        assert_eq!(payloads, expected);
+        assert_eq!(unpacked(&payloads), sent);
+    }
+
+    #[test]
+    fn a_written_event_keeps_the_record_while_the_whole_fits_a_notification() {
+        let id = uuid::Uuid::from_u128(7);
+        // What every event of this write starts with, and the room kept for its two times.
+        let head = format!("tag\n{id}\n1\n3\nworking");
+        let room = FULL_EVENT_MAX - head.len() - 42;
+        let event = |body: &str| written("tag", &id, true, 3, "working", 1, 2, body);
+        let fits = "r".repeat(room);
+        assert_eq!(event(&fits), format!("{head}\n1\n2\n{fits}"));
+        let over = "r".repeat(room + 1);
+        assert_eq!(
+            event(&over),
+            head,
+            "too long: the event names the task only"
+        );
     }
 }
