@@ -109,19 +109,27 @@ local expiry = ttl and num(now + ttl)
 -- one, or no index yet: `GT` leaves each alone) `keep` decides on its `PEXPIRETIME`
 -- once the index is written.
 local index_expiry
-if not ttl or redis.call('PEXPIREAT', KEYS[2], expiry, 'GT') == 0 then
+local pushed = ttl and redis.call('PEXPIREAT', KEYS[2], expiry, 'GT') == 1
+if not pushed then
   index_expiry = redis.call('PEXPIRETIME', KEYS[2])
 end
 -- The counter is written with the expiry `keep` would give it, in the same command.
-local counter_expiry = redis.call('PEXPIRETIME', KEYS[3])
 local at = num(now)
 local last
-if not ttl then
-  last = redis.call('SET', KEYS[3], at, 'GET')
-elseif counter_expiry == -2 or (counter_expiry >= 0 and counter_expiry < now + ttl) then
+if pushed then
+  -- The index expired before this task will, so every indexed task does (an index
+  -- holding a task without expiry has none): the counter needs no more than this
+  -- task's expiry, and no `PEXPIRETIME` of its own.
   last = redis.call('SET', KEYS[3], at, 'PXAT', expiry, 'GET')
 else
-  last = redis.call('SET', KEYS[3], at, 'KEEPTTL', 'GET')
+  local counter_expiry = redis.call('PEXPIRETIME', KEYS[3])
+  if not ttl then
+    last = redis.call('SET', KEYS[3], at, 'GET')
+  elseif counter_expiry == -2 or (counter_expiry >= 0 and counter_expiry < now + ttl) then
+    last = redis.call('SET', KEYS[3], at, 'PXAT', expiry, 'GET')
+  else
+    last = redis.call('SET', KEYS[3], at, 'KEEPTTL', 'GET')
+  end
 end
 -- Sequence numbers grow with time, so they keep growing if the counter expired. The
 -- counter was written with the clock's time and answered the last number (one command);
