@@ -608,7 +608,7 @@ impl Server {
                     return None;
                 }
                 match self.ext.store().get(owner, task_id) {
-                    Ok(task) => written(serde_json::to_string(&ext::GetTaskResult::new(&task))),
+                    Ok(task) => written(crate::merged::ext_get_text(&task)),
                     Err(error) => Err(error.to_jsonrpc()),
                 }
             }
@@ -633,11 +633,7 @@ impl Server {
         let task_id = params?.get("taskId")?.as_str()?;
         let task = self.v1.store().get(owner, task_id).ok()?;
         match task.outcome()? {
-            Outcome::Result(result) => serde_json::to_string(&protocol::GetTaskPayloadResult::new(
-                result.clone(),
-                task.id(),
-            ))
-            .ok(),
+            Outcome::Result(result) => crate::merged::payload_text(result, task.id()).ok(),
             Outcome::Error(_) => None,
         }
     }
