@@ -194,7 +194,8 @@ impl ServerBuilder {
     }
 
     /// Keeps the tasks in `store`, used by this instance alone (nothing is claimed from
-    /// it); for a store several instances share, use [`shared_store`](Self::shared_store).
+    /// it, so a redeliverable tool's task is given its attempts but no job to run again);
+    /// for a store several instances share, use [`shared_store`](Self::shared_store).
     pub fn store(mut self, store: impl TaskStore + 'static) -> Self {
         self.store = StoreChoice::Given {
             store: Arc::new(store),

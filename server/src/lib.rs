@@ -104,6 +104,7 @@ pub mod headers;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod listen;
+mod merged;
 pub mod mrtr;
 pub mod outbound;
 pub mod peer;

@@ -608,7 +608,7 @@ impl Server {
                     return None;
                 }
                 match self.ext.store().get(owner, task_id) {
-                    Ok(task) => written(serde_json::to_string(&ext::GetTaskResult::new(&task))),
+                    Ok(task) => written(crate::merged::ext_get_text(&task)),
                     Err(error) => Err(error.to_jsonrpc()),
                 }
             }
@@ -633,11 +633,7 @@ impl Server {
         let task_id = params?.get("taskId")?.as_str()?;
         let task = self.v1.store().get(owner, task_id).ok()?;
         match task.outcome()? {
-            Outcome::Result(result) => serde_json::to_string(&protocol::GetTaskPayloadResult::new(
-                result.clone(),
-                task.id(),
-            ))
-            .ok(),
+            Outcome::Result(result) => crate::merged::payload_text(result, task.id()).ok(),
             Outcome::Error(_) => None,
         }
     }
@@ -812,10 +808,17 @@ impl Server {
         if let Augmentation::Refuse(error) = decided {
             return Reply::Now(Err(error.to_jsonrpc()));
         }
-        let prepared = match tool.inner.handler.prepare(tool.name(), arguments.clone()) {
+        // The handler takes the arguments; a copy is kept only for a shared store's job.
+        let kept = if self.shared {
+            arguments.clone()
+        } else {
+            JsonObject::new()
+        };
+        let prepared = match tool.inner.handler.prepare(tool.name(), arguments) {
             Ok(prepared) => prepared,
             Err(error) => return Reply::Now(Err(error)),
         };
+        let arguments = kept;
         let capabilities = elicitation.capabilities();
         match decided {
             Augmentation::Task { .. }
@@ -824,11 +827,18 @@ impl Server {
                 Reply::Now(Err(elicitation_undeclared(tool.name())))
             }
             Augmentation::Task { ttl } => {
-                let request = task_request(&tool, id, arguments, Generation::V2025, session)
-                    .with_ttl(ttl)
-                    .with_trace_context(telemetry::task_trace_context(
-                        object.get("_meta").and_then(Value::as_object),
-                    ));
+                let request = task_request(
+                    &tool,
+                    id,
+                    arguments,
+                    Generation::V2025,
+                    session,
+                    self.shared,
+                )
+                .with_ttl(ttl)
+                .with_trace_context(telemetry::task_trace_context(
+                    object.get("_meta").and_then(Value::as_object),
+                ));
                 match self.v1.store().create(owner, request) {
                     Ok((handle, task)) => {
                         self.v1_tasks().insert(handle.id().clone());
@@ -948,10 +958,18 @@ impl Server {
             }
             _ => false,
         };
-        let prepared = match tool.inner.handler.prepare(tool.name(), arguments.clone()) {
+        // The handler takes the arguments; a copy is kept only for what reads them again:
+        // the tool's questions asked first, a shared store's job.
+        let kept = if self.shared || tool.inner.ask_first.is_some() {
+            arguments.clone()
+        } else {
+            JsonObject::new()
+        };
+        let prepared = match tool.inner.handler.prepare(tool.name(), arguments) {
             Ok(prepared) => prepared,
             Err(error) => return Reply::Now(Err(error)),
         };
+        let arguments = kept;
         let capabilities = ext_capabilities(params.as_ref());
         let (round, rounds) = match mrtr::rounds(&self.states, owner, "tools/call", params.as_ref())
         {
@@ -996,13 +1014,20 @@ impl Server {
                 ));
             }
         }
-        let request = task_request(&tool, id, arguments, Generation::Extension, None)
-            .with_trace_context(telemetry::task_trace_context(
-                params
-                    .as_ref()
-                    .and_then(|params| params.get("_meta"))
-                    .and_then(Value::as_object),
-            ));
+        let request = task_request(
+            &tool,
+            id,
+            arguments,
+            Generation::Extension,
+            None,
+            self.shared,
+        )
+        .with_trace_context(telemetry::task_trace_context(
+            params
+                .as_ref()
+                .and_then(|params| params.get("_meta"))
+                .and_then(Value::as_object),
+        ));
         match self.ext.store().create(owner, request) {
             Ok((handle, task)) => match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
                 Ok(created) => {
@@ -1325,11 +1350,17 @@ fn task_request(
     arguments: JsonObject,
     generation: Generation,
     session: Option<&str>,
+    shared: bool,
 ) -> TaskRequest {
     let request = TaskRequest::new(id.clone(), "tools/call").with_tool(tool.name());
     let Some(attempts) = tool.redelivery() else {
         return request;
     };
+    if !shared {
+        // Only another instance of a shared store runs a job (a store of this instance
+        // alone keeps the attempts and nothing more): none is built for it.
+        return request.with_redelivery(Redelivery::new(attempts, JsonObject::new()));
+    }
     let job = Job {
         tool: tool.name().to_owned(),
         arguments,

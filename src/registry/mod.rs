@@ -264,10 +264,14 @@ impl TaskRegistry {
                 // The owner's expired tasks make room in this section, and its count spans
                 // its lanes: hold them all.
                 let mut lanes = self.lock_lanes(owner);
+                // Counted only against a limit (a lookup of the owner in every lane).
+                let counted = limits.per_owner.is_some();
                 let mut owned = 0;
                 for (_, inner) in &mut lanes {
                     inner.purge_expired(now, after.dead());
-                    owned += inner.owned(owner);
+                    if counted {
+                        owned += inner.owned(owner);
+                    }
                 }
                 // Counted now, before the total limit is checked.
                 after.count_dead();

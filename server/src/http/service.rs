@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use mcp_tasks::protocol::methods as v1_methods;
 use mcp_tasks::{AnyTask, JsonRpcError, Owner, TaskId, TaskStore, jsonrpc};
@@ -44,9 +44,11 @@ pub const METRICS: &str = "/metrics";
 /// notification to be queued (it normally is within microseconds).
 const TERMINAL_NOTICE: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// What the request log line says besides the HTTP facts.
+/// What the request log line says besides the HTTP facts (noted only when that line is
+/// written: `on`).
 #[derive(Default)]
 struct Noted {
+    on: bool,
     method: Option<String>,
     principal: Option<Arc<str>>,
 }
@@ -100,9 +102,16 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    // The request line is written only at debug level: nothing is noted for it otherwise.
+    if !log::log_enabled!(target: super::REQUEST_LOG, log::Level::Debug) {
+        return route(&app, request, routed, &mut Noted::default()).await;
+    }
     let started = Instant::now();
     let http_method = request.method().clone();
-    let mut noted = Noted::default();
+    let mut noted = Noted {
+        on: true,
+        ..Noted::default()
+    };
     let response = route(&app, request, routed, &mut noted).await;
     log::debug!(
         target: super::REQUEST_LOG,
@@ -137,7 +146,7 @@ where
     // Bound to loopback, the server answers only requests addressed to a loopback name (or
     // an allowed origin's host): a DNS-rebound name is refused even without `Origin`.
     if app.loopback()
-        && let Some(host) = header_str(headers, header::HOST.as_str())
+        && let Some(host) = header_str(headers, &header::HOST)
         && !host_allowed(host, &app.extra_origins)
     {
         return closing(refusal(
@@ -146,7 +155,7 @@ where
             "forbidden: this Host may not use the server",
         ));
     }
-    if let Some(origin) = header_str(headers, header::ORIGIN.as_str())
+    if let Some(origin) = header_str(headers, &header::ORIGIN)
         && !origin_allowed(origin, &app.extra_origins)
     {
         return closing(refusal(
@@ -158,7 +167,7 @@ where
     // The body of a refused request is never read: the connection closes instead.
     let principal = match app
         .access
-        .principal(header_str(headers, header::AUTHORIZATION.as_str()))
+        .principal(header_str(headers, &header::AUTHORIZATION))
     {
         Ok(principal) => Arc::clone(principal),
         Err(why) => {
@@ -174,7 +183,9 @@ where
             return response;
         }
     };
-    noted.principal = Some(Arc::clone(&principal));
+    if noted.on {
+        noted.principal = Some(Arc::clone(&principal));
+    }
     if scrape {
         return metrics(&request);
     }
@@ -239,7 +250,7 @@ where
     let Some(slot) = app.slots.take(&principal) else {
         return too_many();
     };
-    let content_type = header_str(&headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    let content_type = header_str(&headers, &header::CONTENT_TYPE).unwrap_or("");
     if !media_is(content_type, "application/json") {
         return closing(refusal(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -247,7 +258,7 @@ where
             "unsupported media type: POST application/json",
         ));
     }
-    let accept = header_str(&headers, header::ACCEPT.as_str());
+    let accept = header_str(&headers, &header::ACCEPT);
     if !accepts(accept, "application/json") {
         return closing(refusal(
             StatusCode::NOT_ACCEPTABLE,
@@ -257,15 +268,23 @@ where
     }
     let sse_ok = accepts(accept, "text/event-stream");
 
-    let read = tokio::time::timeout(
-        app.limits.body_timeout,
+    let mut collect = std::pin::pin!(
         Limited::new(
             body,
             usize::try_from(app.limits.max_body).unwrap_or(usize::MAX),
         )
-        .collect(),
-    )
-    .await;
+        .collect()
+    );
+    // A body already in hand (it came with the head, as a short message does) is read
+    // without arming the timer; else the timer bounds the wait for it. The first poll's
+    // waker wakes nobody: the poll under the timer registers the task's own.
+    let first = collect
+        .as_mut()
+        .poll(&mut Context::from_waker(std::task::Waker::noop()));
+    let read = match first {
+        Poll::Ready(read) => Ok(read),
+        Poll::Pending => tokio::time::timeout(app.limits.body_timeout, collect).await,
+    };
     let body: Bytes = match read {
         Ok(Ok(collected)) => collected.to_bytes(),
         Ok(Err(err)) if err.is::<http_body_util::LengthLimitError>() => {
@@ -304,13 +323,15 @@ where
         Message::Response(_) => (None, None),
         Message::Invalid(refused) => return json(StatusCode::BAD_REQUEST, refused.to_json()),
     };
-    noted.method = method.map(str::to_owned);
+    if noted.on {
+        noted.method = method.map(str::to_owned);
+    }
     if let Message::Request { id, method, params } = &message
         && let Err(why) = headers::check(
             method,
             params.as_ref(),
-            header_str(&headers, "mcp-method"),
-            header_str(&headers, "mcp-name"),
+            header_str(&headers, &MCP_METHOD),
+            header_str(&headers, &MCP_NAME),
         )
     {
         let error = JsonRpcError::new(mcp_tasks::ext::HEADER_MISMATCH, why);
@@ -319,7 +340,7 @@ where
             framing::response(Some(id), &Err(error)),
         );
     }
-    let version = header_str(&headers, "mcp-protocol-version");
+    let version = header_str(&headers, &MCP_PROTOCOL_VERSION);
     let wire = method.map_or(Wire::Session, |method| {
         stateless::wire(version, method, params)
     });
@@ -344,7 +365,7 @@ async fn stateless_message(
     text: &str,
     slot: Slot,
 ) -> Response<Body> {
-    let version = header_str(headers, "mcp-protocol-version");
+    let version = header_str(headers, &MCP_PROTOCOL_VERSION);
     let trace_name = if app.trace.is_on() {
         Trace::stateless_name(principal)
     } else {
@@ -436,7 +457,7 @@ async fn session_message(
         app.sessions
             .open(principal, Elicitation::declared_in(params))
     } else {
-        let Some(id) = header_str(headers, "mcp-session-id") else {
+        let Some(id) = header_str(headers, &MCP_SESSION_ID) else {
             return refusal(
                 StatusCode::BAD_REQUEST,
                 jsonrpc::INVALID_REQUEST,
@@ -586,8 +607,8 @@ fn routing_headers(
     headers::require(
         method,
         params,
-        header_str(headers, "mcp-method"),
-        header_str(headers, "mcp-name"),
+        header_str(headers, &MCP_METHOD),
+        header_str(headers, &MCP_NAME),
     )
     .map_err(mismatch)?;
     if method == "tools/call"
@@ -599,7 +620,7 @@ fn routing_headers(
         headers::check_schema_params(
             tool.input_schema(),
             params.and_then(|p| p.get("arguments")),
-            |name| header_str(headers, name),
+            |name| headers.get(name).and_then(|value| value.to_str().ok()),
         )
         .map_err(mismatch)?;
     }
@@ -703,17 +724,14 @@ async fn tasks_result(
 /// `GET`: the session's standalone SSE stream (resumed from `Last-Event-ID` if given).
 fn get<B>(app: &Arc<App>, request: &Request<B>, principal: &Arc<str>) -> Response<Body> {
     let headers = request.headers();
-    if !accepts(
-        header_str(headers, header::ACCEPT.as_str()),
-        "text/event-stream",
-    ) {
+    if !accepts(header_str(headers, &header::ACCEPT), "text/event-stream") {
         return refusal(
             StatusCode::NOT_ACCEPTABLE,
             jsonrpc::INVALID_REQUEST,
             "not acceptable: GET opens a text/event-stream",
         );
     }
-    let Some(id) = header_str(headers, "mcp-session-id") else {
+    let Some(id) = header_str(headers, &MCP_SESSION_ID) else {
         return refusal(
             StatusCode::BAD_REQUEST,
             jsonrpc::INVALID_REQUEST,
@@ -730,7 +748,7 @@ fn get<B>(app: &Arc<App>, request: &Request<B>, principal: &Arc<str>) -> Respons
     let Some(slot) = app.slots.take(principal) else {
         return too_many();
     };
-    let resume = header_str(headers, "last-event-id").and_then(parse_event_id);
+    let resume = header_str(headers, &LAST_EVENT_ID).and_then(parse_event_id);
     let body = sse::open(session, Role::General, resume, None, app.shutdown.clone());
     event_stream(body, Some(slot))
 }
@@ -769,7 +787,7 @@ fn metrics<B>(request: &Request<B>) -> Response<Body> {
 
 /// `DELETE`: ends the session.
 fn delete<B>(app: &Arc<App>, request: &Request<B>, principal: &str) -> Response<Body> {
-    let Some(id) = header_str(request.headers(), "mcp-session-id") else {
+    let Some(id) = header_str(request.headers(), &MCP_SESSION_ID) else {
         return refusal(
             StatusCode::BAD_REQUEST,
             jsonrpc::INVALID_REQUEST,
@@ -866,7 +884,7 @@ fn accepted() -> Response<Body> {
 /// Puts the trace context of the HTTP headers (W3C `traceparent`, `tracestate`) into
 /// `params._meta` when it names none: `_meta` wins when both are present.
 fn join_header_trace(params: &mut Option<Value>, headers: &HeaderMap) {
-    let Some(traceparent) = header_str(headers, "traceparent") else {
+    let Some(traceparent) = header_str(headers, &TRACEPARENT) else {
         return;
     };
     let params = params.get_or_insert_with(|| Value::Object(serde_json::Map::new()));
@@ -883,7 +901,7 @@ fn join_header_trace(params: &mut Option<Value>, headers: &HeaderMap) {
         return;
     }
     meta.insert("traceparent".into(), Value::String(traceparent.to_owned()));
-    if let Some(tracestate) = header_str(headers, "tracestate") {
+    if let Some(tracestate) = header_str(headers, &TRACESTATE) {
         meta.insert("tracestate".into(), Value::String(tracestate.to_owned()));
     }
 }
@@ -916,9 +934,21 @@ fn too_many() -> Response<Body> {
     response
 }
 
-fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+/// The header `name`'s value as text, if present and visible ASCII. Named by a
+/// [`HeaderName`] (a standard one, or one of the constants below): a name given as text
+/// would be parsed into one on every lookup.
+fn header_str<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
+
+/// The MCP headers this endpoint reads.
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
 
 fn media_is(value: &str, media: &str) -> bool {
     value
