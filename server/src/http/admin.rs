@@ -49,6 +49,7 @@ use tokio::sync::{mpsc, watch};
 use crate::access::{Tokens, host_allowed, origin_allowed};
 
 use super::body::{Body, Inner};
+use super::service::header_str;
 use super::sse::KEEPALIVE;
 
 /// The environment variable with the address the console listens on (unset: no console).
@@ -246,7 +247,7 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let headers = request.headers();
-    let host = header_str(headers, header::HOST.as_str());
+    let host = header_str(headers, &header::HOST);
     // Bound to loopback, only requests addressed to a loopback name (or an allowed
     // origin's host): a DNS-rebound name is refused.
     if console.loopback
@@ -259,7 +260,7 @@ where
             "forbidden: this Host may not use the console",
         );
     }
-    if let Some(origin) = header_str(headers, header::ORIGIN.as_str()) {
+    if let Some(origin) = header_str(headers, &header::ORIGIN) {
         let own = host.is_some_and(|host| {
             origin.strip_prefix("http://") == Some(host)
                 || origin.strip_prefix("https://") == Some(host)
@@ -345,10 +346,6 @@ where
     }
 }
 
-fn header_str<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|value| value.to_str().ok())
-}
-
 /// The admin principal of the request's bearer token, or the `401` to answer.
 #[allow(clippy::result_large_err)]
 fn authenticate(console: &Console, headers: &http::HeaderMap) -> Result<String, Response<Body>> {
@@ -360,7 +357,7 @@ fn authenticate(console: &Console, headers: &http::HeaderMap) -> Result<String, 
         );
         response
     };
-    let Some(value) = header_str(headers, header::AUTHORIZATION.as_str()) else {
+    let Some(value) = header_str(headers, &header::AUTHORIZATION) else {
         return Err(refuse(
             "unauthorized: send `Authorization: Bearer <admin token>`",
             r#"Bearer realm="mcp-tasks-admin""#,
@@ -720,7 +717,7 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let json_body = header_str(request.headers(), header::CONTENT_TYPE.as_str())
+    let json_body = header_str(request.headers(), &header::CONTENT_TYPE)
         .and_then(|kind| kind.split(';').next())
         .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"));
     if !json_body {

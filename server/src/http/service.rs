@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
-use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::header::{self, AsHeaderName, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use mcp_tasks::protocol::methods as v1_methods;
 use mcp_tasks::{AnyTask, JsonRpcError, Owner, TaskId, TaskStore, jsonrpc};
@@ -620,7 +620,7 @@ fn routing_headers(
         headers::check_schema_params(
             tool.input_schema(),
             params.and_then(|p| p.get("arguments")),
-            |name| headers.get(name).and_then(|value| value.to_str().ok()),
+            |name| header_str(headers, name),
         )
         .map_err(mismatch)?;
     }
@@ -934,10 +934,10 @@ fn too_many() -> Response<Body> {
     response
 }
 
-/// The header `name`'s value as text, if present and visible ASCII. Named by a
-/// [`HeaderName`] (a standard one, or one of the constants below): a name given as text
-/// would be parsed into one on every lookup.
-fn header_str<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> {
+/// The header `name`'s value as text, if present and visible ASCII. On the request path
+/// it is named by a [`HeaderName`] (a standard one, or one of the constants below): a name
+/// given as text is parsed into one on every lookup.
+pub(super) fn header_str(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
