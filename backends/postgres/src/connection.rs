@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use mcp_tasks::Error;
 use tokio::runtime::Runtime;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Config, Row};
 
 use crate::direct::{Direct, DirectPool, Failed, Unavailable};
@@ -168,23 +168,39 @@ impl Engine {
     /// that write carry a write id, so a replay of one that was applied answers as the
     /// first did.
     pub(crate) fn query(&self, sql: &Arc<str>, params: &Params) -> Result<Vec<Row>, Error> {
+        self.query_typed(sql, &[], params)
+    }
+
+    /// [`query`](Engine::query) with the types of the statement's parameters given (the
+    /// first `types.len()` of them), where the statement's text does not say them all.
+    pub(crate) fn query_typed(
+        &self,
+        sql: &Arc<str>,
+        types: &[Type],
+        params: &Params,
+    ) -> Result<Vec<Row>, Error> {
         let refs: Vec<&(dyn ToSql + Sync)> = params
             .iter()
             .map(|param| param.as_ref() as &(dyn ToSql + Sync))
             .collect();
-        match self.once(sql, &refs) {
+        match self.once(sql, types, &refs) {
             Ok(rows) => Ok(rows),
             Err(Failure::Other(error)) => Err(error),
             Err(Failure::Connection(_)) => {
                 self.pool.clear_idle();
-                self.once(sql, &refs)
+                self.once(sql, types, &refs)
                     .map_err(|(Failure::Other(error) | Failure::Connection(error))| error)
             }
         }
     }
 
     /// One attempt of a statement on a pooled connection, bounded by the I/O timeout.
-    fn once(&self, sql: &Arc<str>, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Failure> {
+    fn once(
+        &self,
+        sql: &Arc<str>,
+        types: &[Type],
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, Failure> {
         let deadline = Instant::now() + self.io_timeout;
         let direct = match self.pool.get(deadline) {
             Ok(direct) => direct,
@@ -206,7 +222,7 @@ impl Engine {
             pool: &self.pool,
             given_back: false,
         };
-        match direct.query(sql, params, deadline) {
+        match direct.query(sql, types, params, deadline) {
             Ok(rows) => {
                 in_use.give_back(direct);
                 Ok(rows)

@@ -25,6 +25,7 @@ use mio::{Events, Interest, Token};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::config::{Host, LoadBalanceHosts, TargetSessionAttrs};
 use tokio_postgres::tls::NoTlsStream;
+use tokio_postgres::types::Type;
 use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Statement};
 
 /// Why a statement on a connection failed.
@@ -381,10 +382,12 @@ impl Direct {
         Ok(direct)
     }
 
-    /// Runs `sql` (prepared on this connection once) with `params`, by `deadline`.
+    /// Runs `sql` (prepared on this connection once, its parameters of `types` where
+    /// given, the rest inferred by PostgreSQL) with `params`, by `deadline`.
     pub(crate) fn query(
         &mut self,
         sql: &Arc<str>,
+        types: &[Type],
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
         deadline: Instant,
     ) -> Result<Vec<tokio_postgres::Row>, Failed> {
@@ -392,9 +395,11 @@ impl Direct {
             Some(statement) => statement.clone(),
             None => {
                 let client = &self.client;
-                let statement =
-                    self.driven
-                        .run(client.prepare(sql), Some(&mut self.connection), deadline)?;
+                let statement = self.driven.run(
+                    client.prepare_typed(sql, types),
+                    Some(&mut self.connection),
+                    deadline,
+                )?;
                 self.prepared.insert(Arc::clone(sql), statement.clone());
                 statement
             }

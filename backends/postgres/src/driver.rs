@@ -16,7 +16,7 @@ use tokio_postgres::Row;
 use crate::announce::{self, Announcer};
 use crate::connection::{Engine, Params};
 use crate::rows::{bigint, column, task_at, unexpected, write_id};
-use crate::statements::Statements;
+use crate::statements::{COMMIT_TYPES, CREATE_TYPES, Statements};
 
 /// How long a removed task's fields let a replayed removal answer as the first one.
 const REPLAY_WINDOW_MS: i64 = 30_000;
@@ -132,7 +132,9 @@ impl Driver for PostgresDriver {
         // exists: a replay, or another task), the function answers, with the same
         // parameters.
         if new.limits.per_owner.is_none() {
-            let rows = self.query(&self.sql.create_fast, &params)?;
+            let rows = self
+                .engine
+                .query_typed(&self.sql.create_fast, CREATE_TYPES, &params)?;
             if let Some(row) = rows.first() {
                 return announce(column(row, 0)?);
             }
@@ -195,7 +197,9 @@ impl Driver for PostgresDriver {
         let claimed = matches!(write.condition, Condition::Claim { .. });
         // The common case, one plain `UPDATE`; when it does not land, the function decides
         // (with the same parameters, so a replay of either is recognized by the write id).
-        let rows = self.query(&self.sql.commit_fast, &params)?;
+        let rows = self
+            .engine
+            .query_typed(&self.sql.commit_fast, COMMIT_TYPES, &params)?;
         if let Some(row) = rows.first() {
             let updated: i64 = column(row, 2)?;
             announce(column(row, 0)?, column(row, 1)?, updated);

@@ -2,7 +2,48 @@
 
 use std::sync::Arc;
 
+use tokio_postgres::types::Type;
+
 use crate::schema::quoted;
+
+/// The types of `create`'s (and `create_fast`'s) parameters: id, owner tag, record, ttl,
+/// per-owner limit, request id, method, write id, lease, job, channel, holder.
+pub(crate) const CREATE_TYPES: &[Type] = &[
+    Type::UUID,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::UUID,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+];
+
+/// The types of `commit`'s (and `commit_fast`'s) parameters: id, owner tag, version,
+/// status, record, whether the ttl changed, ttl, notify, write id, condition, backoff,
+/// lease, attempt, channel, whether the last update stays, holder.
+pub(crate) const COMMIT_TYPES: &[Type] = &[
+    Type::UUID,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::BOOL,
+    Type::INT8,
+    Type::BOOL,
+    Type::UUID,
+    Type::TEXT,
+    Type::INT8,
+    Type::INT8,
+    Type::INT4,
+    Type::TEXT,
+    Type::BOOL,
+    Type::TEXT,
+];
 
 /// Every statement the store sends, for one schema.
 pub(crate) struct Statements {
@@ -66,9 +107,9 @@ impl Statements {
             // `create_task` without a per-owner limit in one plain statement (no PL/pgSQL
             // call): it inserts the task as `create_task` would, answering its creation
             // time; no row when a task with this id exists (then `create_task` answers:
-            // a replay, or `exists`). Takes `create`'s parameters, in its order ($5, the
-            // limit, must be NULL; $11, the channel, is not used: it is named only where
-            // the planner folds it away, so that its type is known).
+            // a replay, or `exists`). Takes `create`'s parameters, in its order, of the
+            // types [`CREATE_TYPES`] ($5, the limit, must be NULL; $11, the channel, is
+            // not used).
             create_fast: sql(
                 "WITH position AS (INSERT INTO {s}.owners AS o (owner, seq) \
                    VALUES ($2::text, {now}) \
@@ -82,7 +123,7 @@ impl Statements {
                    {now} + $9::bigint, \
                    CASE WHEN $10::text IS NULL OR $9::bigint IS NULL THEN NULL ELSE 1 END, \
                    CASE WHEN $9::bigint IS NULL THEN NULL ELSE $12::text END \
-                 FROM position WHERE $5::bigint IS NULL AND ($11::text IS NULL OR true) \
+                 FROM position WHERE $5::bigint IS NULL \
                  ON CONFLICT (id) DO NOTHING \
                  RETURNING created",
             ),
@@ -91,9 +132,8 @@ impl Statements {
             // when `commit_task` would write, and then writes what it would, answering
             // the version, creation and last update written (and a claim's job). No row:
             // `commit_task` decides (stale, gone, illegal, held, or a replay). Takes
-            // `commit`'s parameters, in its order ($8, notify, and $14, the channel, are
-            // not used: the announcer sends the event; they are named only where the
-            // planner folds them away, so that their types are known).
+            // `commit`'s parameters, in its order, of the types [`COMMIT_TYPES`] ($8,
+            // notify, and $14, the channel, are not used: the announcer sends the event).
             commit_fast: sql(
                 "UPDATE {s}.tasks t SET version = $3::bigint + 1, status = $4::text, \
                  body = $5::text, \
@@ -113,7 +153,6 @@ impl Statements {
                  AND ($10::text <> 'lapsed' OR t.lease <= {now}) \
                  AND ($10::text <> 'claim' OR t.lease + $11::bigint <= {now}) \
                  AND (t.status = $4::text OR NOT {s}.finished(t.status)) \
-                 AND ($8::boolean IS NULL OR $14::text IS NULL OR true) \
                  RETURNING t.version, t.created, t.updated, \
                  CASE WHEN $10::text = 'claim' THEN coalesce(t.job, '') END",
             ),
@@ -159,15 +198,19 @@ impl Statements {
 mod tests {
     use mcp_tasks_test_support::postgres::{shared_psql, shared_url};
 
-    use super::Statements;
+    use tokio_postgres::types::Type;
 
-    /// The plan `sql` (with `params` parameters) gets as a generic plan, made while the
+    use super::{COMMIT_TYPES, Statements};
+
+    /// The plan `sql` (with parameters of `types`) gets as a generic plan, made while the
     /// tasks table is empty.
-    fn generic_plan(schema: &str, sql: &str, params: usize) -> String {
-        let nulls = vec!["NULL"; params].join(", ");
+    fn generic_plan(schema: &str, sql: &str, types: &[Type]) -> String {
+        let names: Vec<&str> = types.iter().map(Type::name).collect();
+        let nulls = vec!["NULL"; types.len()].join(", ");
         shared_psql(&format!(
-            "SET plan_cache_mode = force_generic_plan; PREPARE p AS {sql}; \
-             EXPLAIN EXECUTE p({nulls})"
+            "SET plan_cache_mode = force_generic_plan; PREPARE p ({}) AS {sql}; \
+             EXPLAIN EXECUTE p({nulls})",
+            names.join(", ")
         ))
         .unwrap_or_else(|| panic!("no plan in {schema}"))
     }
@@ -181,13 +224,14 @@ mod tests {
             .build()
             .expect("a store on the shared server");
         let sql = Statements::new(&schema);
-        for (name, statement, params) in [
-            ("read", &sql.read, 2),
-            ("commit_fast", &sql.commit_fast, 16),
-            ("origin", &sql.origin, 2),
-            ("job", &sql.job, 2),
+        let key: &[Type] = &[Type::UUID, Type::TEXT];
+        for (name, statement, types) in [
+            ("read", &sql.read, key),
+            ("commit_fast", &sql.commit_fast, COMMIT_TYPES),
+            ("origin", &sql.origin, key),
+            ("job", &sql.job, key),
         ] {
-            let plan = generic_plan(&schema, statement, params);
+            let plan = generic_plan(&schema, statement, types);
             assert!(
                 plan.contains("tasks_pkey") && !plan.contains("tasks_owner_seq_key"),
                 "{name}: {plan}"
