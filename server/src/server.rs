@@ -809,16 +809,11 @@ impl Server {
             return Reply::Now(Err(error.to_jsonrpc()));
         }
         // The handler takes the arguments; a copy is kept only for a shared store's job.
-        let kept = if self.shared {
-            arguments.clone()
-        } else {
-            JsonObject::new()
-        };
+        let job_arguments = self.shared.then(|| arguments.clone());
         let prepared = match tool.inner.handler.prepare(tool.name(), arguments) {
             Ok(prepared) => prepared,
             Err(error) => return Reply::Now(Err(error)),
         };
-        let arguments = kept;
         let capabilities = elicitation.capabilities();
         match decided {
             Augmentation::Task { .. }
@@ -827,18 +822,11 @@ impl Server {
                 Reply::Now(Err(elicitation_undeclared(tool.name())))
             }
             Augmentation::Task { ttl } => {
-                let request = task_request(
-                    &tool,
-                    id,
-                    arguments,
-                    Generation::V2025,
-                    session,
-                    self.shared,
-                )
-                .with_ttl(ttl)
-                .with_trace_context(telemetry::task_trace_context(
-                    object.get("_meta").and_then(Value::as_object),
-                ));
+                let request = task_request(&tool, id, job_arguments, Generation::V2025, session)
+                    .with_ttl(ttl)
+                    .with_trace_context(telemetry::task_trace_context(
+                        object.get("_meta").and_then(Value::as_object),
+                    ));
                 match self.v1.store().create(owner, request) {
                     Ok((handle, task)) => {
                         self.v1_tasks().insert(handle.id().clone());
@@ -1014,20 +1002,15 @@ impl Server {
                 ));
             }
         }
-        let request = task_request(
-            &tool,
-            id,
-            arguments,
-            Generation::Extension,
-            None,
-            self.shared,
-        )
-        .with_trace_context(telemetry::task_trace_context(
-            params
-                .as_ref()
-                .and_then(|params| params.get("_meta"))
-                .and_then(Value::as_object),
-        ));
+        // The job's copy of the arguments, only for a shared store.
+        let job_arguments = self.shared.then_some(arguments);
+        let request = task_request(&tool, id, job_arguments, Generation::Extension, None)
+            .with_trace_context(telemetry::task_trace_context(
+                params
+                    .as_ref()
+                    .and_then(|params| params.get("_meta"))
+                    .and_then(Value::as_object),
+            ));
         match self.ext.store().create(owner, request) {
             Ok((handle, task)) => match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
                 Ok(created) => {
@@ -1340,27 +1323,28 @@ fn complete(mut result: Value) -> Value {
     result
 }
 
-/// What the store is asked for a task running `tool`, requested with `arguments` in
-/// `generation` (in 2025-11-25 `session`, if any): every task keeps its tool's name (for
-/// an operator's view); a redeliverable tool's task keeps its [`Job`] and its bound on
-/// attempts; the others run once. One store call creates the task either way.
+/// What the store is asked for a task running `tool`, requested in `generation` (in
+/// 2025-11-25 `session`, if any): every task keeps its tool's name (for an operator's
+/// view); a redeliverable tool's task keeps its bound on attempts and, given
+/// `job_arguments` (the caller's copy of the arguments, made only for a shared store, where
+/// another instance may run the job), its [`Job`]; the others run once. One store call
+/// creates the task either way.
 fn task_request(
     tool: &Tool,
     id: &RequestId,
-    arguments: JsonObject,
+    job_arguments: Option<JsonObject>,
     generation: Generation,
     session: Option<&str>,
-    shared: bool,
 ) -> TaskRequest {
     let request = TaskRequest::new(id.clone(), "tools/call").with_tool(tool.name());
     let Some(attempts) = tool.redelivery() else {
         return request;
     };
-    if !shared {
+    let Some(arguments) = job_arguments else {
         // Only another instance of a shared store runs a job (a store of this instance
         // alone keeps the attempts and nothing more): none is built for it.
         return request.with_redelivery(Redelivery::new(attempts, JsonObject::new()));
-    }
+    };
     let job = Job {
         tool: tool.name().to_owned(),
         arguments,
