@@ -797,8 +797,10 @@ impl Server {
         elicitation: Elicitation,
         session: Option<&str>,
     ) -> Reply {
-        let (tool, arguments) = match self.parse_call(params.as_ref()) {
-            Ok(call) => call,
+        // The arguments are taken out of `params` (nothing here reads them there again).
+        let mut params = params;
+        let (tool, arguments) = match self.check_call(params.as_ref()) {
+            Ok((tool, _)) => (tool, take_arguments(params.as_mut())),
             Err(error) => return Reply::Now(Err(error)),
         };
         let Some(object) = params.as_ref().and_then(Value::as_object) else {
@@ -1177,6 +1179,15 @@ impl Server {
 
     /// The tool a `tools/call` names, and its arguments (`{}` when absent).
     fn parse_call(&self, params: Option<&Value>) -> Result<(Tool, JsonObject), JsonRpcError> {
+        let (tool, arguments) = self.check_call(params)?;
+        Ok((tool, arguments.cloned().unwrap_or_default()))
+    }
+
+    /// A `tools/call`'s tool and its arguments (`None`: none, or `null`), checked.
+    fn check_call<'p>(
+        &self,
+        params: Option<&'p Value>,
+    ) -> Result<(Tool, Option<&'p JsonObject>), JsonRpcError> {
         let params = params
             .and_then(Value::as_object)
             .ok_or_else(|| invalid("tools/call needs an object `params`"))?;
@@ -1186,8 +1197,8 @@ impl Server {
             .ok_or_else(|| invalid("missing string `name`"))?;
         let tool = self.tools.get(name).ok_or_else(|| unknown_tool(name))?;
         let arguments = match params.get("arguments") {
-            Some(Value::Object(arguments)) => arguments.clone(),
-            None | Some(Value::Null) => JsonObject::new(),
+            Some(Value::Object(arguments)) => Some(arguments),
+            None | Some(Value::Null) => None,
             Some(_) => return Err(invalid("`arguments` must be an object")),
         };
         Ok((tool.clone(), arguments))
@@ -1321,6 +1332,18 @@ fn complete(mut result: Value) -> Value {
             .or_insert_with(|| Value::String("complete".into()));
     }
     result
+}
+
+/// The `arguments` of a `tools/call`'s `params` checked by [`Server::check_call`], taken
+/// out of them: the object, or an empty one for none or `null`.
+fn take_arguments(params: Option<&mut Value>) -> JsonObject {
+    match params
+        .and_then(Value::as_object_mut)
+        .and_then(|params| params.remove("arguments"))
+    {
+        Some(Value::Object(arguments)) => arguments,
+        _ => JsonObject::new(),
+    }
 }
 
 /// What the store is asked for a task running `tool`, requested in `generation` (in
