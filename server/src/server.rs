@@ -638,6 +638,28 @@ impl Server {
         }
     }
 
+    /// What a 2025-11-25 `tasks/result` for `task_id` finds of its task in one read of the
+    /// store: still running, or terminal with (while nothing observes it: telemetry off)
+    /// the answer's result text when it completed with a result, or unread (unknown, or the
+    /// store's fault). Only the HTTP front uses it, to choose between streaming the wait
+    /// and answering at once without reading the task twice.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn task_result_state(&self, owner: &Owner, task_id: &str) -> ResultState {
+        let Ok(task) = self.v1.store().get(owner, task_id) else {
+            return ResultState::Unread;
+        };
+        if !task.is_terminal() {
+            return ResultState::Running;
+        }
+        if self.telemetry.is_enabled() {
+            return ResultState::Terminal(None);
+        }
+        ResultState::Terminal(match task.outcome() {
+            Some(Outcome::Result(result)) => crate::merged::payload_text(result, task.id()).ok(),
+            _ => None,
+        })
+    }
+
     /// Whether the tasks live in a store shared with other instances: only then can a task
     /// be claimed here for its next attempt ([`claim`](Self::claim)).
     #[must_use]
@@ -797,8 +819,10 @@ impl Server {
         elicitation: Elicitation,
         session: Option<&str>,
     ) -> Reply {
-        let (tool, arguments) = match self.parse_call(params.as_ref()) {
-            Ok(call) => call,
+        // The arguments are taken out of `params` (nothing here reads them there again).
+        let mut params = params;
+        let (tool, arguments) = match self.check_call(params.as_ref()) {
+            Ok((tool, _)) => (tool, take_arguments(params.as_mut())),
             Err(error) => return Reply::Now(Err(error)),
         };
         let Some(object) = params.as_ref().and_then(Value::as_object) else {
@@ -809,16 +833,11 @@ impl Server {
             return Reply::Now(Err(error.to_jsonrpc()));
         }
         // The handler takes the arguments; a copy is kept only for a shared store's job.
-        let kept = if self.shared {
-            arguments.clone()
-        } else {
-            JsonObject::new()
-        };
+        let job_arguments = self.shared.then(|| arguments.clone());
         let prepared = match tool.inner.handler.prepare(tool.name(), arguments) {
             Ok(prepared) => prepared,
             Err(error) => return Reply::Now(Err(error)),
         };
-        let arguments = kept;
         let capabilities = elicitation.capabilities();
         match decided {
             Augmentation::Task { .. }
@@ -827,18 +846,11 @@ impl Server {
                 Reply::Now(Err(elicitation_undeclared(tool.name())))
             }
             Augmentation::Task { ttl } => {
-                let request = task_request(
-                    &tool,
-                    id,
-                    arguments,
-                    Generation::V2025,
-                    session,
-                    self.shared,
-                )
-                .with_ttl(ttl)
-                .with_trace_context(telemetry::task_trace_context(
-                    object.get("_meta").and_then(Value::as_object),
-                ));
+                let request = task_request(&tool, id, job_arguments, Generation::V2025, session)
+                    .with_ttl(ttl)
+                    .with_trace_context(telemetry::task_trace_context(
+                        object.get("_meta").and_then(Value::as_object),
+                    ));
                 match self.v1.store().create(owner, request) {
                     Ok((handle, task)) => {
                         self.v1_tasks().insert(handle.id().clone());
@@ -1014,20 +1026,15 @@ impl Server {
                 ));
             }
         }
-        let request = task_request(
-            &tool,
-            id,
-            arguments,
-            Generation::Extension,
-            None,
-            self.shared,
-        )
-        .with_trace_context(telemetry::task_trace_context(
-            params
-                .as_ref()
-                .and_then(|params| params.get("_meta"))
-                .and_then(Value::as_object),
-        ));
+        // The job's copy of the arguments, only for a shared store.
+        let job_arguments = self.shared.then_some(arguments);
+        let request = task_request(&tool, id, job_arguments, Generation::Extension, None)
+            .with_trace_context(telemetry::task_trace_context(
+                params
+                    .as_ref()
+                    .and_then(|params| params.get("_meta"))
+                    .and_then(Value::as_object),
+            ));
         match self.ext.store().create(owner, request) {
             Ok((handle, task)) => match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
                 Ok(created) => {
@@ -1194,6 +1201,15 @@ impl Server {
 
     /// The tool a `tools/call` names, and its arguments (`{}` when absent).
     fn parse_call(&self, params: Option<&Value>) -> Result<(Tool, JsonObject), JsonRpcError> {
+        let (tool, arguments) = self.check_call(params)?;
+        Ok((tool, arguments.cloned().unwrap_or_default()))
+    }
+
+    /// A `tools/call`'s tool and its arguments (`None`: none, or `null`), checked.
+    fn check_call<'p>(
+        &self,
+        params: Option<&'p Value>,
+    ) -> Result<(Tool, Option<&'p JsonObject>), JsonRpcError> {
         let params = params
             .and_then(Value::as_object)
             .ok_or_else(|| invalid("tools/call needs an object `params`"))?;
@@ -1203,8 +1219,8 @@ impl Server {
             .ok_or_else(|| invalid("missing string `name`"))?;
         let tool = self.tools.get(name).ok_or_else(|| unknown_tool(name))?;
         let arguments = match params.get("arguments") {
-            Some(Value::Object(arguments)) => arguments.clone(),
-            None | Some(Value::Null) => JsonObject::new(),
+            Some(Value::Object(arguments)) => Some(arguments),
+            None | Some(Value::Null) => None,
             Some(_) => return Err(invalid("`arguments` must be an object")),
         };
         Ok((tool.clone(), arguments))
@@ -1340,27 +1356,53 @@ fn complete(mut result: Value) -> Value {
     result
 }
 
-/// What the store is asked for a task running `tool`, requested with `arguments` in
-/// `generation` (in 2025-11-25 `session`, if any): every task keeps its tool's name (for
-/// an operator's view); a redeliverable tool's task keeps its [`Job`] and its bound on
-/// attempts; the others run once. One store call creates the task either way.
+/// The `arguments` of a `tools/call`'s `params` checked by [`Server::check_call`], taken
+/// out of them: the object, or an empty one for none or `null`.
+fn take_arguments(params: Option<&mut Value>) -> JsonObject {
+    match params
+        .and_then(Value::as_object_mut)
+        .and_then(|params| params.remove("arguments"))
+    {
+        Some(Value::Object(arguments)) => arguments,
+        _ => JsonObject::new(),
+    }
+}
+
+/// What [`Server::task_result_state`] finds of a 2025-11-25 `tasks/result`'s task.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) enum ResultState {
+    /// Not terminal yet: the answer waits for it.
+    Running,
+    /// Terminal; the answer's result as JSON text when it can be written straight from the
+    /// stored result (`None`: the dispatcher answers).
+    Terminal(Option<String>),
+    /// Not read (unknown to the owner, or the store failed): the dispatcher answers.
+    Unread,
+}
+
+/// What the store is asked for a task running `tool`, requested in `generation` (in
+/// 2025-11-25 `session`, if any): every task keeps its tool's name (for an operator's
+/// view); a redeliverable tool's task keeps its bound on attempts and, given
+/// `job_arguments` (the caller's copy of the arguments, made only for a shared store, where
+/// another instance may run the job), its [`Job`]; the others run once. One store call
+/// creates the task either way.
 fn task_request(
     tool: &Tool,
     id: &RequestId,
-    arguments: JsonObject,
+    job_arguments: Option<JsonObject>,
     generation: Generation,
     session: Option<&str>,
-    shared: bool,
 ) -> TaskRequest {
     let request = TaskRequest::new(id.clone(), "tools/call").with_tool(tool.name());
     let Some(attempts) = tool.redelivery() else {
         return request;
     };
-    if !shared {
+    let Some(arguments) = job_arguments else {
         // Only another instance of a shared store runs a job (a store of this instance
         // alone keeps the attempts and nothing more): none is built for it.
         return request.with_redelivery(Redelivery::new(attempts, JsonObject::new()));
-    }
+    };
     let job = Job {
         tool: tool.name().to_owned(),
         arguments,

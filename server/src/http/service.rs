@@ -14,12 +14,12 @@ use http_body_util::{BodyExt, Limited};
 use hyper::header::{self, AsHeaderName, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use mcp_tasks::protocol::methods as v1_methods;
-use mcp_tasks::{AnyTask, JsonRpcError, Owner, TaskId, TaskStore, jsonrpc};
+use mcp_tasks::{JsonRpcError, Owner, TaskId, jsonrpc};
 use serde_json::Value;
 
 use crate::access::{host_allowed, origin_allowed};
 use crate::framing::{self, Id, Incoming as Message};
-use crate::server::{Elicitation, Reply, Server};
+use crate::server::{Elicitation, Reply, ResultState, Server};
 use crate::work::Work;
 use crate::{headers, outbound};
 
@@ -639,11 +639,14 @@ async fn tasks_result(
     sse_ok: bool,
     slot: Slot,
 ) -> Response<Body> {
-    let task: Option<TaskId> = params
+    let task_id = params
         .as_ref()
         .and_then(|p| p.get("taskId"))
-        .and_then(Value::as_str)
-        .map(TaskId::from);
+        .and_then(Value::as_str);
+    let task: Option<TaskId> = task_id.map(TaskId::from);
+    // The task as read to decide whether the answer streams (one read serves both):
+    // `Some(text)` once it is known whether the answer can be written at once.
+    let mut read: Option<Option<String>> = None;
     let streams = sse_ok
         && task.as_ref().is_some_and(|task| {
             let mine = app
@@ -661,16 +664,27 @@ async fn tasks_result(
                         .adopt(&app.server, &app.trace, owner, task, session)
                 });
             }
-            app.store_call(|| {
+            match app.store_call(|| {
                 app.server
-                    .store()
-                    .get(owner, &task.to_string())
-                    .is_ok_and(|task: AnyTask| !task.is_terminal())
-            })
+                    .task_result_state(owner, task_id.unwrap_or_default())
+            }) {
+                ResultState::Running => true,
+                ResultState::Terminal(text) => {
+                    read = Some(text);
+                    false
+                }
+                ResultState::Unread => {
+                    read = Some(None);
+                    false
+                }
+            }
         });
-    if !streams
-        && let Some(result) = app.store_call(|| app.server.task_result_text(owner, params.as_ref()))
-    {
+    let text = match read {
+        Some(text) => text,
+        None if !streams => app.store_call(|| app.server.task_result_text(owner, params.as_ref())),
+        None => None,
+    };
+    if let Some(result) = text {
         // Completed already (the usual case: the client polled until it did).
         let text = framing::result_response(Some(&id), &result);
         app.trace.write(&session.id, "out", &text);
