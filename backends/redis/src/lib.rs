@@ -59,9 +59,10 @@
 //! same time are written together, in one write, and their replies read in order and
 //! handed back, so that Redis reads a batch of commands at once and answers it in one
 //! write, rather than being woken for each command. No thread of its own does this: the
-//! first caller to find the connection free sends what is queued, reads the replies,
-//! and passes the connection on to the next caller that queued meanwhile. A caller so
-//! waits for the batch in flight before its own, each bounded by the
+//! first caller to find the connection free writes what is queued; a caller of that
+//! batch reads its replies, writes what was queued meanwhile, and passes the reading of
+//! those replies on to one of their callers. A caller so waits for the batch in flight
+//! before its own, each bounded by the
 //! [I/O timeout](RedisStoreBuilder::io_timeout). Every other request (reads, removals,
 //! listings, leases, the sweep) runs on a pooled connection of its own, one per
 //! concurrent request, and the subscriber on a connection of its own.

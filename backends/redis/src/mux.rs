@@ -2,12 +2,14 @@
 //! written together and their replies read in order (see the crate docs, "Connections").
 //!
 //! No thread of its own does the I/O. A caller queues its packed command; if no caller is
-//! on the connection, it takes the connection (it *leads*): it writes every queued command
-//! in one write, reads their replies in order and hands each to its caller, then passes
-//! the lead to the first caller that queued meanwhile, whose command goes out with all the
-//! others queued by then. Redis so reads a batch of commands in one go and answers them
-//! in one write, as it does for a benchmark tool's many connections, rather than being
-//! woken for each command on a connection of its own.
+//! on the connection, it takes the connection (it *leads*) and writes every queued
+//! command in one write. The first caller of that batch then leads: it reads the batch's
+//! replies in order, hands each to its caller, writes what was queued meanwhile in one
+//! write and passes the lead to the first caller of that batch; with nothing queued, it
+//! leaves the connection to the next caller. Redis so reads a batch of commands in one go
+//! and answers them in one write, as it does for a benchmark tool's many connections,
+//! rather than being woken for each command on a connection of its own, and it runs a
+//! batch while the lead passes to the caller that reads it.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
@@ -43,8 +45,10 @@ struct Slot {
 
 enum Outcome {
     Reply(RedisResult<Value>),
-    /// The caller's command is still queued, and it leads now.
-    Lead,
+    /// The caller leads now: it reads the replies of the callers whose commands were
+    /// just written on the connection, in order (its own among them), or, with no
+    /// connection (the last one failed), connects and writes what is queued.
+    Read(Option<Connection>, Vec<Arc<Slot>>),
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -81,77 +85,96 @@ impl Mux {
         let mut state = lock(&self.state);
         cmd.write_packed_command(&mut state.queued);
         state.callers.push(Arc::clone(&slot));
-        if state.leading {
+        if !state.leading {
+            state.leading = true;
+            let connection = state.connection.take();
             drop(state);
+            self.lead(driver, connection, Vec::new());
+        } else {
+            drop(state);
+        }
+        loop {
             match slot.wait() {
                 Outcome::Reply(reply) => return reply,
-                Outcome::Lead => state = lock(&self.state),
+                Outcome::Read(connection, written) => self.lead(driver, connection, written),
             }
-        }
-        state.leading = true;
-        let queued = std::mem::take(&mut state.queued);
-        let callers = std::mem::take(&mut state.callers);
-        let connection = state.connection.take();
-        drop(state);
-        let (connection, mut queued) = self.serve(driver, connection, queued, &callers);
-        let mut state = lock(&self.state);
-        state.connection = connection;
-        if state.queued.is_empty() {
-            // Keep the buffer for the next batch.
-            queued.clear();
-            state.queued = queued;
-        }
-        match state.callers.first() {
-            Some(next) => next.give(Outcome::Lead),
-            None => state.leading = false,
-        }
-        drop(state);
-        // A leader's own command was in the batch it sent, so this is its reply.
-        match slot.wait() {
-            Outcome::Reply(reply) => reply,
-            Outcome::Lead => Err(redis::RedisError::from((
-                redis::ErrorKind::Client,
-                "the shared connection lost a request",
-            ))),
         }
     }
 
-    /// Writes `queued` (the commands of `callers`) on `connection`, or a fresh one, and
-    /// hands each caller its reply; the connection if it is still sound, and the buffer.
-    fn serve(
+    /// Leads: reads the replies of `written` (written on `connection`) and hands each to
+    /// its caller, then writes what was queued meanwhile, in one write, and passes the
+    /// reading of its replies to the first of their callers; or, with nothing queued,
+    /// leaves the connection for the next caller.
+    fn lead(
         &self,
         driver: &RedisDriver,
-        connection: Option<Connection>,
-        queued: Vec<u8>,
-        callers: &[Arc<Slot>],
-    ) -> (Option<Connection>, Vec<u8>) {
-        let mut connection = match connection {
-            Some(connection) => connection,
-            None => match crate::connection::connect(&driver.client, driver.io_timeout) {
-                Ok(connection) => connection,
-                Err(err) => {
-                    fail(callers, &err);
-                    return (None, queued);
-                }
-            },
-        };
-        if let Err(err) = connection.send_packed_command(&queued) {
-            driver.broke();
-            fail(callers, &err);
-            return (None, queued);
-        }
-        for (answered, caller) in callers.iter().enumerate() {
-            match reply(&mut connection) {
-                Ok(value) => caller.give(Outcome::Reply(Ok(value))),
-                Err(err) => {
-                    // The rest of the replies cannot be told apart any more.
-                    driver.broke();
-                    fail(&callers[answered..], &err);
-                    return (None, queued);
+        mut connection: Option<Connection>,
+        mut written: Vec<Arc<Slot>>,
+    ) {
+        if let Some(open) = &mut connection {
+            for (answered, caller) in written.iter().enumerate() {
+                match reply(open) {
+                    Ok(value) => caller.give(Outcome::Reply(Ok(value))),
+                    Err(err) => {
+                        // The rest of the replies cannot be told apart any more.
+                        driver.broke();
+                        fail(&written[answered..], &err);
+                        connection = None;
+                        break;
+                    }
                 }
             }
         }
-        (Some(connection), queued)
+        written.clear();
+        let mut state = lock(&self.state);
+        if state.callers.is_empty() {
+            state.connection = connection;
+            state.leading = false;
+            return;
+        }
+        let mut queued = std::mem::take(&mut state.queued);
+        let callers = std::mem::replace(&mut state.callers, written);
+        drop(state);
+        let mut open = match connection {
+            Some(open) => open,
+            None => match crate::connection::connect(&driver.client, driver.io_timeout) {
+                Ok(open) => open,
+                Err(err) => {
+                    fail(&callers, &err);
+                    return self.pass();
+                }
+            },
+        };
+        let sent = open.send_packed_command(&queued);
+        queued.clear();
+        let mut state = lock(&self.state);
+        if state.queued.is_empty() {
+            // Keep the buffer for the next batch.
+            state.queued = queued;
+        }
+        drop(state);
+        match sent {
+            Ok(()) => {
+                // Not empty: the queue was not.
+                let reader = Arc::clone(&callers[0]);
+                reader.give(Outcome::Read(Some(open), callers));
+            }
+            Err(err) => {
+                driver.broke();
+                fail(&callers, &err);
+                self.pass();
+            }
+        }
+    }
+
+    /// After a failed connection: the first caller queued meanwhile leads (connects and
+    /// writes), or no caller does.
+    fn pass(&self) {
+        let mut state = lock(&self.state);
+        match state.callers.first() {
+            Some(next) => next.give(Outcome::Read(None, Vec::new())),
+            None => state.leading = false,
+        }
     }
 }
 
