@@ -54,8 +54,8 @@
 //!   anything that blocks (or waits on the store) to another thread.
 //!
 //! # Connections
-//! Each instance sends its changes (the create and commit scripts, every write of a
-//! task's life) on one shared connection: the commands of the threads that call at the
+//! Each instance sends its changes (the create and commit scripts: every write of a
+//! task but its removal) on one shared connection: the commands of the threads that call at the
 //! same time are written together, in one write, and their replies read in order and
 //! handed back, so that Redis reads a batch of commands at once and answers it in one
 //! write, rather than being woken for each command. No thread of its own does this: the
