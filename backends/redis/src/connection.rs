@@ -1,5 +1,6 @@
 //! Connections to Redis: a pool of request connections, each bounded by the I/O timeout,
-//! and the one retry of a request whose connection broke (see the crate docs, "Faults").
+//! the changes sent on the shared connection ([`mux`](crate::mux)), and the one retry of
+//! a request whose connection broke (see the crate docs, "Connections" and "Faults").
 
 use std::sync::atomic::Ordering;
 use std::sync::{MutexGuard, PoisonError};
@@ -69,13 +70,48 @@ impl RedisDriver {
         result.map_err(store_error)
     }
 
+    /// Runs `cmd`, an `EVALSHA` of `script` (a create or a commit), on the instance's
+    /// shared connection, with the faults handled as [`with`](Self::with) does: sent once
+    /// more if its connection broke, again with backoff while Redis cannot serve yet, and
+    /// after loading the script where Redis does not know it (`NOSCRIPT`: a restarted or
+    /// flushed Redis), as [`Script::invoke`](redis::Script::invoke) does.
+    pub(crate) fn change<T: redis::FromRedisValue>(
+        &self,
+        script: &redis::Script,
+        cmd: &redis::Cmd,
+    ) -> Result<T, Error> {
+        let attempt = || {
+            self.when_ready(&mut (), &mut |_| {
+                match self.mux.request(self, cmd)?.extract_error() {
+                    Err(err)
+                        if err.kind()
+                            == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                    {
+                        self.with(|connection| script.load(connection))
+                            .map_err(|_| err)?;
+                        self.mux.request(self, cmd)?.extract_error()
+                    }
+                    reply => reply,
+                }
+                .and_then(|value| Ok(redis::from_redis_value(value)?))
+            })
+        };
+        let mut result = attempt();
+        if let Err(err) = &result
+            && is_broken(err)
+        {
+            result = attempt();
+        }
+        result.map_err(store_error)
+    }
+
     /// Runs `f` on `connection`, again (with backoff, for up to the I/O timeout) while
     /// Redis answers that it cannot serve yet and the request was not run: `LOADING` (a
     /// restarted Redis reading its AOF), `MASTERDOWN`, `TRYAGAIN`.
-    pub(crate) fn when_ready<T>(
+    pub(crate) fn when_ready<C, T>(
         &self,
-        connection: &mut Connection,
-        f: &mut impl FnMut(&mut Connection) -> redis::RedisResult<T>,
+        connection: &mut C,
+        f: &mut impl FnMut(&mut C) -> redis::RedisResult<T>,
     ) -> redis::RedisResult<T> {
         let deadline = Instant::now() + self.io_timeout;
         let mut backoff = Duration::from_millis(10);

@@ -14,6 +14,7 @@ use mcp_tasks::{AnyTask, Error, LimitScope, Owner, TaskStatus, Timestamp};
 use redis::{Client, Connection, Script};
 
 use crate::keys::Keys;
+use crate::mux::Mux;
 use crate::scripts;
 
 /// How long the sweep of the store-wide index waits between rounds.
@@ -31,6 +32,8 @@ const PAGE_BUDGET: usize = 10;
 pub struct RedisDriver {
     pub(crate) client: Client,
     pub(crate) pool: Mutex<Vec<Connection>>,
+    /// The shared connection the changes (creates and commits) are sent on.
+    pub(crate) mux: Mux,
     /// Counts the failed connections of the pool.
     pub(crate) broken: AtomicU64,
     pub(crate) io_timeout: Duration,
@@ -121,22 +124,6 @@ fn evalsha(script: &Script, keys: usize, bytes: usize) -> redis::Cmd {
     cmd
 }
 
-/// Runs `cmd`, an [`evalsha`] of `script`, loading the script first where the server does
-/// not know it (`NOSCRIPT`: a restarted or flushed Redis), as [`Script::invoke`] does.
-fn run<T: redis::FromRedisValue>(
-    connection: &mut Connection,
-    script: &Script,
-    cmd: &redis::Cmd,
-) -> redis::RedisResult<T> {
-    match cmd.query(connection) {
-        Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-            script.load(connection)?;
-            cmd.query(connection)
-        }
-        result => result,
-    }
-}
-
 /// A duration in milliseconds as the scripts take it (at least 1).
 fn millis(duration: Duration) -> String {
     number(duration.as_millis().max(1))
@@ -155,6 +142,7 @@ impl RedisDriver {
         RedisDriver {
             client,
             pool: Mutex::new(vec![connection]),
+            mux: Mux::default(),
             broken: AtomicU64::new(0),
             io_timeout,
             channel: format!("{prefix}:events"),
@@ -257,7 +245,7 @@ impl Driver for RedisDriver {
             .arg(new.job.unwrap_or_default())
             .arg(if self.all.is_some() { "1" } else { "" })
             .arg(new.holder);
-        let reply: Vec<String> = self.with(|connection| run(connection, &self.create, &cmd))?;
+        let reply: Vec<String> = self.change(&self.create, &cmd)?;
         match reply.first().map(String::as_str) {
             Some("ok") => Ok(Inserted::Created(stamp(&reply)?)),
             Some("limit") => Ok(Inserted::Full(LimitScope::PerOwner)),
@@ -309,7 +297,7 @@ impl Driver for RedisDriver {
         };
         cmd.arg(if write.keep_updated { "1" } else { "" })
             .arg(write.holder);
-        let reply: Vec<String> = self.with(|connection| run(connection, &self.commit, &cmd))?;
+        let reply: Vec<String> = self.change(&self.commit, &cmd)?;
         match reply.first().map(String::as_str) {
             Some("ok") => Ok(Wrote::Written {
                 at: stamp(&reply)?,

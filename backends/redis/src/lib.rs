@@ -53,12 +53,28 @@
 //!   instance's subscriber thread, which also wakes its waiters: keep them short and hand
 //!   anything that blocks (or waits on the store) to another thread.
 //!
+//! # Connections
+//! Each instance sends its changes (the create and commit scripts: every write of a
+//! task but its removal) on one shared connection: the commands of the threads that call at the
+//! same time are written together, in one write, and their replies read in order and
+//! handed back, so that Redis reads a batch of commands at once and answers it in one
+//! write, rather than being woken for each command. No thread of its own does this: the
+//! first caller to find the connection free writes what is queued; a caller of that
+//! batch reads its replies, writes what was queued meanwhile, and passes the reading of
+//! those replies on to one of their callers. A caller so waits for the batch in flight
+//! before its own, each bounded by the
+//! [I/O timeout](RedisStoreBuilder::io_timeout). Every other request (reads, removals,
+//! listings, leases, the sweep) runs on a pooled connection of its own, one per
+//! concurrent request, and the subscriber on a connection of its own.
+//!
 //! # Faults
 //! - **A broken connection is retried once, exactly.** When a request's connection breaks
 //!   (Redis restarted, the connection was cut, or Redis did not answer within the
 //!   [I/O timeout](RedisStoreBuilder::io_timeout), default 10 s), the instance drops every
 //!   pooled connection (all are as old as the broken one) and sends the request once more
 //!   on a fresh connection; only if that fails too does the caller get [`Error::Store`].
+//!   When the shared connection of the changes breaks, every change written on it and not
+//!   yet answered fails so, and each is sent once more (together again) on a fresh one.
 //!   The first attempt may have been applied with only its reply lost, so every write
 //!   carries a random write id stored with what it wrote, and a replay that finds its own
 //!   write answers as the first attempt did and changes nothing more: a create answers
@@ -242,6 +258,7 @@ mod builder;
 mod connection;
 mod driver;
 mod keys;
+mod mux;
 mod scripts;
 mod subscriber;
 

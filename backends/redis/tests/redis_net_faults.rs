@@ -411,3 +411,70 @@ fn building_on_a_hung_redis_answers_store_unavailable() {
         TaskStatus::Working
     );
 }
+
+/// Changes from many threads of one instance share its connection of changes (written
+/// together, answered in order): each caller gets its own reply, also while every
+/// connection is reset again and again under them (each change in flight is sent once
+/// more, together, on a fresh connection), and no change fails.
+#[test]
+fn concurrent_changes_each_get_their_own_reply_through_resets() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let proxy = TcpProxy::start(server.socket());
+    let prefix = fresh_prefix();
+    // A longer I/O timeout: the replays, not timeouts, must be what answers.
+    let a = builder(&proxy.url(), &prefix)
+        .io_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let handlers: Vec<_> = (0..8)
+        .map(|h| {
+            let a = a.clone();
+            thread::spawn(move || {
+                let owner = Owner::new(format!("handler-{h}"));
+                let mut failures = Vec::new();
+                for i in 0..40 {
+                    let mine = format!("handler {h}, task {i}");
+                    let task = match a.insert(&owner, req(i)) {
+                        Ok(task) => task,
+                        Err(err) => {
+                            failures.push(format!("{mine}: create: {err}"));
+                            continue;
+                        }
+                    };
+                    let id = task.id().to_string();
+                    let updated =
+                        a.update_status(&owner, &id, TaskStatus::InputRequired, Some(mine.clone()));
+                    match updated {
+                        Ok(task) if task.status_message() == Some(mine.as_str()) => {}
+                        other => failures.push(format!("{mine}: update: {other:?}")),
+                    }
+                    let done =
+                        a.store_result(&owner, &id, TaskStatus::Completed, tool_outcome(&mine));
+                    match done {
+                        Ok(task) if task.id().to_string() == id => {}
+                        other => failures.push(format!("{mine}: result: {other:?}")),
+                    }
+                    match a.get(&owner, &id) {
+                        Ok(task) if task.status() == TaskStatus::Completed => {}
+                        other => failures.push(format!("{mine}: get: {other:?}")),
+                    }
+                }
+                failures
+            })
+        })
+        .collect();
+    // Resets until the handlers are done (each change's replay lands before the next).
+    let (started, mut resets) = (Instant::now(), 0);
+    while !handlers.iter().all(thread::JoinHandle::is_finished) && started.elapsed() < BOUND {
+        thread::sleep(ms(50));
+        resets += proxy.reset_all();
+    }
+    let failures: Vec<String> = handlers
+        .into_iter()
+        .flat_map(|handler| join_within(handler, BOUND * 2, "a handler"))
+        .collect();
+    assert!(failures.is_empty(), "{failures:#?}");
+    eprintln!("{resets} connections reset under 8 handlers: no change failed");
+}
