@@ -41,31 +41,42 @@ pub(crate) fn is_broken(err: &redis::RedisError) -> bool {
 }
 
 impl RedisDriver {
-    /// Runs `f` on a pooled connection. If the connection breaks (Redis restarted, or the
-    /// connection was cut), every pooled connection is dropped, since they are all as old
-    /// as the broken one, and `f` runs once more on a fresh connection. Replaying a write
-    /// is safe: every script recognizes its own write id and answers as the first attempt
-    /// did (see [`scripts`](crate::scripts)).
+    /// Runs `f` on a pooled connection (a fresh one if none is pooled). If the connection
+    /// breaks (Redis restarted, or the connection was cut), every pooled connection is
+    /// dropped, since they are all as old as the broken one, and `f` runs once more on a
+    /// fresh connection; a fresh connection that broke while it was being made counts as
+    /// the first attempt the same way, as it does for a change
+    /// ([`change`](Self::change)). Replaying a write is safe: every script recognizes its
+    /// own write id and answers as the first attempt did (see [`scripts`](crate::scripts)).
     pub(crate) fn with<T>(
         &self,
         mut f: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T, Error> {
-        let pooled = self.pool().pop();
-        let mut connection = match pooled {
-            Some(connection) => connection,
-            None => self.connect()?,
+        let first = match self.pool().pop() {
+            Some(connection) => Ok(connection),
+            None => connect(&self.client, self.io_timeout),
         };
-        let mut result = self.when_ready(&mut connection, &mut f);
+        let (mut connection, mut result) = match first {
+            Ok(mut connection) => {
+                let result = self.when_ready(&mut connection, &mut f);
+                (Some(connection), result)
+            }
+            Err(err) => (None, Err(err)),
+        };
         if let Err(err) = &result
             && is_broken(err)
         {
-            self.broke();
-            connection = self.connect()?;
-            result = self.when_ready(&mut connection, &mut f);
+            if connection.is_some() {
+                self.broke();
+            }
+            let mut fresh = self.connect()?;
+            result = self.when_ready(&mut fresh, &mut f);
+            connection = Some(fresh);
         }
-        match &result {
-            Err(err) if is_broken(err) => self.broke(),
-            _ => self.pool().push(connection),
+        match (&result, connection) {
+            (Err(err), Some(_)) if is_broken(err) => self.broke(),
+            (_, Some(connection)) => self.pool().push(connection),
+            (_, None) => {}
         }
         result.map_err(store_error)
     }
