@@ -16,7 +16,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{ALICE, Launch, Session};
+use support::{ALICE, Conn, Launch, Session, event_data, post_head, rpc};
 
 /// Tasks running at once (`RUNNING_TASKS`).
 const TASKS: usize = 2_000;
@@ -114,4 +114,71 @@ fn two_thousand_sleeping_tasks_run_at_once_on_a_bounded_number_of_threads() {
         (rss_running.saturating_sub(rss_before) * 1024) / tasks as u64,
         started.elapsed()
     );
+}
+
+/// A 2025-11-25 `tasks/result` from a client that takes SSE: while its task runs, the
+/// answer comes on an event stream (where the task's own requests could come first); once
+/// the task is terminal, it is plain JSON at once, carrying the task's result.
+#[test]
+fn tasks_result_streams_while_the_task_runs_and_answers_json_once_it_ended() {
+    let server = Launch::new().start();
+    let bound = Duration::from_secs(30);
+    let mut session = Session::open(server.addr, ALICE, bound).expect("a session");
+    let created = session
+        .request(
+            "tools/call",
+            json!({"name": "sleep", "arguments": {"ms": 400}, "task": {"ttl": 60_000}}),
+        )
+        .expect("a task");
+    let id = created["task"]["taskId"].as_str().expect("a task id");
+    let ask = |request_id: u64| {
+        let mut conn = Conn::open(server.addr, bound).expect("a connection");
+        let body = rpc(request_id, "tasks/result", json!({"taskId": id}));
+        let mut bytes = post_head(
+            server.addr,
+            Some(ALICE),
+            Some(&session.id),
+            Some(body.len() as u64),
+        )
+        .into_bytes();
+        bytes.extend_from_slice(body.as_bytes());
+        conn.write_raw(&bytes).expect("tasks/result sent");
+        conn
+    };
+
+    // Running: an event stream, whose last event is the answer.
+    let mut running = ask(90);
+    let head = running.read_stream_head().expect("an answer");
+    assert!(
+        matches!(head, Ok(200)),
+        "a running task's tasks/result answers an event stream: {head:?}"
+    );
+    let mut streamed = Vec::new();
+    while let Some(chunk) = running.read_chunk().expect("the stream") {
+        streamed.extend_from_slice(&chunk);
+    }
+    let streamed = String::from_utf8(streamed).expect("UTF-8 events");
+    let answer = streamed
+        .split("\n\n")
+        .filter_map(event_data)
+        .filter_map(|data| serde_json::from_str::<serde_json::Value>(&data).ok())
+        .find(|message| message["id"] == 90)
+        .unwrap_or_else(|| panic!("no answer to tasks/result on the stream: {streamed}"));
+    assert!(answer["result"]["content"].is_array(), "{answer}");
+
+    // Terminal: JSON at once, the same result.
+    let mut ended = ask(91);
+    let response = match ended.read_stream_head().expect("an answer") {
+        Err(response) => response,
+        Ok(status) => panic!("a terminal task's tasks/result streamed (HTTP {status})"),
+    };
+    assert!(
+        response
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("application/json")),
+        "a terminal task's tasks/result is JSON"
+    );
+    let message = response.message().expect("a JSON-RPC answer");
+    assert_eq!(message["id"], 91);
+    assert_eq!(message["result"]["content"], answer["result"]["content"]);
 }
