@@ -72,7 +72,8 @@
 //!   (Redis restarted, the connection was cut, or Redis did not answer within the
 //!   [I/O timeout](RedisStoreBuilder::io_timeout), default 10 s), the instance drops every
 //!   pooled connection (all are as old as the broken one) and sends the request once more
-//!   on a fresh connection; only if that fails too does the caller get [`Error::Store`].
+//!   on a fresh connection (a fresh connection cut while it was made counts as a broken
+//!   one); only if that fails too does the caller get [`Error::Store`].
 //!   When the shared connection of the changes breaks, every change written on it and not
 //!   yet answered fails so, and each is sent once more (together again) on a fresh one.
 //!   The first attempt may have been applied with only its reply lost, so every write
