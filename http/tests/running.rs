@@ -1,6 +1,7 @@
 //! A task server holds many running tasks at once: `sleep` waits as a future, so 2,000
 //! tasks sleeping at the same time (four times tokio's blocking pool of 512) run together
-//! on a bounded number of threads, and every one completes.
+//! on a bounded number of threads, and every one completes. A 2025-11-25 `tasks/result`
+//! for a running task streams its wait (SSE) and, once the task ended, answers JSON at once.
 //!
 //! `RUNNING_TASKS` and `RUNNING_SLEEP_MS` change the count and the sleep, for a larger
 //! measurement (the server's threads and resident memory are printed on the line starting
