@@ -24,14 +24,14 @@ use support::stores::{self, Backend, Db, Down, Instance, text};
 /// with one stderr line naming the URL and the OS's reason, and never start serving.
 #[test]
 fn the_servers_exit_with_one_clear_line_when_postgres_is_down() {
-    let (addr, refused) = stores::closed_port();
+    let closed = stores::closed_port();
     let (_, dir, missing) = stores::missing_socket(".s.PGSQL.5432");
     stores::servers_exit_with_one_clear_line(
         Backend::Postgres,
         &[
             Down {
-                url: format!("postgres://postgres:hunter2@{addr}/postgres"),
-                cause: refused,
+                url: format!("postgres://postgres:hunter2@{}/postgres", closed.addr),
+                cause: closed.refused.clone(),
             },
             Down {
                 url: format!("postgresql:///postgres?host={dir}&user=postgres"),
@@ -47,7 +47,8 @@ fn the_servers_exit_with_one_clear_line_when_postgres_is_down() {
 /// the URL with `***` (or its scheme alone) and says why.
 #[test]
 fn a_password_with_url_delimiters_never_shows_at_start_up() {
-    let (addr, refused) = stores::closed_port();
+    let closed = stores::closed_port();
+    let (addr, refused) = (&closed.addr, &closed.refused);
     for (url, cause) in [
         (
             format!("postgresql://user:s3c?ret@{addr}/db"),

@@ -21,11 +21,10 @@ use serde_json::json;
 use support::WAIT;
 use support::stores::{self, Backend, Db, Down, GIVE_UP, Instance, text};
 
-/// A Redis URL nothing listens on, and the error connecting to it gives, as the OS words
-/// it.
-fn closed_port() -> (String, String) {
-    let (addr, refused) = stores::closed_port();
-    (format!("redis://{addr}"), refused)
+/// A Redis URL of `closed` (nothing listens there), and the error connecting to it gives,
+/// as the OS words it.
+fn closed_port(closed: &stores::ClosedPort) -> (String, String) {
+    (format!("redis://{}", closed.addr), closed.refused.clone())
 }
 
 /// A Redis URL of a unix socket that does not exist, and the error connecting to it gives.
@@ -54,7 +53,8 @@ fn subscriber_threads() -> usize {
 /// thread behind.
 #[test]
 fn building_a_store_on_a_redis_that_is_down_fails_with_its_cause() {
-    for (url, cause) in [closed_port(), missing_socket()] {
+    let closed = stores::closed_port();
+    for (url, cause) in [closed_port(&closed), missing_socket()] {
         let threads = subscriber_threads();
         let started = Instant::now();
         let result = RedisTaskStore::builder(&url).build();
@@ -85,7 +85,8 @@ fn building_a_store_on_a_redis_that_is_down_fails_with_its_cause() {
 /// the OS's reason, and never start serving.
 #[test]
 fn the_servers_exit_with_one_clear_line_when_redis_is_down() {
-    let downs: Vec<Down> = [closed_port(), missing_socket()]
+    let closed = stores::closed_port();
+    let downs: Vec<Down> = [closed_port(&closed), missing_socket()]
         .into_iter()
         .map(|(url, cause)| Down { url, cause })
         .collect();

@@ -166,14 +166,32 @@ pub fn run_to_exit(mut command: Command) -> (ExitStatus, String, String) {
     (status, stdout, stderr)
 }
 
-/// A loopback address nothing listens on (bound, then released), and the error connecting
-/// to it gives, as the OS words it.
-pub fn closed_port() -> (String, String) {
+/// A loopback port nothing listens on and nothing else may take while this lives: the
+/// local end of a connection this holds open. A port only released after a bind would do
+/// until another test's server (a PostgreSQL or `redis-server` of its own on a port that
+/// was free a moment ago) took it, when a connection would reach that server instead of
+/// being refused.
+pub struct ClosedPort {
+    /// The address, `127.0.0.1:PORT`.
+    pub addr: String,
+    /// The error connecting to it gives, as the OS words it.
+    pub refused: String,
+    _held: (TcpStream, TcpStream),
+}
+
+/// A [`ClosedPort`].
+pub fn closed_port() -> ClosedPort {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
+    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
     drop(listener);
-    let refused = TcpStream::connect(addr).expect_err("nothing listens on a released port");
-    (addr.to_string(), refused.to_string())
+    let addr = client.local_addr().unwrap();
+    let refused = TcpStream::connect(addr).expect_err("nothing listens on a connection's own port");
+    ClosedPort {
+        addr: addr.to_string(),
+        refused: refused.to_string(),
+        _held: (client, server),
+    }
 }
 
 /// A unix socket path in a directory that does not exist (`file` in it), its directory,
