@@ -689,6 +689,9 @@ async fn tasks_result(
         let text = framing::result_response(Some(&id), &result);
         app.trace.write(&session.id, "out", &text);
         drop(slot);
+        if let Some(task) = &task {
+            session.drop_notifications_about(task);
+        }
         return json(StatusCode::OK, text);
     }
     let dispatcher = app.server.dispatcher().clone();
@@ -727,9 +730,12 @@ async fn tasks_result(
             );
             event_stream(body, Some(slot))
         }
-        _ => {
+        (_, task) => {
             let text = answer.await;
             drop(slot);
+            if let Some(task) = &task {
+                session.drop_notifications_about(task);
+            }
             json(StatusCode::OK, text)
         }
     }

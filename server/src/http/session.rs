@@ -6,6 +6,8 @@
 //! takes gets an event id `<stream>-<seq>` (unique in the session) and is kept in a short
 //! history, so a client that lost a stream resumes it with `GET` and `Last-Event-ID`: the
 //! events after that id on that stream are sent again, and never those of another stream.
+//! A notification about a task whose `tasks/result` was answered before a stream took it
+//! is dropped: a client without a `GET` stream does not pile them up.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -136,6 +138,19 @@ impl Session {
             pinned: None,
             notification: true,
             data: data.into(),
+        });
+    }
+
+    /// Drops the notifications about `task` that still wait for a stream: its
+    /// `tasks/result` has been answered, so they can tell the client nothing it lacks. A
+    /// client that never opens a `GET` stream would otherwise keep each task's terminal
+    /// status notification queued until the mailbox overflows ([`QUEUED`] per session).
+    /// Requests and pinned answers stay.
+    pub fn drop_notifications_about(&self, task: &TaskId) {
+        self.mailbox().queued.retain(|message| {
+            !(message.notification
+                && message.pinned.is_none()
+                && message.related.as_ref() == Some(task))
         });
     }
 
@@ -553,6 +568,23 @@ mod tests {
         assert_eq!(taken.len(), QUEUED);
         assert!(taken[0].data.contains("elicitation/create"));
         assert_eq!(&*taken[1].data, "n6");
+    }
+
+    #[test]
+    fn notifications_about_a_task_whose_result_was_answered_are_dropped_requests_stay() {
+        let session = session();
+        let (task, other) = (TaskId::from("t-1"), TaskId::from("t-2"));
+        session.notify(Some(&task), "about t-1".into());
+        let (_id, _text, _answer) =
+            session.request(&task, "elicitation/create", serde_json::Map::new());
+        session.notify(Some(&other), "about t-2".into());
+        session.notify(None, "about nothing".into());
+        session.drop_notifications_about(&task);
+        let (stream, _) = session.open_stream(&Role::General, None);
+        let taken = session.take(stream, &Role::General);
+        assert_eq!(taken.len(), 3);
+        assert!(taken[0].data.contains("elicitation/create"));
+        assert_eq!(data(&taken[1..]), ["about t-2", "about nothing"]);
     }
 
     #[test]
