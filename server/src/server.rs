@@ -639,22 +639,22 @@ impl Server {
     }
 
     /// What a 2025-11-25 `tasks/result` for `task_id` finds of its task in one read of the
-    /// store: still running, or terminal with (while nothing observes it: telemetry off)
-    /// the answer's result text when it completed with a result, or unread (unknown, or the
-    /// store's fault). Only the HTTP front uses it, to choose between streaming the wait
-    /// and answering at once without reading the task twice.
+    /// store: still running, or to be answered at once, with (while nothing observes it:
+    /// telemetry off) the answer's result text when the task completed with a result. Only
+    /// the HTTP front uses it, to choose between streaming the wait and answering at once
+    /// without reading the task twice.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn task_result_state(&self, owner: &Owner, task_id: &str) -> ResultState {
         let Ok(task) = self.v1.store().get(owner, task_id) else {
-            return ResultState::Unread;
+            return ResultState::Now(None);
         };
         if !task.is_terminal() {
             return ResultState::Running;
         }
         if self.telemetry.is_enabled() {
-            return ResultState::Terminal(None);
+            return ResultState::Now(None);
         }
-        ResultState::Terminal(match task.outcome() {
+        ResultState::Now(match task.outcome() {
             Some(Outcome::Result(result)) => crate::merged::payload_text(result, task.id()).ok(),
             _ => None,
         })
@@ -1374,11 +1374,10 @@ fn take_arguments(params: Option<&mut Value>) -> JsonObject {
 pub(crate) enum ResultState {
     /// Not terminal yet: the answer waits for it.
     Running,
-    /// Terminal; the answer's result as JSON text when it can be written straight from the
-    /// stored result (`None`: the dispatcher answers).
-    Terminal(Option<String>),
-    /// Not read (unknown to the owner, or the store failed): the dispatcher answers.
-    Unread,
+    /// Answered at once: with the result as JSON text when it can be written straight
+    /// from the stored result; `None` when the dispatcher answers (terminal without such a
+    /// result, telemetry on, unknown to the owner, or the store failed).
+    Now(Option<String>),
 }
 
 /// What the store is asked for a task running `tool`, requested in `generation` (in

@@ -669,12 +669,8 @@ async fn tasks_result(
                     .task_result_state(owner, task_id.unwrap_or_default())
             }) {
                 ResultState::Running => true,
-                ResultState::Terminal(text) => {
+                ResultState::Now(text) => {
                     read = Some(text);
-                    false
-                }
-                ResultState::Unread => {
-                    read = Some(None);
                     false
                 }
             }
