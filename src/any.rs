@@ -158,9 +158,36 @@ impl AnyTask {
     #[must_use]
     pub fn outcome(&self) -> Option<&Outcome> {
         match self {
-            AnyTask::Completed(task) => task.data.as_deref(),
+            AnyTask::Completed(task) => task.data.as_ref().map(crate::outcome::Kept::get),
             AnyTask::Failed(task) => task.outcome(),
             _ => None,
+        }
+    }
+
+    /// Keeps a finished task's result as its JSON text only, for a store's own copy
+    /// ([`Kept::compact`](crate::outcome::Kept::compact)): its copies read it back when
+    /// asked.
+    pub(crate) fn compact_outcome(&mut self) {
+        match self {
+            AnyTask::Completed(task) => task.data.as_mut().map(crate::outcome::Kept::compact),
+            AnyTask::Failed(task) => task.data.as_mut().map(crate::outcome::Kept::compact),
+            _ => None,
+        };
+    }
+
+    /// Whether this copy holds its result as text only ([`Self::compact_outcome`]).
+    #[cfg(test)]
+    pub(crate) fn outcome_is_text(&self) -> bool {
+        match self {
+            AnyTask::Completed(task) => task
+                .data
+                .as_ref()
+                .is_some_and(crate::outcome::Kept::is_text),
+            AnyTask::Failed(task) => task
+                .data
+                .as_ref()
+                .is_some_and(crate::outcome::Kept::is_text),
+            _ => false,
         }
     }
 

@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::any::AnyTask;
 use crate::input::{InputState, WorkingData};
-use crate::outcome::Outcome;
 use crate::task::Task;
 
 /// The status of a task, as the protocol spells it (`working`, `input_required`, ...).
@@ -152,7 +151,7 @@ mod sealed {
         }
     }
 
-    impl StateData for Option<std::sync::Arc<crate::outcome::Outcome>> {
+    impl StateData for Option<crate::outcome::Kept> {
         fn progress(&self) -> Option<&crate::input::Progress> {
             None
         }
@@ -253,7 +252,7 @@ pub trait AwaitsInput: TaskState<Data = std::sync::Arc<InputState>> {}
     label = "`result` needs a `Completed` task",
     note = "a failed task has an `outcome` instead; an unfinished task has neither yet"
 )]
-pub trait HasResult: TaskState<Data = Option<std::sync::Arc<Outcome>>> {}
+pub trait HasResult: TaskState<Data = Option<crate::outcome::Kept>> {}
 
 /// A status in which a task has what it failed with: only `Failed`. Bounds `outcome`.
 #[diagnostic::on_unimplemented(
@@ -261,7 +260,7 @@ pub trait HasResult: TaskState<Data = Option<std::sync::Arc<Outcome>>> {}
     label = "`outcome` needs a `Failed` task",
     note = "a completed task has a `result` instead; an unfinished task has neither yet"
 )]
-pub trait HasFailure: TaskState<Data = Option<std::sync::Arc<Outcome>>> {}
+pub trait HasFailure: TaskState<Data = Option<crate::outcome::Kept>> {}
 
 macro_rules! marker {
     ($(#[$doc:meta])* $name:ident, $status:ident, $data:ty) => {
@@ -314,13 +313,13 @@ marker!(
     /// The status `completed`: terminal; the task carries its result.
     Completed,
     Completed,
-    Option<std::sync::Arc<Outcome>>
+    Option<crate::outcome::Kept>
 );
 marker!(
     /// The status `failed`: terminal; the task carries a JSON-RPC error or a failing result.
     Failed,
     Failed,
-    Option<std::sync::Arc<Outcome>>
+    Option<crate::outcome::Kept>
 );
 marker!(
     /// The status `cancelled`: terminal; the task carries no result.

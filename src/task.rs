@@ -10,7 +10,7 @@ use crate::id::TaskId;
 use crate::input::{InputRequests, InputResponses, InputState, Progress, WorkingData};
 use crate::jsonrpc::JsonObject;
 use crate::millis::OptMillis;
-use crate::outcome::Outcome;
+use crate::outcome::{Kept, Outcome};
 use crate::status::{
     AwaitsInput, Buildable, CanRequireInput, CanResume, Cancelled, Completed, Failed, HasFailure,
     HasResult, InputRequired, NonTerminal, TaskState, TaskStatus, Working,
@@ -289,7 +289,10 @@ impl<S: TaskState> Task<S> {
     where
         S: HasResult,
     {
-        self.data.as_deref().and_then(Outcome::as_result)
+        self.data
+            .as_ref()
+            .map(Kept::get)
+            .and_then(Outcome::as_result)
     }
 
     /// What the underlying request failed with: a JSON-RPC error or a failing result.
@@ -300,7 +303,7 @@ impl<S: TaskState> Task<S> {
     where
         S: HasFailure,
     {
-        self.data.as_deref()
+        self.data.as_ref().map(Kept::get)
     }
 
     /// Erases the status: the same task as an [`AnyTask`].
@@ -459,7 +462,7 @@ impl<S: TaskState> Task<S> {
     where
         S: NonTerminal,
     {
-        self.into_state(Some(Arc::new(Outcome::Result(result))), change.into())
+        self.into_state(Some(Kept::new(Outcome::Result(result))), change.into())
     }
 
     /// → `failed`, with what the underlying request produced: a JSON-RPC error, or a result
@@ -475,7 +478,7 @@ impl<S: TaskState> Task<S> {
         if change.message.is_none() {
             change.message = outcome.diagnostic();
         }
-        self.into_state(Some(Arc::new(outcome)), change)
+        self.into_state(Some(Kept::new(outcome)), change)
     }
 
     /// → `completed` or `failed`, whichever `result` means: a result whose `isError` is

@@ -536,15 +536,25 @@ impl TaskRegistry {
                         Step::Refused(task, error) => (task, Err(error)),
                     };
                     entry.task = task;
+                    // The slot keeps a finished task's result as its text; the copies
+                    // handed out (to the caller, to subscribers) are taken first, whole.
                     match change {
-                        Err(error) => Err(error),
-                        Ok(None) => Ok(entry.task.clone()),
+                        Err(error) => {
+                            entry.task.compact_outcome();
+                            Err(error)
+                        }
+                        Ok(None) => {
+                            let answer = entry.task.clone();
+                            entry.task.compact_outcome();
+                            Ok(answer)
+                        }
                         Ok(Some(notify)) => {
                             if notify {
                                 after.queue(owner, &entry.task);
                             }
                             let expires = entry.task.expires_at();
                             let answer = entry.task.clone();
+                            entry.task.compact_outcome();
                             if expires != before {
                                 inner.reindex_expiry(key, before, expires);
                             }
@@ -892,6 +902,7 @@ mod tests {
     use crate::clock::ManualClock;
     use crate::input::{InputRequest, InputRequests};
     use crate::jsonrpc::JsonObject;
+    use crate::outcome::Outcome;
     use crate::store::StatusChange;
 
     fn object(value: serde_json::Value) -> JsonObject {
@@ -986,6 +997,63 @@ mod tests {
                 .all(|part| ["t", "p", "r"].contains(&part.as_str())),
             "{body}"
         );
+    }
+
+    #[test]
+    fn the_slot_keeps_a_result_as_text_and_every_copy_reads_it_whole() {
+        let registry = TaskRegistry::new();
+        let seen: Arc<Mutex<Vec<StatusChange>>> = Arc::default();
+        let log = Arc::clone(&seen);
+        registry.subscribe(move |change| log.lock().unwrap().push(change.clone()));
+        let alice = Owner::new("alice");
+        let result = object(json!({"content": [{"type": "text", "text": "done"}], "n": 0.1}));
+        let in_slot = |id: &str| {
+            registry
+                .read(&alice, id, |entry| entry.task.clone())
+                .unwrap()
+        };
+
+        let (handle, task) = registry.create(&alice, request(1)).unwrap();
+        let id = task.id().to_string();
+        let done = handle.complete(result.clone()).unwrap();
+        // The caller's copy and the subscribers' are whole; the slot's is text.
+        assert_eq!(done.result(), Some(&result));
+        assert!(!done.clone().into_any().outcome_is_text());
+        let changes = seen.lock().unwrap().clone();
+        let finished = changes.last().unwrap();
+        assert!(!finished.task.outcome_is_text());
+        assert_eq!(
+            finished.task.outcome(),
+            Some(&Outcome::Result(result.clone()))
+        );
+        assert!(in_slot(&id).outcome_is_text());
+        // Every read gets it whole, and leaves the slot's copy as text.
+        for _ in 0..2 {
+            let read = registry.get(&alice, &id).unwrap();
+            assert_eq!(read.outcome(), Some(&Outcome::Result(result.clone())));
+            assert_eq!(read, done.clone().into_any());
+            assert!(in_slot(&id).outcome_is_text());
+        }
+        // So does a write the finished task refuses, and one that changes nothing.
+        assert!(registry.cancel(&alice, &id, None).is_err());
+        assert!(in_slot(&id).outcome_is_text());
+        assert_eq!(
+            registry.get(&alice, &id).unwrap().outcome(),
+            Some(&Outcome::Result(result))
+        );
+
+        // A failure the tool reported is kept as text too; a JSON-RPC error as it is.
+        let failing = object(json!({"content": [], "isError": true}));
+        let (handle, task) = registry.create(&alice, request(2)).unwrap();
+        let _failed = handle.complete(failing.clone()).unwrap();
+        let failed = in_slot(&task.id().to_string());
+        assert!(failed.outcome_is_text());
+        assert_eq!(failed.outcome(), Some(&Outcome::Result(failing)));
+        let (handle, task) = registry.create(&alice, request(3)).unwrap();
+        let _failed = handle.fail(Outcome::error(-32603, "broken")).unwrap();
+        let failed = in_slot(&task.id().to_string());
+        assert!(!failed.outcome_is_text());
+        assert_eq!(failed.outcome(), Some(&Outcome::error(-32603, "broken")));
     }
 
     #[test]

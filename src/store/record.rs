@@ -20,7 +20,7 @@ use crate::id::TaskId;
 use crate::input::{InputRequests, InputState, Progress, WorkingData};
 use crate::jsonrpc::{JsonObject, JsonRpcError};
 use crate::millis::OptMillis;
-use crate::outcome::Outcome;
+use crate::outcome::{Kept, Outcome};
 use crate::status::{TaskState, TaskStatus};
 use crate::task::Task;
 use crate::trace::TraceContext;
@@ -144,8 +144,8 @@ pub fn encode(task: &AnyTask) -> String {
             record.names = task.data.names.clone();
             record.answers = task.data.answers.clone();
         }
-        AnyTask::Completed(task) => set_outcome(&mut record, task.data.as_deref()),
-        AnyTask::Failed(task) => set_outcome(&mut record, task.data.as_deref()),
+        AnyTask::Completed(task) => set_outcome(&mut record, task.data.as_ref().map(Kept::get)),
+        AnyTask::Failed(task) => set_outcome(&mut record, task.data.as_ref().map(Kept::get)),
         AnyTask::Cancelled(_) => {}
     }
     // A record of strings, numbers, booleans and JSON values always serializes.
@@ -202,8 +202,8 @@ pub fn decode(
         checkpoint: record.checkpoint.map(Arc::new),
     };
     let outcome = match (record.result, record.error) {
-        (Some(result), None) => Some(Arc::new(Outcome::Result(result))),
-        (None, Some(error)) => Some(Arc::new(Outcome::Error(error))),
+        (Some(result), None) => Some(Kept::new(Outcome::Result(result))),
+        (None, Some(error)) => Some(Kept::new(Outcome::Error(error))),
         (None, None) => None,
         (Some(_), Some(_)) => return Err(corrupt("both a result and an error".to_owned())),
     };
