@@ -6,7 +6,7 @@ use crate::clock::Timestamp;
 use crate::id::TaskId;
 use crate::input::InputRequests;
 use crate::jsonrpc::JsonObject;
-use crate::outcome::Outcome;
+use crate::outcome::{Kept, Outcome};
 use crate::status::{
     Cancelled, Completed, Failed, InputRequired, NonTerminal, TaskState, TaskStatus, Working,
 };
@@ -157,38 +157,36 @@ impl AnyTask {
     /// for tasks read from a peer's `Task` object, which never carries it).
     #[must_use]
     pub fn outcome(&self) -> Option<&Outcome> {
+        self.kept().map(Kept::get)
+    }
+
+    /// What a finished task keeps of its outcome.
+    fn kept(&self) -> Option<&Kept> {
         match self {
-            AnyTask::Completed(task) => task.data.as_ref().map(crate::outcome::Kept::get),
-            AnyTask::Failed(task) => task.outcome(),
+            AnyTask::Completed(task) => task.data.as_ref(),
+            AnyTask::Failed(task) => task.data.as_ref(),
             _ => None,
         }
     }
 
     /// Keeps a finished task's result as its JSON text only, for a store's own copy
-    /// ([`Kept::compact`](crate::outcome::Kept::compact)): its copies read it back when
-    /// asked.
+    /// ([`Kept::compact`]): its copies read it back when asked.
     pub(crate) fn compact_outcome(&mut self) {
-        match self {
-            AnyTask::Completed(task) => task.data.as_mut().map(crate::outcome::Kept::compact),
-            AnyTask::Failed(task) => task.data.as_mut().map(crate::outcome::Kept::compact),
-            _ => None,
-        };
+        if let AnyTask::Completed(Task {
+            data: Some(kept), ..
+        })
+        | AnyTask::Failed(Task {
+            data: Some(kept), ..
+        }) = self
+        {
+            kept.compact();
+        }
     }
 
     /// Whether this copy holds its result as text only ([`Self::compact_outcome`]).
     #[cfg(test)]
     pub(crate) fn outcome_is_text(&self) -> bool {
-        match self {
-            AnyTask::Completed(task) => task
-                .data
-                .as_ref()
-                .is_some_and(crate::outcome::Kept::is_text),
-            AnyTask::Failed(task) => task
-                .data
-                .as_ref()
-                .is_some_and(crate::outcome::Kept::is_text),
-            _ => false,
-        }
+        self.kept().is_some_and(Kept::is_text)
     }
 
     /// The attempts of a redeliverable task ([`Task::attempts`]).

@@ -284,6 +284,10 @@ impl<S: TaskState> Task<S> {
     ///
     /// `None` only for a task read from a peer's `Task` object, which never carries the
     /// result (fetch it with `tasks/result`).
+    ///
+    /// The [`TaskRegistry`](crate::TaskRegistry) keeps a finished task's result as its JSON
+    /// text: a copy it hands out reads the text back on its first call here (or to
+    /// [`outcome`](Task::outcome)), once per copy.
     #[must_use]
     pub fn result(&self) -> Option<&JsonObject>
     where
