@@ -269,6 +269,33 @@ mod tests {
     }
 
     #[test]
+    fn copies_compare_and_print_by_their_outcome() {
+        let mut one = Kept::new(result(json!({"content": [], "n": 1})));
+        one.compact();
+        let mut two = Kept::new(result(json!({"content": [], "n": 2})));
+        two.compact();
+        assert_ne!(one, two);
+        assert_eq!(one, Kept::new(result(json!({"n": 1, "content": []}))));
+        assert_ne!(one, Kept::new(Outcome::error(-32603, "broken")));
+        assert_eq!(format!("{two:?}"), format!("{:?}", two.get()));
+        assert!(format!("{two:?}").contains("\"n\""));
+    }
+
+    #[test]
+    fn a_text_that_does_not_read_back_is_an_internal_error_not_a_panic() {
+        // Not made by `compact`, which keeps only what reads back; a copy that somehow
+        // held such a text still answers.
+        let broken = Kept(Box::new(Parts {
+            read: OnceLock::new(),
+            text: Some("{\"unclosed\": [".into()),
+        }));
+        let Outcome::Error(error) = broken.get() else {
+            panic!("read back as a result: {broken:?}");
+        };
+        assert_eq!(error.code, -32603);
+    }
+
+    #[test]
     fn depth_counts_objects_and_arrays() {
         let depth_of = |value: Value| match result(value) {
             Outcome::Result(object) => depth(&object),
