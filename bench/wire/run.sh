@@ -48,6 +48,8 @@ BASELINE_REV=${BASELINE_REV:-}
 REPORT=${REPORT:-${OUT%.jsonl}.md}
 SKIP_BUILD=${SKIP_BUILD:-0}
 KEEP=${KEEP:-0}
+# Seconds of an unrecorded cell before the first one (0: none).
+WARM_CELL=${WARM_CELL:-5}
 
 cd "$ROOT"
 has_impl() { case " $IMPLS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -246,27 +248,55 @@ label_of() {
     esac
 }
 
+# set_auth IMPL: the load generator's bearer-token arguments for IMPL, in `auth`.
+set_auth() {
+    auth=()
+    case $1 in
+        mcp_http|mcp_http@baseline|mcp_http_listen|reference|rmcp_http)
+            auth=(--token-prefix tok- --principals "$PRINCIPALS")
+            ;;
+    esac
+}
+
 if [ "$KEEP" != 1 ]; then
     : > "$OUT"
 fi
 COMMAND="CELLS=$CELLS DURATION=$DURATION WARMUP=$WARMUP CLIENTS=\"$CLIENTS\" MS=\"$MS\" POLL_MS=$POLL_MS RUNS=$RUNS PRINCIPALS=$PRINCIPALS IMPLS=\"$IMPLS\"${BASELINE_REV:+ BASELINE_REV=$BASELINE_REV} bash bench/wire/run.sh"
 python3 "$HERE/report.py" --meta "$COMMAND" --baseline "$BASE_COMMIT" >> "$OUT"
 
+# One cell that is not recorded first: the first server measured after a build (or on a
+# machine that was idle) came out slower than the same binary later in the run.
+if [ "$WARM_CELL" != 0 ]; then
+    first=${IMPLS%% *}
+    first_wire=$(wire_of "$first")
+    echo "== warm-up: $(label_of "$first"), ${WARM_CELL} s, not recorded" >&2
+    if start_server "$first" "$TMP/warm"; then
+        set_auth "$first"
+        "$BIN/wire_load" --url "$URL" --wire "${first_wire%% *}" \
+            --clients "${CLIENTS%% *}" --ms "${MS%% *}" --duration "$WARM_CELL" --warmup 1 \
+            --poll-ms "$POLL_MS" --pid "$SERVER_PID" --label warm-up --workers "$WORKERS" \
+            "${auth[@]}" > /dev/null 2> "$TMP/warm.load" \
+            || { echo "run.sh: the warm-up cell failed (it is not recorded):" >&2; tail -3 "$TMP/warm.load" >&2; }
+        stop_server
+    fi
+fi
+
 FAILED=0
 for run in $(seq "$RUNS"); do
+    # Every other run takes the servers in the reverse order, so that none is always the
+    # one measured first in a cell, or always right after a given other.
+    order=$IMPLS
+    if [ $((run % 2)) = 0 ]; then
+        order=$(printf '%s\n' $IMPLS | tac | tr '\n' ' ')
+    fi
     for n in $CLIENTS; do
         for ms in $MS; do
-            for impl in $IMPLS; do
+            for impl in $order; do
                 for wire in $(wire_of "$impl"); do
                     mode=poll
                     [ "$impl" = mcp_http_listen ] && mode=listen
                     label=$(label_of "$impl")
-                    auth=()
-                    case $impl in
-                        mcp_http|mcp_http@baseline|mcp_http_listen|reference|rmcp_http)
-                            auth=(--token-prefix tok- --principals "$PRINCIPALS")
-                            ;;
-                    esac
+                    set_auth "$impl"
                     log="$TMP/$impl-$wire-$n-$ms-$run"
                     echo "== run $run: $label, $wire, $mode, $n clients, ms=$ms" >&2
                     start_server "$impl" "$log" || { FAILED=1; continue; }
