@@ -1034,7 +1034,7 @@ mod tests {
             assert_eq!(read, done.clone().into_any());
             assert!(in_slot(&id).outcome_is_text());
         }
-        // So does a write the finished task refuses, and one that changes nothing.
+        // So does a write the finished task refuses.
         assert!(registry.cancel(&alice, &id, None).is_err());
         assert!(in_slot(&id).outcome_is_text());
         assert_eq!(
