@@ -632,10 +632,7 @@ impl Server {
         }
         let task_id = params?.get("taskId")?.as_str()?;
         let task = self.v1.store().get(owner, task_id).ok()?;
-        match task.outcome()? {
-            Outcome::Result(result) => crate::merged::payload_text(result, task.id()).ok(),
-            Outcome::Error(_) => None,
-        }
+        completed_payload_text(&task)
     }
 
     /// What a 2025-11-25 `tasks/result` for `task_id` finds of its task in one read of the
@@ -654,10 +651,7 @@ impl Server {
         if self.telemetry.is_enabled() {
             return ResultState::Now(None);
         }
-        ResultState::Now(match task.outcome() {
-            Some(Outcome::Result(result)) => crate::merged::payload_text(result, task.id()).ok(),
-            _ => None,
-        })
+        ResultState::Now(completed_payload_text(&task))
     }
 
     /// Whether the tasks live in a store shared with other instances: only then can a task
@@ -1378,6 +1372,15 @@ pub(crate) enum ResultState {
     /// from the stored result; `None` when the dispatcher answers (terminal without such a
     /// result, telemetry on, unknown to the owner, or the store failed).
     Now(Option<String>),
+}
+
+/// The 2025-11-25 `tasks/result` answer's result as JSON text, written straight from
+/// `task`'s stored result: `None` unless the task finished with a result (not an error).
+fn completed_payload_text(task: &mcp_tasks::AnyTask) -> Option<String> {
+    match task.outcome()? {
+        Outcome::Result(result) => crate::merged::payload_text(result, task.id()).ok(),
+        Outcome::Error(_) => None,
+    }
 }
 
 /// What the store is asked for a task running `tool`, requested in `generation` (in
