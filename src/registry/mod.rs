@@ -912,6 +912,14 @@ mod tests {
         }
     }
 
+    /// Every change `registry` delivers to subscribers, in order.
+    fn changes_of(registry: &TaskRegistry) -> Arc<Mutex<Vec<StatusChange>>> {
+        let seen: Arc<Mutex<Vec<StatusChange>>> = Arc::default();
+        let log = Arc::clone(&seen);
+        registry.subscribe(move |change| log.lock().unwrap().push(change.clone()));
+        seen
+    }
+
     fn request(n: i64) -> TaskRequest {
         TaskRequest::new(n, "tools/call")
     }
@@ -919,9 +927,7 @@ mod tests {
     #[test]
     fn a_response_notifies_only_when_it_answers() {
         let registry = TaskRegistry::new();
-        let seen: Arc<Mutex<Vec<StatusChange>>> = Arc::default();
-        let log = Arc::clone(&seen);
-        registry.subscribe(move |change| log.lock().unwrap().push(change.clone()));
+        let seen = changes_of(&registry);
         let alice = Owner::new("alice");
         let (handle, task) = registry.create(&alice, request(1)).unwrap();
         let id = task.id().to_string();
@@ -1002,9 +1008,7 @@ mod tests {
     #[test]
     fn the_slot_keeps_a_result_as_text_and_every_copy_reads_it_whole() {
         let registry = TaskRegistry::new();
-        let seen: Arc<Mutex<Vec<StatusChange>>> = Arc::default();
-        let log = Arc::clone(&seen);
-        registry.subscribe(move |change| log.lock().unwrap().push(change.clone()));
+        let seen = changes_of(&registry);
         let alice = Owner::new("alice");
         let result = object(json!({"content": [{"type": "text", "text": "done"}], "n": 0.1}));
         let in_slot = |id: &str| {
