@@ -160,6 +160,19 @@ impl AnyTask {
         self.kept().map(Kept::get)
     }
 
+    /// The result of a `completed` or `failed` task ([`Outcome::Result`]) as JSON text: the
+    /// text [`serde_json::to_string`] writes for it. A copy that keeps its result as text
+    /// (as a [`TaskRegistry`](crate::TaskRegistry)'s copies do) lends it without reading
+    /// it back; any other is printed. `None` for an error outcome and where
+    /// [`outcome`](Self::outcome) is `None`.
+    ///
+    /// For an answer that shows the result as it is, this is cheaper than
+    /// [`outcome`](Self::outcome), which reads the text back into a map.
+    #[must_use]
+    pub fn result_json(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.kept().and_then(Kept::result_json)
+    }
+
     /// What a finished task keeps of its outcome.
     fn kept(&self) -> Option<&Kept> {
         match self {

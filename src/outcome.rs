@@ -5,6 +5,7 @@
 //! `tasks/result` returns it as a successful response, while a JSON-RPC error is returned
 //! as an error response.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -125,6 +126,18 @@ impl Kept {
     /// The outcome, read back from its text on this copy's first use.
     pub(crate) fn get(&self) -> &Outcome {
         self.0.read.get_or_init(|| Arc::new(self.read_back()))
+    }
+
+    /// A result as JSON text: the kept text itself, or, for an outcome as given, printed
+    /// (the same text either way: the kept text was printed so). `None` for an error.
+    pub(crate) fn result_json(&self) -> Option<Cow<'_, str>> {
+        if let Some(text) = self.0.text.as_deref() {
+            return Some(Cow::Borrowed(text));
+        }
+        match self.get() {
+            Outcome::Result(result) => serde_json::to_string(result).ok().map(Cow::Owned),
+            Outcome::Error(_) => None,
+        }
     }
 
     /// The result its text holds.

@@ -1,20 +1,24 @@
-//! The answers that show a stored result, serialized from the stored object itself: a
-//! completed task's 2026-07-28 `tasks/get` (the result inlined, with its `resultType`) and
-//! its 2025-11-25 `tasks/result` (the result, tagged with the related-task `_meta`).
+//! The answers that show a stored result, written from its JSON text: a completed task's
+//! 2026-07-28 `tasks/get` (the result inlined, with its `resultType`) and its 2025-11-25
+//! `tasks/result` (the result, tagged with the related-task `_meta`).
 //!
 //! The typed messages of the core ([`ext::GetTaskResult`], [`GetTaskPayloadResult`](mcp_tasks::protocol::GetTaskPayloadResult))
-//! own their result, so showing a stored one through them copies it (a `serde_json` map is
-//! a B-tree: a copy allocates and fills a node per object) only to serialize the copy and
-//! drop it. Here the stored object is written as it is, with the one key the message sets
-//! merged in at its place in the map's order: the same text, byte for byte (the tests
-//! compare the two).
+//! own their result as a map, so showing a stored one through them reads the text a store
+//! keeps ([`AnyTask::result_json`]) back into a tree of maps only to print and drop it.
+//! Here the text's top-level members are read as they are written (no value in them is
+//! read into a tree) and written again with the one key the message sets merged in at its
+//! place in the map's order: the same text, byte for byte (the tests compare the two).
 #![cfg_attr(not(feature = "http"), allow(dead_code))]
+
+use std::borrow::Cow;
+use std::fmt;
 
 use mcp_tasks::ext::{self, TaskFields};
 use mcp_tasks::protocol::RELATED_TASK_META_KEY;
-use mcp_tasks::{AnyTask, JsonObject, Outcome, TaskId, TaskStatus};
+use mcp_tasks::{AnyTask, TaskId, TaskStatus};
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// The member every 2026-07-28 result carries, and its value for a finished result.
 const RESULT_TYPE: &str = "resultType";
@@ -25,36 +29,41 @@ pub(crate) fn ext_get_text(task: &AnyTask) -> serde_json::Result<String> {
     if ext::wire_status(task) != TaskStatus::Completed {
         return serde_json::to_string(&ext::GetTaskResult::new(task));
     }
-    let empty = JsonObject::new();
-    let result = match task.outcome() {
-        Some(Outcome::Result(result)) => result,
-        _ => &empty,
+    let text = task.result_json();
+    let members = match &text {
+        Some(text) => serde_json::from_str(text)?,
+        None => Members::default(),
     };
     serde_json::to_string(&CompletedGet {
         result_type: COMPLETE,
         task: TaskFields::from(task),
         result: Merged {
-            map: result,
+            members: &members,
             key: RESULT_TYPE,
             value: Set::IfAbsent(COMPLETE),
         },
     })
 }
 
-/// The JSON text of `tasks/result` on 2025-11-25 for the stored `result` of `task_id`
-/// ([`GetTaskPayloadResult::new`](mcp_tasks::protocol::GetTaskPayloadResult::new)).
-pub(crate) fn payload_text(result: &JsonObject, task_id: &TaskId) -> serde_json::Result<String> {
+/// The JSON text of `tasks/result` on 2025-11-25 for the `result` of `task_id`, given as
+/// JSON text ([`GetTaskPayloadResult::new`](mcp_tasks::protocol::GetTaskPayloadResult::new)).
+pub(crate) fn payload_text(result: &str, task_id: &TaskId) -> serde_json::Result<String> {
+    let members: Members<'_> = serde_json::from_str(result)?;
     let related = Related(task_id);
-    let meta = match result.get("_meta") {
-        Some(Value::Object(meta)) => Set::Replace(Meta::Merged(Merged {
-            map: meta,
+    let own_meta = match members.get("_meta") {
+        Some(meta) if meta.get().starts_with('{') => Some(serde_json::from_str(meta.get())?),
+        _ => None,
+    };
+    let meta = match &own_meta {
+        Some(own) => Set::Replace(Meta::Merged(Merged {
+            members: own,
             key: RELATED_TASK_META_KEY,
             value: Set::Replace(related),
         })),
-        _ => Set::Replace(Meta::Only(related)),
+        None => Set::Replace(Meta::Only(related)),
     };
     serde_json::to_string(&Merged {
-        map: result,
+        members: &members,
         key: "_meta",
         value: meta,
     })
@@ -72,30 +81,85 @@ struct CompletedGet<'a> {
     result: Merged<'a, &'static str>,
 }
 
+/// The members of a JSON object's text in their order, each value as it is written.
+#[derive(Default)]
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl Members<'_> {
+    fn get(&self, key: &str) -> Option<&RawValue> {
+        self.0
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| *value)
+    }
+}
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                while let Some((Key(name), value)) = map.next_entry()? {
+                    members.push((name, value));
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Object)
+    }
+}
+
+/// A member's name: borrowed from the text unless it is written with escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl<'de> Visitor<'de> for Name {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, name: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(name)))
+            }
+            fn visit_str<E>(self, name: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(name.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(Name)
+    }
+}
+
 /// What a merged key's value is.
 enum Set<V> {
-    /// The map's own value if it has the key, else this one.
+    /// The object's own value if it has the key, else this one.
     IfAbsent(V),
-    /// This one, whether or not the map has the key.
+    /// This one, whether or not the object has the key.
     Replace(V),
 }
 
-/// `map` with `key` set as `value` says, in the key order of `map` (a `serde_json::Map`
-/// here is a B-tree map, ordered by key bytes).
+/// An object's `members` with `key` set as `value` says, in the members' order (printed
+/// from a `serde_json::Map`, a B-tree map here: ordered by key bytes).
 struct Merged<'a, V> {
-    map: &'a JsonObject,
+    members: &'a Members<'a>,
     key: &'static str,
     value: Set<V>,
 }
 
 impl<V: Serialize> Serialize for Merged<'_, V> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let present = self.map.contains_key(self.key);
-        let len = self.map.len() + usize::from(!present);
+        let present = self.members.get(self.key).is_some();
+        let len = self.members.0.len() + usize::from(!present);
         let mut out = serializer.serialize_map(Some(len))?;
         let mut pending = !present;
-        for (key, value) in self.map {
-            if pending && key.as_str() > self.key {
+        for (key, value) in &self.members.0 {
+            if pending && &**key > self.key {
                 self.value_entry(&mut out)?;
                 pending = false;
             }
@@ -158,8 +222,11 @@ impl Serialize for Meta<'_> {
 mod tests {
     use super::*;
     use mcp_tasks::protocol;
-    use mcp_tasks::{Task, Timestamp};
-    use serde_json::json;
+    use mcp_tasks::{
+        JsonObject, Outcome, Owner, RequestId, Task, TaskRegistry, TaskRequest, TaskStore,
+        Timestamp,
+    };
+    use serde_json::{Value, json};
 
     fn object(value: Value) -> JsonObject {
         match value {
@@ -180,10 +247,17 @@ mod tests {
             json!({"_meta": 3, "content": []}),
             json!({"_meta": {"io.modelcontextprotocol/related-task": {"taskId": "old"}, "k": 1}}),
             json!({"_meta": {"a": 1, "zzz": [1, 2.5, null]}, "resultTypf": 1, "resultTypd": 0}),
+            json!({"a\"b": {"\u{1}": "\\"}, "_meta": {"\n": 1}, "\u{e9}": [{}]}),
+            json!({"deep": deep(200), "resultType": 1}),
         ]
         .into_iter()
         .map(object)
         .collect()
+    }
+
+    /// An array nested `levels` deep: deeper than `serde_json` reads into a value.
+    fn deep(levels: usize) -> Value {
+        (0..levels).fold(json!(1), |inner, _| json!([inner]))
     }
 
     fn id() -> TaskId {
@@ -195,7 +269,7 @@ mod tests {
         for result in results() {
             let typed = protocol::GetTaskPayloadResult::new(result.clone(), &id());
             assert_eq!(
-                payload_text(&result, &id()).unwrap(),
+                payload_text(&serde_json::to_string(&result).unwrap(), &id()).unwrap(),
                 serde_json::to_string(&typed).unwrap(),
                 "{result:?}"
             );
@@ -226,6 +300,35 @@ mod tests {
                 ext_get_text(task).unwrap(),
                 serde_json::to_string(&ext::GetTaskResult::new(task)).unwrap(),
                 "{task:?}"
+            );
+        }
+    }
+
+    /// Read from a registry, whose copies keep their result as text: the answers are
+    /// written from that text as the typed messages write the result read back.
+    #[test]
+    fn a_stored_result_is_written_from_its_text_as_the_typed_messages_write_it() {
+        let registry = TaskRegistry::new();
+        let owner = Owner::new("alice");
+        for (n, result) in (0..).zip(results()) {
+            let request = TaskRequest::new(RequestId::Number(n), "tools/call");
+            let (handle, task) = registry.create(&owner, request).unwrap();
+            let _completed = handle.complete(result.clone()).unwrap();
+            let stored = registry.get(&owner, &task.id().to_string()).unwrap();
+            // Kept as text unless too deep to read back (the result of `deep`).
+            let text = serde_json::to_string(&result).unwrap();
+            let reads_back = serde_json::from_str::<Value>(&text).is_ok();
+            let lent = matches!(stored.result_json(), Some(Cow::Borrowed(_)));
+            assert_eq!(lent, reads_back, "{result:?}");
+            assert_eq!(
+                ext_get_text(&stored).unwrap(),
+                serde_json::to_string(&ext::GetTaskResult::new(&stored)).unwrap(),
+                "{result:?}"
+            );
+            let typed = protocol::GetTaskPayloadResult::new(result, task.id());
+            assert_eq!(
+                payload_text(&stored.result_json().unwrap(), task.id()).unwrap(),
+                serde_json::to_string(&typed).unwrap(),
             );
         }
     }

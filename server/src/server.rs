@@ -1377,10 +1377,7 @@ pub(crate) enum ResultState {
 /// The 2025-11-25 `tasks/result` answer's result as JSON text, written straight from
 /// `task`'s stored result: `None` unless the task finished with a result (not an error).
 fn completed_payload_text(task: &mcp_tasks::AnyTask) -> Option<String> {
-    match task.outcome()? {
-        Outcome::Result(result) => crate::merged::payload_text(result, task.id()).ok(),
-        Outcome::Error(_) => None,
-    }
+    crate::merged::payload_text(&task.result_json()?, task.id()).ok()
 }
 
 /// What the store is asked for a task running `tool`, requested in `generation` (in

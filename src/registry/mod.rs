@@ -1038,6 +1038,19 @@ mod tests {
             assert_eq!(read, done.clone().into_any());
             assert!(in_slot(&id).outcome_is_text());
         }
+        // Its text is lent as it is kept, without reading it back; a whole copy prints
+        // the same text.
+        let printed = serde_json::to_string(&result).unwrap();
+        let read = registry.get(&alice, &id).unwrap();
+        let lent = read.result_json().unwrap();
+        assert!(matches!(lent, std::borrow::Cow::Borrowed(_)));
+        assert_eq!(lent, printed);
+        assert!(read.outcome_is_text());
+        let whole = done.clone().into_any();
+        let whole = whole.result_json().unwrap();
+        assert!(matches!(whole, std::borrow::Cow::Owned(_)));
+        assert_eq!(whole, printed);
+
         // So does a write the finished task refuses.
         assert!(registry.cancel(&alice, &id, None).is_err());
         assert!(in_slot(&id).outcome_is_text());
@@ -1058,6 +1071,8 @@ mod tests {
         let failed = in_slot(&task.id().to_string());
         assert!(!failed.outcome_is_text());
         assert_eq!(failed.outcome(), Some(&Outcome::error(-32603, "broken")));
+        assert_eq!(failed.result_json(), None);
+        assert_eq!(task.into_any().result_json(), None);
     }
 
     #[test]
