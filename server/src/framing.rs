@@ -196,8 +196,9 @@ pub fn parse(bytes: &[u8]) -> Incoming {
     parse_slowly(bytes)
 }
 
-/// The members of a message's envelope, as written. A member given twice fails the read
-/// (the long way then says what the message is).
+/// The members of a message's envelope: each as written but `params`, read as a value in
+/// the same pass. A member given twice fails the read (the long way then says what the
+/// message is).
 #[derive(serde::Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow, default, deserialize_with = "present")]
@@ -206,8 +207,8 @@ struct Envelope<'a> {
     method: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    params: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present_value")]
+    params: Option<Value>,
 }
 
 /// A member that is there, whatever its value (`null` too): `Some`.
@@ -216,6 +217,14 @@ where
     D: serde::Deserializer<'de>,
 {
     <&RawValue as serde::Deserialize>::deserialize(deserializer).map(Some)
+}
+
+/// [`present`], read as a value.
+fn present_value<'de, D>(deserializer: D) -> Result<Option<Value>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    <Value as serde::Deserialize>::deserialize(deserializer).map(Some)
 }
 
 /// A request or notification that is right in every way, read from its envelope's raw
@@ -233,16 +242,13 @@ fn parse_request(text: &str) -> Option<Incoming> {
         return None;
     }
     let method: String = serde_json::from_str(method).ok()?;
-    let params = match members.params {
-        None => None,
-        Some(raw) => {
-            let raw = raw.get().trim_start();
-            if !(raw.starts_with('{') || raw.starts_with('[')) {
-                return None;
-            }
-            Some(serde_json::from_str::<Value>(raw).ok()?)
-        }
-    };
+    let params = members.params;
+    if params
+        .as_ref()
+        .is_some_and(|params| !params.is_object() && !params.is_array())
+    {
+        return None;
+    }
     match members.id {
         None => Some(Incoming::Notification { method, params }),
         Some(raw) => Some(Incoming::Request {
