@@ -304,6 +304,17 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_result_text_that_is_not_an_object_is_an_error_that_says_so() {
+        for text in ["[]", "1", "\"a\"", "{\"a\":"] {
+            let error = payload_text(text, &id()).unwrap_err().to_string();
+            assert!(
+                text.starts_with('{') || error.contains("expected a JSON object"),
+                "{text}: {error}"
+            );
+        }
+    }
+
     /// Read from a registry, whose copies keep their result as text: the answers are
     /// written from that text as the typed messages write the result read back.
     #[test]
