@@ -207,24 +207,17 @@ struct Envelope<'a> {
     method: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(default, deserialize_with = "present_value")]
+    #[serde(default, deserialize_with = "present")]
     params: Option<Value>,
 }
 
 /// A member that is there, whatever its value (`null` too): `Some`.
-fn present<'de, D>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error>
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
 {
-    <&RawValue as serde::Deserialize>::deserialize(deserializer).map(Some)
-}
-
-/// [`present`], read as a value.
-fn present_value<'de, D>(deserializer: D) -> Result<Option<Value>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    <Value as serde::Deserialize>::deserialize(deserializer).map(Some)
+    T::deserialize(deserializer).map(Some)
 }
 
 /// A request or notification that is right in every way, read from its envelope's raw
