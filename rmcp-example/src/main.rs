@@ -139,7 +139,7 @@ impl TasksServer {
             Reply::Now(answer) => answer,
             Reply::ThenRun(created, work) => {
                 start(work);
-                Ok(created)
+                created.to_value().map_err(|err| internal(err.to_string()))
             }
             Reply::Later(answering) => {
                 let peer = Arc::new(RmcpPeer {

@@ -434,7 +434,9 @@ impl TaskManager {
             Reply::ThenRun(created, task) => {
                 let task = self.shared.running.track(&owner, &created, task);
                 work::spawn(&runtime, task, server.is_shared());
-                Ok(created)
+                created
+                    .to_value()
+                    .map_err(|err| ErrorData::internal_error(err.to_string(), None))
             }
             Reply::Later(answering) => {
                 let (peer, outbox) = RmcpPeer::new(capabilities, self.log_level.clone(), extension);

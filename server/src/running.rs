@@ -16,11 +16,11 @@
 //! use mcp_tasks_server::running::Running;
 //! use mcp_tasks_server::server::Reply;
 //! # fn start(_work: mcp_tasks_server::work::Work) {}
-//! # fn send(_answer: serde_json::Value) {}
+//! # fn send(_answer: &str) {}
 //! # fn carry(running: &Arc<Running>, owner: &mcp_tasks_server::mcp_tasks::Owner, reply: Reply) {
 //! if let Reply::ThenRun(created, work) = reply {
 //!     let work = running.track(owner, &created, work);
-//!     send(created);
+//!     send(created.answer_json());
 //!     start(work);
 //! }
 //! # }
@@ -30,9 +30,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mcp_tasks::{JsonRpcError, Outcome, Owner, TaskId, TaskStatus, jsonrpc};
-use serde_json::Value;
 
-use crate::server::{Claimed, Server};
+use crate::server::{Claimed, Created, Server};
 use crate::work::Work;
 
 /// What a running task carries here.
@@ -77,16 +76,12 @@ impl Running {
         self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records the task that `created` (the `CreateTaskResult` of a
-    /// [`Reply::ThenRun`](crate::server::Reply::ThenRun), either generation's) announces,
-    /// for `owner`, and answers `work` followed by forgetting it. An answer that names no
-    /// task leaves `work` as it is.
+    /// Records the task of `created` (the answer of a
+    /// [`Reply::ThenRun`](crate::server::Reply::ThenRun), either generation's) for `owner`,
+    /// and answers `work` followed by forgetting it.
     #[must_use]
-    pub fn track(self: &Arc<Self>, owner: &Owner, created: &Value, work: Work) -> Work {
-        match created_task(created) {
-            Some(task) => self.started(task, owner.clone(), 1, work),
-            None => work,
-        }
+    pub fn track(self: &Arc<Self>, owner: &Owner, created: &Created, work: Work) -> Work {
+        self.started(created.task_id().clone(), owner.clone(), 1, work)
     }
 
     /// Records a task the claim loop claimed here, and answers its work followed by
@@ -221,18 +216,6 @@ pub(crate) fn end(
     ending
 }
 
-/// The id of the task a `CreateTaskResult` announces: `task.taskId` (2025-11-25) or
-/// `taskId` (2026-07-28, where the task's fields are the result's own).
-#[must_use]
-pub fn created_task(created: &Value) -> Option<TaskId> {
-    created
-        .get("task")
-        .and_then(|task| task.get("taskId"))
-        .or_else(|| created.get("taskId"))
-        .and_then(Value::as_str)
-        .map(TaskId::from)
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::mpsc;
@@ -244,18 +227,13 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn a_created_task_is_named_in_either_generation() {
-        let id = "786512e2-9e0d-44bd-8f29-789f320fe840";
-        assert_eq!(
-            created_task(&json!({"task": {"taskId": id, "status": "working"}})),
-            Some(TaskId::from(id))
-        );
-        assert_eq!(
-            created_task(&json!({"resultType": "task", "taskId": id})),
-            Some(TaskId::from(id))
-        );
-        assert_eq!(created_task(&json!({"content": []})), None);
+    /// The answer that created the task `id` (2026-07-28's shape).
+    fn created(id: &str) -> Created {
+        Created::new(
+            TaskId::from(id),
+            &json!({"resultType": "task", "taskId": id}),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -265,15 +243,12 @@ mod tests {
         let (gate, wait) = mpsc::channel::<()>();
         let work = running.track(
             &owner,
-            &json!({"taskId": "t-1"}),
+            &created("t-1"),
             Work::blocking(move || {
                 let _ = wait.recv_timeout(Duration::from_secs(10));
             }),
         );
         assert_eq!(running.len(), 1);
-        let untracked = running.track(&owner, &json!({}), Work::blocking(|| {}));
-        assert_eq!(running.len(), 1, "an answer without a task records nothing");
-        untracked.run_here();
         gate.send(()).unwrap();
         work.run_here();
         assert!(running.is_empty());
@@ -297,7 +272,7 @@ mod tests {
                     TaskRequest::new(mcp_tasks::RequestId::from(n), "tools/call"),
                 )
                 .unwrap();
-            let created = json!({"taskId": task.id().to_string()});
+            let created = created(&task.id().to_string());
             ids.push(task.id().clone());
             if n == 1 {
                 // Finished before the shutdown, its handler still returning.

@@ -50,7 +50,49 @@ pub enum Reply {
     /// Send this answer, then start the work in the background (a task's handler: it must
     /// not change the task before the requestor has the `CreateTaskResult`), where its
     /// kind belongs ([`Work`]).
-    ThenRun(Value, Work),
+    ThenRun(Created, Work),
+}
+
+/// The answer to a request that created a task: the task's id, and the `CreateTaskResult`
+/// of the request's generation as JSON text, written once, as it goes on the wire.
+#[derive(Debug, Clone)]
+pub struct Created {
+    task: TaskId,
+    answer: Box<serde_json::value::RawValue>,
+}
+
+impl Created {
+    /// `answer`, the result that tells the requestor it created `task`, written as text.
+    pub(crate) fn new(
+        task: TaskId,
+        answer: &impl serde::Serialize,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Created {
+            task,
+            answer: serde_json::value::to_raw_value(answer)?,
+        })
+    }
+
+    /// The created task's id.
+    #[must_use]
+    pub fn task_id(&self) -> &TaskId {
+        &self.task
+    }
+
+    /// The answer as JSON text: the `result` of the request's response.
+    #[must_use]
+    pub fn answer_json(&self) -> &str {
+        self.answer.get()
+    }
+
+    /// The answer as a value, read from its text.
+    ///
+    /// # Errors
+    /// None in practice: the text is what `serde_json` wrote; a reading error is passed on
+    /// rather than hidden.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(self.answer.get())
+    }
 }
 
 /// The boxed future of an answer.
@@ -848,7 +890,8 @@ impl Server {
                 match self.v1.store().create(owner, request) {
                     Ok((handle, task)) => {
                         self.v1_tasks().insert(handle.id().clone());
-                        match serde_json::to_value(protocol::CreateTaskResult::new(task)) {
+                        let id = handle.id().clone();
+                        match Created::new(id, &protocol::CreateTaskResult::new(task)) {
                             Ok(created) => {
                                 let work = self.task_work(
                                     &tool,
@@ -1030,21 +1073,23 @@ impl Server {
                     .and_then(Value::as_object),
             ));
         match self.ext.store().create(owner, request) {
-            Ok((handle, task)) => match serde_json::to_value(ext::CreateTaskResult::new(&task)) {
-                Ok(created) => {
-                    let work = self.task_work(
-                        &tool,
-                        owner,
-                        Generation::Extension,
-                        capabilities,
-                        prepared,
-                        handle,
-                        first,
-                    );
-                    Reply::ThenRun(created, work)
+            Ok((handle, task)) => {
+                match Created::new(handle.id().clone(), &ext::CreateTaskResult::new(&task)) {
+                    Ok(created) => {
+                        let work = self.task_work(
+                            &tool,
+                            owner,
+                            Generation::Extension,
+                            capabilities,
+                            prepared,
+                            handle,
+                            first,
+                        );
+                        Reply::ThenRun(created, work)
+                    }
+                    Err(err) => Reply::Now(Err(Error::Internal(err.to_string()).to_jsonrpc())),
                 }
-                Err(err) => Reply::Now(Err(Error::Internal(err.to_string()).to_jsonrpc())),
-            },
+            }
             Err(error) => Reply::Now(Err(error.to_jsonrpc())),
         }
     }
@@ -1443,6 +1488,56 @@ mod tests {
         ) {
             Reply::Now(answer) => answer,
             _ => panic!("tasks/get is answered at once"),
+        }
+    }
+
+    #[test]
+    fn a_created_task_is_answered_with_its_generations_create_task_result() {
+        async fn hello(_ctx: Context, _: crate::NoArguments) -> Result<String, Exit> {
+            Ok("hello".into())
+        }
+        let server = Server::builder()
+            .tool(
+                Tool::new("hello")
+                    .task_support(crate::TaskSupport::Required)
+                    .run(hello),
+            )
+            .build()
+            .expect("a server");
+        let alice = Owner::new("alice");
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": ext::PROTOCOL_VERSION,
+            "io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {ext::EXTENSION_ID: {}}},
+        });
+        for (params, session) in [
+            (json!({"name": "hello", "task": {}}), Some("s-1")),
+            (json!({"name": "hello", "_meta": meta}), None),
+        ] {
+            let reply = server.request_in(
+                &alice,
+                &RequestId::Number(1),
+                "tools/call",
+                Some(params.clone()),
+                Elicitation::Undeclared,
+                session,
+            );
+            let Reply::ThenRun(created, _work) = reply else {
+                panic!("a task is created: {params}");
+            };
+            let id = created.task_id().to_string();
+            let stored = server.store().get(&alice, &id).expect("the task is stored");
+            let mcp_tasks::AnyTask::Working(working) = &stored else {
+                panic!("a new task is working: {stored:?}");
+            };
+            let answer: Value = serde_json::from_str(created.answer_json()).expect("JSON text");
+            assert_eq!(created.to_value().expect("reads back"), answer);
+            let expected = match session {
+                Some(_) => serde_json::to_value(protocol::CreateTaskResult::new(working.clone())),
+                None => serde_json::to_value(ext::CreateTaskResult::new(working)),
+            }
+            .expect("the typed result");
+            assert_eq!(answer, expected, "{params}");
         }
     }
 

@@ -617,8 +617,8 @@ fn handle_line(
                 .start();
             }
         }
-        Reply::ThenRun(answer, work) => {
-            connection.respond(&id, &Ok(answer));
+        Reply::ThenRun(created, work) => {
+            connection.send_line(&framing::result_response(Some(&id), created.answer_json()));
             work.start();
         }
     }

@@ -256,17 +256,6 @@ impl Operation {
             .map(|name| (name, tools.get(name).is_some()))
     }
 
-    /// The id of the task a `CreateTaskResult` (either generation's) names.
-    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-    fn created_task(created: &Value) -> Option<mcp_tasks::TaskId> {
-        created
-            .get("task")
-            .and_then(|task| task.get("taskId"))
-            .or_else(|| created.get("taskId"))
-            .and_then(Value::as_str)
-            .map(mcp_tasks::TaskId::from)
-    }
-
     /// Ends the span when `reply` has its answer: now, after the work of a `Later` (run in
     /// scope), or as a task is created (whose attempt runs in its own span, a child).
     pub fn reply(self, reply: Reply, owner: &Owner, store: &Store) -> Reply {
@@ -296,8 +285,8 @@ impl Operation {
                 })))
             }
             Reply::ThenRun(created, work) => {
-                let run = self.created(&created, owner, store);
-                self.end_with(Ok(&created));
+                let run = self.created(created.task_id(), owner, store);
+                self.end_created();
                 Reply::ThenRun(created, traced(run, work))
             }
         }

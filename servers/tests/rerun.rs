@@ -52,10 +52,13 @@ fn start(
     let Reply::ThenRun(created, work) = reply else {
         panic!("{tool} runs as a task");
     };
-    let id = created["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
-        .to_owned();
+    let id = created.task_id().to_string();
+    let answer = created.to_value().expect("the answer reads back");
+    assert_eq!(
+        answer["taskId"],
+        id.as_str(),
+        "the answer names the task: {answer}"
+    );
     (id, thread::spawn(move || work.run_here()))
 }
 

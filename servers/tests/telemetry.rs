@@ -63,7 +63,7 @@ fn answer(reply: Reply) -> Result<Value, mcp_tasks::JsonRpcError> {
         Reply::Later(work) => work.run_here(Arc::new(mcp_tasks_server::peer::Mute)),
         Reply::ThenRun(created, work) => {
             work.run_here();
-            Ok(created)
+            Ok(created.to_value().expect("the answer reads back"))
         }
     }
 }
@@ -325,7 +325,7 @@ fn a_task_handed_over_to_another_instance_stays_in_its_trace() {
     ) else {
         panic!("sleep runs as a task");
     };
-    let task = created["taskId"].as_str().expect("a task id").to_owned();
+    let task = created.task_id().to_string();
     let running = thread::spawn(move || work.run_here());
     thread::sleep(Duration::from_millis(50));
     assert!(store.hand_over(&owner, &task).expect("handed over"));
@@ -470,10 +470,9 @@ fn created_task(
     ) else {
         panic!("{tool} runs as a task");
     };
-    let task = created["task"]["taskId"]
-        .as_str()
-        .expect("a task id")
-        .to_owned();
+    let task = created.task_id().to_string();
+    let answer = created.to_value().expect("the answer reads back");
+    assert_eq!(answer["task"]["taskId"], task.as_str(), "{answer}");
     (task, work)
 }
 

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::access::{host_allowed, origin_allowed};
 use crate::framing::{self, Id, Incoming as Message};
-use crate::server::{Elicitation, Reply, ResultState, Server};
+use crate::server::{Created, Elicitation, Reply, ResultState, Server};
 use crate::work::Work;
 use crate::{headers, outbound};
 
@@ -429,11 +429,8 @@ async fn stateless_message(
         return talking(app, work, id, None, sse_ok, trace_name, slot, status).await;
     }
     let (answer, then) = settle(app, reply, &owner, None).await;
-    let status = match &answer {
-        Err(error) => stateless::status_of(error.code),
-        Ok(_) => StatusCode::OK,
-    };
-    let text = framing::response(Some(&id), &answer);
+    let status = answer.status(stateless::status_of);
+    let text = answer.response(&id);
     app.trace.write(&trace_name, "out", &text);
     with_work(json(status, text), then)
 }
@@ -530,7 +527,7 @@ async fn session_message(
         .await;
     }
     let (answer, then) = settle(app, reply, &owner, Some(&session)).await;
-    let text = framing::response(Some(&id), &answer);
+    let text = answer.response(&id);
     app.trace.write(&session.id, "out", &text);
     let mut response = with_work(json(StatusCode::OK, text), then);
     if initialize && let Ok(value) = HeaderValue::from_str(&session.id) {
@@ -823,6 +820,30 @@ fn delete<B>(app: &Arc<App>, request: &Request<B>, principal: &str) -> Response<
     }
 }
 
+/// A request's answer as the transport writes it: a value, or a created task's text.
+enum Settled {
+    Value(Result<Value, JsonRpcError>),
+    Created(Created),
+}
+
+impl Settled {
+    /// The HTTP status of the answer, as `of_error` gives an error's.
+    fn status(&self, of_error: impl FnOnce(i64) -> StatusCode) -> StatusCode {
+        match self {
+            Settled::Value(Err(error)) => of_error(error.code),
+            Settled::Value(Ok(_)) | Settled::Created(_) => StatusCode::OK,
+        }
+    }
+
+    /// The response to request `id`, one line of JSON.
+    fn response(&self, id: &Id) -> String {
+        match self {
+            Settled::Value(answer) => framing::response(Some(id), answer),
+            Settled::Created(created) => framing::result_response(Some(id), created.answer_json()),
+        }
+    }
+}
+
 /// Runs a reply to its answer; a new task's handler comes back to start once the answer is
 /// out (and the task is recorded as running here).
 async fn settle(
@@ -830,29 +851,22 @@ async fn settle(
     reply: Reply,
     owner: &Owner,
     session: Option<&Arc<Session>>,
-) -> (Result<Value, JsonRpcError>, Option<Work>) {
+) -> (Settled, Option<Work>) {
     match reply {
-        Reply::Now(answer) => (answer, None),
+        Reply::Now(answer) => (Settled::Value(answer), None),
         // Answered by `talking` before it gets here; with nobody to talk to otherwise.
-        Reply::Later(work) => (work.into_future(Arc::new(crate::peer::Mute)).await, None),
-        Reply::ThenRun(answer, work) => {
-            let task = answer
-                .get("task")
-                .and_then(|task| task.get("taskId"))
-                .or_else(|| answer.get("taskId"))
-                .and_then(Value::as_str)
-                .map(TaskId::from);
-            let work = match task {
-                Some(task) => {
-                    app.tasks.started(task.clone(), owner.clone(), session);
-                    // The handler's return is what shutdown waits for.
-                    let tasks = Arc::clone(&app.tasks);
-                    work.then(move || tasks.handler_returned(&task))
-                }
-                None => work,
-            };
+        Reply::Later(work) => (
+            Settled::Value(work.into_future(Arc::new(crate::peer::Mute)).await),
+            None,
+        ),
+        Reply::ThenRun(created, work) => {
+            let task = created.task_id().clone();
+            app.tasks.started(task.clone(), owner.clone(), session);
+            // The handler's return is what shutdown waits for.
+            let tasks = Arc::clone(&app.tasks);
+            let work = work.then(move || tasks.handler_returned(&task));
             let work = super::body::for_store(work, app.server.is_shared());
-            (Ok(answer), Some(work))
+            (Settled::Created(created), Some(work))
         }
     }
 }

@@ -78,9 +78,11 @@ impl Operation {
         future.await
     }
 
-    pub(super) fn created(&self, _created: &Value, _owner: &Owner, _store: &Store) -> TaskRun {
+    pub(super) fn created(&self, _task: &TaskId, _owner: &Owner, _store: &Store) -> TaskRun {
         TaskRun
     }
+
+    pub(super) fn end_created(self) {}
 
     pub(super) fn end_with(self, _answer: Result<&Value, &JsonRpcError>) {}
 }

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use mcp_tasks::{JsonRpcError, Owner, RequestId};
+use mcp_tasks::{JsonRpcError, Owner, RequestId, TaskId};
 use mcp_tasks_otel::{Ending, Request, RequestSpan, TaskRun, Telemetry};
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -82,11 +82,13 @@ impl Operation {
         self.span.in_scope_async(future).await
     }
 
-    pub(super) fn created(&self, created: &Value, owner: &Owner, store: &Store) -> TaskRun {
-        match Self::created_task(created) {
-            Some(task) => self.span.created(&task, owner, Arc::clone(store)),
-            None => TaskRun::default(),
-        }
+    pub(super) fn created(&self, task: &TaskId, owner: &Owner, store: &Store) -> TaskRun {
+        self.span.created(task, owner, Arc::clone(store))
+    }
+
+    /// Ends the span of a request that created a task (its answer is a result).
+    pub(super) fn end_created(self) {
+        self.span.end(Ending::Done);
     }
 
     pub(super) fn end_with(self, answer: Result<&Value, &JsonRpcError>) {
