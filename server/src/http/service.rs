@@ -821,25 +821,25 @@ fn delete<B>(app: &Arc<App>, request: &Request<B>, principal: &str) -> Response<
 }
 
 /// A request's answer as the transport writes it: a value, or a created task's text.
-enum Settled {
+enum Answered {
     Value(Result<Value, JsonRpcError>),
     Created(Created),
 }
 
-impl Settled {
+impl Answered {
     /// The HTTP status of the answer, as `of_error` gives an error's.
     fn status(&self, of_error: impl FnOnce(i64) -> StatusCode) -> StatusCode {
         match self {
-            Settled::Value(Err(error)) => of_error(error.code),
-            Settled::Value(Ok(_)) | Settled::Created(_) => StatusCode::OK,
+            Answered::Value(Err(error)) => of_error(error.code),
+            Answered::Value(Ok(_)) | Answered::Created(_) => StatusCode::OK,
         }
     }
 
     /// The response to request `id`, one line of JSON.
     fn response(&self, id: &Id) -> String {
         match self {
-            Settled::Value(answer) => framing::response(Some(id), answer),
-            Settled::Created(created) => framing::result_response(Some(id), created.answer_json()),
+            Answered::Value(answer) => framing::response(Some(id), answer),
+            Answered::Created(created) => framing::result_response(Some(id), created.answer_json()),
         }
     }
 }
@@ -851,12 +851,12 @@ async fn settle(
     reply: Reply,
     owner: &Owner,
     session: Option<&Arc<Session>>,
-) -> (Settled, Option<Work>) {
+) -> (Answered, Option<Work>) {
     match reply {
-        Reply::Now(answer) => (Settled::Value(answer), None),
+        Reply::Now(answer) => (Answered::Value(answer), None),
         // Answered by `talking` before it gets here; with nobody to talk to otherwise.
         Reply::Later(work) => (
-            Settled::Value(work.into_future(Arc::new(crate::peer::Mute)).await),
+            Answered::Value(work.into_future(Arc::new(crate::peer::Mute)).await),
             None,
         ),
         Reply::ThenRun(created, work) => {
@@ -866,7 +866,7 @@ async fn settle(
             let tasks = Arc::clone(&app.tasks);
             let work = work.then(move || tasks.handler_returned(&task));
             let work = super::body::for_store(work, app.server.is_shared());
-            (Settled::Created(created), Some(work))
+            (Answered::Created(created), Some(work))
         }
     }
 }
