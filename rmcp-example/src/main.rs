@@ -138,8 +138,12 @@ impl TasksServer {
         let answer = match reply {
             Reply::Now(answer) => answer,
             Reply::ThenRun(created, work) => {
-                start(work);
-                created.to_value().map_err(|err| internal(err.to_string()))
+                // An answer that cannot be given drops the work, which fails its task.
+                let answer = created.to_value().map_err(|err| internal(err.to_string()));
+                if answer.is_ok() {
+                    start(work);
+                }
+                answer
             }
             Reply::Later(answering) => {
                 let peer = Arc::new(RmcpPeer {

@@ -432,11 +432,13 @@ impl TaskManager {
             // returns, and the client reads the task as `working` from it whatever the
             // handler did meanwhile.
             Reply::ThenRun(created, task) => {
+                // An answer that cannot be given drops the work, which fails its task.
+                let answer = created
+                    .to_value()
+                    .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
                 let task = self.shared.running.track(&owner, &created, task);
                 work::spawn(&runtime, task, server.is_shared());
-                created
-                    .to_value()
-                    .map_err(|err| ErrorData::internal_error(err.to_string(), None))
+                Ok(answer)
             }
             Reply::Later(answering) => {
                 let (peer, outbox) = RmcpPeer::new(capabilities, self.log_level.clone(), extension);
